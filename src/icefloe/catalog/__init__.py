@@ -1,0 +1,1 @@
+"""icefloe.catalog layer (see DESIGN.md §2)."""

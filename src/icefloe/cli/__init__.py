@@ -1,0 +1,1 @@
+"""icefloe.cli layer (see DESIGN.md §2)."""

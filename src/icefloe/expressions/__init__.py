@@ -1,0 +1,1 @@
+"""icefloe.expressions layer (see DESIGN.md §2)."""

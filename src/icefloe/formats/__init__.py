@@ -1,0 +1,1 @@
+"""icefloe.formats layer (see DESIGN.md §2)."""

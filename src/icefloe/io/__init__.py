@@ -1,0 +1,1 @@
+"""icefloe.io layer (see DESIGN.md §2)."""

@@ -1,0 +1,1 @@
+"""icefloe.maintenance layer (see DESIGN.md §2)."""

@@ -1,0 +1,1 @@
+"""icefloe.scan layer (see DESIGN.md §2)."""

@@ -1,0 +1,1 @@
+"""icefloe.spark layer (see DESIGN.md §2)."""

@@ -1,0 +1,1 @@
+"""icefloe.spec layer (see DESIGN.md §2)."""

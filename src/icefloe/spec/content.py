@@ -1,0 +1,178 @@
+"""Version-neutral content model: data/delete files, manifest entries and manifest references.
+
+The read seam (``icefloe.tree``) turns v1–v3 Avro manifests and v4 Parquet content entries into
+these objects; the write seam turns them back into the right tree for the table's format version.
+Nothing above the seams needs to know which format version wrote them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from enum import IntEnum
+from typing import Any
+
+
+class FileContent(IntEnum):
+    """What a content file holds (``content`` / ``content_type``)."""
+
+    DATA = 0
+    POSITION_DELETES = 1
+    EQUALITY_DELETES = 2
+    DATA_MANIFEST = 3  # v4 root references only
+    DELETE_MANIFEST = 4  # v4 root references only
+
+
+class ManifestContent(IntEnum):
+    """What a v1–v3 manifest holds (manifest list field 517)."""
+
+    DATA = 0
+    DELETES = 1
+
+
+class EntryStatus(IntEnum):
+    """Status of a manifest entry; REPLACED and MODIFIED exist only in v4 trees."""
+
+    EXISTING = 0
+    ADDED = 1
+    DELETED = 2
+    REPLACED = 3
+    MODIFIED = 4
+
+    @property
+    def is_live(self) -> bool:
+        """EXISTING, ADDED and MODIFIED entries are part of the snapshot's contents."""
+        return self in (EntryStatus.EXISTING, EntryStatus.ADDED, EntryStatus.MODIFIED)
+
+
+@dataclass(frozen=True, slots=True)
+class DeletionVectorRef:
+    """Where a deletion-vector-v1 blob lives: Puffin file, blob offset and length, cardinality."""
+
+    location: str
+    offset: int
+    size_in_bytes: int
+    cardinality: int
+    key_metadata: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DataFile:
+    """A data file or delete file, with the metrics manifests carry.
+
+    ``partition`` holds one value per field of the file's partition spec, in spec order, using
+    the internal representation of each partition field's result type.
+    Metric maps are keyed by column field id; bounds are single-value binary serialisations.
+    """
+
+    file_path: str
+    file_format: str  # "parquet" | "avro" | "orc" | "puffin" (lower case)
+    record_count: int
+    file_size_in_bytes: int
+    content: FileContent = FileContent.DATA
+    spec_id: int = 0
+    partition: tuple[Any, ...] = ()
+    column_sizes: dict[int, int] | None = None
+    value_counts: dict[int, int] | None = None
+    null_value_counts: dict[int, int] | None = None
+    nan_value_counts: dict[int, int] | None = None
+    lower_bounds: dict[int, bytes] | None = None
+    upper_bounds: dict[int, bytes] | None = None
+    key_metadata: bytes | None = None
+    split_offsets: tuple[int, ...] | None = None
+    equality_ids: tuple[int, ...] | None = None
+    sort_order_id: int | None = None
+    first_row_id: int | None = None
+    referenced_data_file: str | None = None
+    content_offset: int | None = None
+    content_size_in_bytes: int | None = None
+    # v4 only: the colocated deletion vector of a DATA entry.
+    deletion_vector: DeletionVectorRef | None = None
+
+    def with_changes(self, **changes: Any) -> DataFile:
+        """A copy with some fields changed."""
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestEntry:
+    """A file's entry in a manifest: status plus (possibly inherited) tracking values.
+
+    After the read seam, ``snapshot_id``, ``sequence_number``, ``file_sequence_number`` and
+    ``data_file.first_row_id`` are resolved (inheritance applied) wherever the spec allows.
+    """
+
+    status: EntryStatus
+    snapshot_id: int | None
+    sequence_number: int | None
+    file_sequence_number: int | None
+    data_file: DataFile
+    dv_snapshot_id: int | None = None  # v4: snapshot in which the colocated DV last changed
+
+    @property
+    def is_live(self) -> bool:
+        """Whether the entry belongs to the snapshot's contents."""
+        return self.status.is_live
+
+    def with_changes(self, **changes: Any) -> ManifestEntry:
+        """A copy with some fields changed."""
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionFieldSummary:
+    """Manifest-list summary of one partition field: nulls, NaNs and serialised bounds."""
+
+    contains_null: bool
+    contains_nan: bool | None = None
+    lower_bound: bytes | None = None
+    upper_bound: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestFile:
+    """A reference to a manifest: a v1–v3 manifest-list entry or a v4 root manifest reference.
+
+    ``format_version`` is the format of the referenced manifest file (1–3 Avro; 4 Parquet
+    content entries). ``mdv`` is the v4 manifest deletion vector (Mumbling-encoded leaf positions
+    that are no longer live), ``None`` elsewhere.
+    """
+
+    manifest_path: str
+    manifest_length: int
+    partition_spec_id: int
+    content: ManifestContent = ManifestContent.DATA
+    sequence_number: int = 0
+    min_sequence_number: int = 0
+    added_snapshot_id: int = 0
+    added_files_count: int | None = None
+    existing_files_count: int | None = None
+    deleted_files_count: int | None = None
+    added_rows_count: int | None = None
+    existing_rows_count: int | None = None
+    deleted_rows_count: int | None = None
+    partitions: tuple[PartitionFieldSummary, ...] | None = None
+    key_metadata: bytes | None = None
+    first_row_id: int | None = None
+    format_version: int = 2
+    # v4 reference extras
+    status: EntryStatus = EntryStatus.EXISTING
+    replaced_files_count: int = 0
+    replaced_rows_count: int = 0
+    modified_files_count: int = 0
+    modified_rows_count: int = 0
+    record_count: int | None = None
+    mdv: bytes | None = None
+    dv_snapshot_id: int | None = None
+    content_stats: dict[str, Any] | None = field(default=None, compare=False)
+
+    def has_added_files(self) -> bool:
+        """True unless the counts say the manifest added nothing."""
+        return self.added_files_count is None or self.added_files_count > 0
+
+    def has_existing_files(self) -> bool:
+        """True unless the counts say the manifest holds no existing files."""
+        return self.existing_files_count is None or self.existing_files_count > 0
+
+    def with_changes(self, **changes: Any) -> ManifestFile:
+        """A copy with some fields changed."""
+        return replace(self, **changes)

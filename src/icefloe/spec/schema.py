@@ -1,0 +1,151 @@
+"""Table schemas: a struct of id-carrying fields plus a schema id and identifier fields."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from icefloe.errors import ValidationError
+from icefloe.spec.types import IcebergType, ListType, MapType, NestedField, StructType
+
+# Reserved metadata column ids (format/spec.md "Reserved Field IDs").
+FILE_PATH_COLUMN_ID = 2147483646  # _file
+POS_COLUMN_ID = 2147483645  # _pos
+DELETED_COLUMN_ID = 2147483644  # _deleted
+SPEC_ID_COLUMN_ID = 2147483643  # _spec_id
+PARTITION_COLUMN_ID = 2147483642  # _partition
+DELETE_FILE_PATH_ID = 2147483546  # file_path in position delete files
+DELETE_FILE_POS_ID = 2147483545  # pos in position delete files
+ROW_ID_COLUMN_ID = 2147483540  # _row_id
+LAST_UPDATED_SEQ_COLUMN_ID = 2147483539  # _last_updated_sequence_number
+
+
+@dataclass(frozen=True)
+class Schema:
+    """An Iceberg schema. Columns are identified by field id everywhere; names are for people."""
+
+    fields: tuple[NestedField, ...]
+    schema_id: int = 0
+    identifier_field_ids: tuple[int, ...] = field(default_factory=tuple)
+
+    def __init__(
+        self,
+        *fields: NestedField,
+        schema_id: int = 0,
+        identifier_field_ids: tuple[int, ...] | list[int] = (),
+    ) -> None:
+        object.__setattr__(self, "fields", tuple(fields))
+        object.__setattr__(self, "schema_id", schema_id)
+        object.__setattr__(self, "identifier_field_ids", tuple(identifier_field_ids))
+
+    @cached_property
+    def as_struct(self) -> StructType:
+        """The schema's columns as a struct type."""
+        return StructType(*self.fields)
+
+    @cached_property
+    def _by_id(self) -> dict[int, NestedField]:
+        return {f.field_id: f for f, _ in _walk(self.fields, ())}
+
+    @cached_property
+    def _name_by_id(self) -> dict[int, str]:
+        return {f.field_id: ".".join(path) for f, path in _walk(self.fields, ())}
+
+    @cached_property
+    def _id_by_name(self) -> dict[str, int]:
+        return {name: fid for fid, name in self._name_by_id.items()}
+
+    @cached_property
+    def _id_by_lower_name(self) -> dict[str, int]:
+        return {name.lower(): fid for fid, name in self._name_by_id.items()}
+
+    def find_field(self, name_or_id: str | int, case_sensitive: bool = True) -> NestedField:
+        """Field by id or by dotted name (``"a.b"``); list elements are ``a.element``, map parts ``m.key``."""
+        if isinstance(name_or_id, int):
+            try:
+                return self._by_id[name_or_id]
+            except KeyError:
+                raise ValidationError(f"no field with id {name_or_id} in schema {self.schema_id}") from None
+        index = self._id_by_name if case_sensitive else self._id_by_lower_name
+        key = name_or_id if case_sensitive else name_or_id.lower()
+        if key not in index:
+            raise ValidationError(f"no column named {name_or_id!r} in schema {self.schema_id}")
+        return self._by_id[index[key]]
+
+    def find_type(self, name_or_id: str | int, case_sensitive: bool = True) -> IcebergType:
+        """Type of a field found by id or dotted name."""
+        return self.find_field(name_or_id, case_sensitive).field_type
+
+    def find_column_name(self, field_id: int) -> str | None:
+        """Dotted full name of a field id, or None."""
+        return self._name_by_id.get(field_id)
+
+    def field_ids(self) -> set[int]:
+        """Every field id in the schema, nested ones included."""
+        return set(self._by_id)
+
+    @cached_property
+    def highest_field_id(self) -> int:
+        """The largest field id used anywhere in the schema (0 when empty)."""
+        return max(self._by_id, default=0)
+
+    def column_names(self) -> list[str]:
+        """Top-level column names in order."""
+        return [f.name for f in self.fields]
+
+    def select(self, names: list[str] | tuple[str, ...], case_sensitive: bool = True) -> Schema:
+        """A schema with only the named columns (dotted names select nested fields), in schema order."""
+        wanted = {self.find_field(n, case_sensitive).field_id for n in names}
+        return prune_columns(self, wanted)
+
+    def __str__(self) -> str:
+        return "table {\n" + "\n".join(f"  {f}" for f in self.fields) + "\n}"
+
+
+def _walk(
+    fields: tuple[NestedField, ...], path: tuple[str, ...]
+) -> Iterator[tuple[NestedField, tuple[str, ...]]]:
+    for f in fields:
+        here = (*path, f.name)
+        yield f, here
+        t = f.field_type
+        if isinstance(t, StructType):
+            yield from _walk(t.fields, here)
+        elif isinstance(t, ListType | MapType):
+            yield from _walk(t.fields, here)
+
+
+def prune_columns(schema: Schema, selected_ids: set[int]) -> Schema:
+    """Keep the fields whose id is selected (a selected struct keeps all its children)."""
+
+    def prune_type(t: IcebergType, keep_all: bool) -> IcebergType | None:
+        if isinstance(t, StructType):
+            kept = [nf for f in t.fields if (nf := prune_field(f, keep_all)) is not None]
+            return StructType(*kept) if kept or keep_all else None
+        if isinstance(t, ListType):
+            elem = prune_type(t.element_type, keep_all or t.element_id in selected_ids)
+            if elem is None:
+                return None
+            return ListType(t.element_id, elem, t.element_required)
+        if isinstance(t, MapType):
+            value = prune_type(t.value_type, keep_all or t.value_id in selected_ids)
+            key_selected = t.key_id in selected_ids
+            if value is None and not key_selected:
+                return None
+            return MapType(t.key_id, t.key_type, t.value_id, value or t.value_type, t.value_required)
+        return t if keep_all else None
+
+    def prune_field(f: NestedField, keep_all: bool) -> NestedField | None:
+        selected = keep_all or f.field_id in selected_ids
+        if not f.field_type.is_nested:
+            return f if selected else None
+        sub = prune_type(f.field_type, selected)
+        if sub is None:
+            return None
+        return NestedField(
+            f.field_id, f.name, sub, f.required, f.doc, f.initial_default, f.write_default
+        )
+
+    kept = [nf for f in schema.fields if (nf := prune_field(f, False)) is not None]
+    return Schema(*kept, schema_id=schema.schema_id, identifier_field_ids=schema.identifier_field_ids)

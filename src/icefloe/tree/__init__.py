@@ -1,0 +1,1 @@
+"""icefloe.tree layer (see DESIGN.md §2)."""

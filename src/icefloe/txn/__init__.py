@@ -1,0 +1,1 @@
+"""icefloe.txn layer (see DESIGN.md §2)."""
