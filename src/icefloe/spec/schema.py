@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from icefloe.errors import ValidationError
-from icefloe.spec.types import IcebergType, ListType, MapType, NestedField, StructType
+from icefloe.spec.types import IcebergType, ListType, MapType, NestedField, PrimitiveType, StructType
 
 # Reserved metadata column ids (format/spec.md "Reserved Field IDs").
 FILE_PATH_COLUMN_ID = 2147483646  # _file
@@ -110,9 +110,7 @@ def _walk(
         here = (*path, f.name)
         yield f, here
         t = f.field_type
-        if isinstance(t, StructType):
-            yield from _walk(t.fields, here)
-        elif isinstance(t, ListType | MapType):
+        if isinstance(t, StructType | ListType | MapType):
             yield from _walk(t.fields, here)
 
 
@@ -143,9 +141,66 @@ def prune_columns(schema: Schema, selected_ids: set[int]) -> Schema:
         sub = prune_type(f.field_type, selected)
         if sub is None:
             return None
-        return NestedField(
-            f.field_id, f.name, sub, f.required, f.doc, f.initial_default, f.write_default
-        )
+        return NestedField(f.field_id, f.name, sub, f.required, f.doc, f.initial_default, f.write_default)
 
     kept = [nf for f in schema.fields if (nf := prune_field(f, False)) is not None]
     return Schema(*kept, schema_id=schema.schema_id, identifier_field_ids=schema.identifier_field_ids)
+
+
+def assign_fresh_ids(schema: Schema, first_id: int = 1) -> tuple[Schema, dict[int, int]]:
+    """Renumber every field from ``first_id`` (siblings first, then their children, as Iceberg Java).
+
+    Returns the new schema (schema id 0, identifier fields remapped) and the old-to-new id map.
+    """
+    next_id = first_id
+    mapping: dict[int, int] = {}
+
+    def take(old: int) -> int:
+        nonlocal next_id
+        mapping[old] = next_id
+        next_id += 1
+        return mapping[old]
+
+    def fresh_fields(fields: tuple[NestedField, ...]) -> tuple[NestedField, ...]:
+        ids = [take(f.field_id) for f in fields]
+        return tuple(
+            replace(f, field_id=new_id, field_type=fresh_type(f.field_type))
+            for f, new_id in zip(fields, ids, strict=True)
+        )
+
+    def fresh_type(t: IcebergType) -> IcebergType:
+        if isinstance(t, StructType):
+            return StructType(*fresh_fields(t.fields))
+        if isinstance(t, ListType):
+            element_id = take(t.element_id)
+            return ListType(element_id, fresh_type(t.element_type), t.element_required)
+        if isinstance(t, MapType):
+            key_id, value_id = take(t.key_id), take(t.value_id)
+            return MapType(
+                key_id, fresh_type(t.key_type), value_id, fresh_type(t.value_type), t.value_required
+            )
+        return t
+
+    fields = fresh_fields(schema.fields)
+    missing = [i for i in schema.identifier_field_ids if i not in mapping]
+    if missing:
+        raise ValidationError(f"identifier field ids {missing} are not columns of the schema")
+    identifiers = [mapping[i] for i in schema.identifier_field_ids]
+    return Schema(*fields, schema_id=0, identifier_field_ids=identifiers), mapping
+
+
+def check_format_version(schema: Schema, format_version: int) -> None:
+    """Raise ValidationError when the schema uses types or defaults newer than the format version."""
+    for f, path in _walk(schema.fields, ()):
+        t = f.field_type
+        name = ".".join(path)
+        if isinstance(t, PrimitiveType) and t.min_format_version > format_version:
+            raise ValidationError(
+                f"column {name!r} has type {t}, which needs format-version {t.min_format_version} "
+                f"(table is format-version {format_version})"
+            )
+        if format_version < 3 and (f.initial_default is not None or f.write_default is not None):
+            raise ValidationError(
+                f"column {name!r} has a default value, which needs format-version 3 "
+                f"(table is format-version {format_version})"
+            )

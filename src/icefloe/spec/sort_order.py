@@ -6,7 +6,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from icefloe.errors import ValidationError
+
 if TYPE_CHECKING:
+    from icefloe.spec.schema import Schema
     from icefloe.spec.transforms import Transform
 
 
@@ -50,6 +53,36 @@ class SortOrder:
     def is_unsorted(self) -> bool:
         """True for the unsorted order (no fields)."""
         return not self.fields
+
+    def check_against(self, schema: Schema) -> None:
+        """Raise ValidationError unless every field's source column exists and suits its transform."""
+        from icefloe.spec.transforms import check_transform_source
+
+        for f in self.fields:
+            for source_id in f.source_ids or (f.source_id,):
+                check_transform_source(schema, source_id, f.transform, "sort field")
+
+    def with_source_ids(self, id_map: dict[int, int], order_id: int) -> SortOrder:
+        """A copy with source ids mapped through ``id_map``."""
+
+        def mapped(source_id: int) -> int:
+            if source_id not in id_map:
+                raise ValidationError(
+                    f"sort field references column id {source_id}, which is not in the schema"
+                )
+            return id_map[source_id]
+
+        fields = [
+            SortField(
+                mapped(f.source_id),
+                f.transform,
+                f.direction,
+                f.null_order,
+                None if f.source_ids is None else tuple(mapped(s) for s in f.source_ids),
+            )
+            for f in self.fields
+        ]
+        return SortOrder(*fields, order_id=order_id)
 
 
 UNSORTED = SortOrder(order_id=0)

@@ -1,0 +1,636 @@
+"""Table metadata JSON (spec Appendix C): exact key names and omissions per format version.
+
+Readers are tolerant (unknown keys are kept in ``TableMetadata.extra``, optional keys may be
+missing, v1 legacy ``schema``/``partition-spec`` are understood, ``current-snapshot-id: -1`` means
+none); malformed input raises ``CorruptMetadata`` and ``format-version`` above 4 ``Unsupported``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from icefloe.errors import CorruptMetadata, IcefloeError, Unsupported, ValidationError
+from icefloe.spec.conversions import from_json_value, to_json_value
+from icefloe.spec.partitioning import PARTITION_FIELD_ID_START, PartitionField, PartitionSpec
+from icefloe.spec.schema import Schema
+from icefloe.spec.snapshots import (
+    MAIN_BRANCH,
+    MetadataLogEntry,
+    RefType,
+    Snapshot,
+    SnapshotLogEntry,
+    SnapshotRef,
+)
+from icefloe.spec.sort_order import NullOrder, SortDirection, SortField, SortOrder
+from icefloe.spec.table_metadata import SUPPORTED_FORMAT_VERSIONS, TableMetadata
+from icefloe.spec.transforms import parse_transform
+from icefloe.spec.types import (
+    IcebergType,
+    ListType,
+    MapType,
+    NestedField,
+    StructType,
+    primitive_from_string,
+)
+
+MAX_FORMAT_VERSION = max(SUPPORTED_FORMAT_VERSIONS)
+
+_KNOWN_TABLE_KEYS = frozenset(
+    {
+        "format-version",
+        "table-uuid",
+        "location",
+        "last-sequence-number",
+        "last-updated-ms",
+        "last-column-id",
+        "schema",
+        "schemas",
+        "current-schema-id",
+        "partition-spec",
+        "partition-specs",
+        "default-spec-id",
+        "last-partition-id",
+        "properties",
+        "current-snapshot-id",
+        "snapshots",
+        "snapshot-log",
+        "metadata-log",
+        "sort-orders",
+        "default-sort-order-id",
+        "refs",
+        "statistics",
+        "partition-statistics",
+        "next-row-id",
+        "encryption-keys",
+    }
+)
+
+
+def _req(obj: Mapping[str, Any], key: str, what: str) -> Any:
+    if not isinstance(obj, Mapping):
+        raise CorruptMetadata(f"{what} must be a JSON object, got {type(obj).__name__}")
+    if key not in obj or obj[key] is None:
+        raise CorruptMetadata(f"{what} is missing required field {key!r}")
+    return obj[key]
+
+
+def _int(value: Any, key: str, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise CorruptMetadata(f"{what} field {key!r} must be an integer, got {value!r}")
+    return value
+
+
+def _req_int(obj: Mapping[str, Any], key: str, what: str) -> int:
+    return _int(_req(obj, key, what), key, what)
+
+
+def _opt_int(obj: Mapping[str, Any], key: str, what: str) -> int | None:
+    value = obj.get(key)
+    return None if value is None else _int(value, key, what)
+
+
+def _opt_list(obj: Mapping[str, Any], key: str, what: str) -> list[Any]:
+    value = obj.get(key)
+    return [] if value is None else _list(value, key, what)
+
+
+def _list(value: Any, key: str, what: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise CorruptMetadata(f"{what} field {key!r} must be a JSON list, got {type(value).__name__}")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# types and schemas
+
+
+def type_to_json(type_: IcebergType) -> Any:
+    """JSON form of a type: a string for primitives, an object for struct/list/map."""
+    if isinstance(type_, StructType):
+        return {"type": "struct", "fields": [_field_to_dict(f) for f in type_.fields]}
+    if isinstance(type_, ListType):
+        return {
+            "type": "list",
+            "element-id": type_.element_id,
+            "element": type_to_json(type_.element_type),
+            "element-required": type_.element_required,
+        }
+    if isinstance(type_, MapType):
+        return {
+            "type": "map",
+            "key-id": type_.key_id,
+            "key": type_to_json(type_.key_type),
+            "value-id": type_.value_id,
+            "value": type_to_json(type_.value_type),
+            "value-required": type_.value_required,
+        }
+    return str(type_)
+
+
+def _field_to_dict(f: NestedField) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": f.field_id, "name": f.name, "required": f.required}
+    out["type"] = type_to_json(f.field_type)
+    if f.doc is not None:
+        out["doc"] = f.doc
+    if f.initial_default is not None:
+        out["initial-default"] = to_json_value(f.field_type, f.initial_default)
+    if f.write_default is not None:
+        out["write-default"] = to_json_value(f.field_type, f.write_default)
+    return out
+
+
+def type_from_json(data: Any) -> IcebergType:
+    """Parse a type's JSON form."""
+    if isinstance(data, str):
+        try:
+            return primitive_from_string(data)
+        except ValidationError as exc:
+            raise CorruptMetadata(str(exc)) from exc
+    kind = _req(data, "type", "nested type")
+    if kind == "struct":
+        return StructType(
+            *(_field_from_dict(f) for f in _list(_req(data, "fields", "struct"), "fields", "struct"))
+        )
+    if kind == "list":
+        return ListType(
+            _req_int(data, "element-id", "list type"),
+            type_from_json(_req(data, "element", "list type")),
+            bool(data.get("element-required", False)),
+        )
+    if kind == "map":
+        return MapType(
+            _req_int(data, "key-id", "map type"),
+            type_from_json(_req(data, "key", "map type")),
+            _req_int(data, "value-id", "map type"),
+            type_from_json(_req(data, "value", "map type")),
+            bool(data.get("value-required", False)),
+        )
+    raise CorruptMetadata(f"unknown nested type {kind!r}")
+
+
+def _field_from_dict(data: Any) -> NestedField:
+    what = "schema field"
+    field_id = _req_int(data, "id", what)
+    name = _req(data, "name", what)
+    field_type = type_from_json(_req(data, "type", what))
+    try:
+        initial = from_json_value(field_type, data.get("initial-default"))
+        write = from_json_value(field_type, data.get("write-default"))
+    except ValidationError as exc:
+        raise CorruptMetadata(f"bad default value for field {field_id} ({name!r}): {exc}") from exc
+    return NestedField(
+        field_id=field_id,
+        name=str(name),
+        field_type=field_type,
+        required=bool(data.get("required", False)),
+        doc=data.get("doc"),
+        initial_default=initial,
+        write_default=write,
+    )
+
+
+def schema_to_dict(schema: Schema) -> dict[str, Any]:
+    """JSON object of a schema (``type``, ``schema-id``, ``identifier-field-ids``, ``fields``)."""
+    out: dict[str, Any] = {"type": "struct", "schema-id": schema.schema_id}
+    if schema.identifier_field_ids:
+        out["identifier-field-ids"] = list(schema.identifier_field_ids)
+    out["fields"] = [_field_to_dict(f) for f in schema.fields]
+    return out
+
+
+def schema_from_dict(data: Any) -> Schema:
+    """Parse a schema JSON object."""
+    what = "schema"
+    fields = [_field_from_dict(f) for f in _list(_req(data, "fields", what), "fields", what)]
+    ids = data.get("identifier-field-ids") or []
+    return Schema(
+        *fields,
+        schema_id=_opt_int(data, "schema-id", what) or 0,
+        identifier_field_ids=[_int(i, "identifier-field-ids", what) for i in _list(ids, "ids", what)],
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# partition specs and sort orders
+
+
+def _partition_field_to_dict(f: PartitionField) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": f.name, "transform": str(f.transform)}
+    if f.source_ids is not None and len(f.source_ids) > 1:
+        out["source-ids"] = list(f.source_ids)
+    else:
+        out["source-id"] = f.source_id
+    out["field-id"] = f.field_id
+    return out
+
+
+def spec_to_dict(spec: PartitionSpec) -> dict[str, Any]:
+    """JSON object of a partition spec (``spec-id``, ``fields``)."""
+    return {"spec-id": spec.spec_id, "fields": [_partition_field_to_dict(f) for f in spec.fields]}
+
+
+def _source_ids(data: Mapping[str, Any], what: str) -> tuple[int, tuple[int, ...] | None]:
+    if data.get("source-ids") is not None:
+        ids = tuple(_int(i, "source-ids", what) for i in _list(data["source-ids"], "source-ids", what))
+        if not ids:
+            raise CorruptMetadata(f"{what} has an empty 'source-ids' list")
+        if len(ids) == 1:
+            return ids[0], None
+        return ids[0], ids
+    return _req_int(data, "source-id", what), None
+
+
+def partition_fields_from_list(
+    data: Any, next_field_id: int = PARTITION_FIELD_ID_START
+) -> list[PartitionField]:
+    """Parse a list of partition field objects; missing ``field-id`` (v1) is assigned from 1000 on."""
+    what = "partition field"
+    out = []
+    for i, f in enumerate(_list(data, "fields", "partition spec")):
+        source_id, source_ids = _source_ids(f, what)
+        field_id = _opt_int(f, "field-id", what)
+        out.append(
+            PartitionField(
+                source_id=source_id,
+                field_id=next_field_id + i if field_id is None else field_id,
+                transform=parse_transform(str(_req(f, "transform", what))),
+                name=str(_req(f, "name", what)),
+                source_ids=source_ids,
+            )
+        )
+    return out
+
+
+def spec_from_dict(data: Any) -> PartitionSpec:
+    """Parse a partition spec object, or a legacy v1 list of partition fields (spec id 0)."""
+    if isinstance(data, list):
+        return PartitionSpec(*partition_fields_from_list(data), spec_id=0)
+    fields = partition_fields_from_list(_req(data, "fields", "partition spec"))
+    return PartitionSpec(*fields, spec_id=_opt_int(data, "spec-id", "partition spec") or 0)
+
+
+def sort_order_to_dict(order: SortOrder) -> dict[str, Any]:
+    """JSON object of a sort order (``order-id``, ``fields``)."""
+    fields = []
+    for f in order.fields:
+        out: dict[str, Any] = {"transform": str(f.transform)}
+        if f.source_ids is not None and len(f.source_ids) > 1:
+            out["source-ids"] = list(f.source_ids)
+        else:
+            out["source-id"] = f.source_id
+        out["direction"] = f.direction.value
+        out["null-order"] = f.null_order.value
+        fields.append(out)
+    return {"order-id": order.order_id, "fields": fields}
+
+
+def sort_order_from_dict(data: Any) -> SortOrder:
+    """Parse a sort order object."""
+    what = "sort field"
+    fields = []
+    for f in _list(_req(data, "fields", "sort order"), "fields", "sort order"):
+        source_id, source_ids = _source_ids(f, what)
+        try:
+            direction = SortDirection(str(_req(f, "direction", what)).lower())
+            null_order = NullOrder(str(_req(f, "null-order", what)).lower())
+        except ValueError as exc:
+            raise CorruptMetadata(f"bad sort field {f!r}: {exc}") from exc
+        fields.append(
+            SortField(
+                source_id=source_id,
+                transform=parse_transform(str(_req(f, "transform", what))),
+                direction=direction,
+                null_order=null_order,
+                source_ids=source_ids,
+            )
+        )
+    return SortOrder(*fields, order_id=_req_int(data, "order-id", "sort order"))
+
+
+# ---------------------------------------------------------------------------------------------
+# snapshots and refs
+
+
+def snapshot_to_dict(snapshot: Snapshot, format_version: int = 2) -> dict[str, Any]:
+    """JSON object of a snapshot, with the keys the format version writes."""
+    out: dict[str, Any] = {}
+    if format_version >= 2:
+        out["sequence-number"] = snapshot.sequence_number
+    out["snapshot-id"] = snapshot.snapshot_id
+    if snapshot.parent_snapshot_id is not None:
+        out["parent-snapshot-id"] = snapshot.parent_snapshot_id
+    out["timestamp-ms"] = snapshot.timestamp_ms
+    if snapshot.summary or format_version >= 2:
+        out["summary"] = dict(snapshot.summary)
+    if snapshot.root_manifest is not None:
+        out["root-manifest"] = snapshot.root_manifest
+    if snapshot.manifest_list is not None:
+        out["manifest-list"] = snapshot.manifest_list
+    if snapshot.manifests is not None:
+        out["manifests"] = list(snapshot.manifests)
+    if snapshot.schema_id is not None:
+        out["schema-id"] = snapshot.schema_id
+    if snapshot.first_row_id is not None:
+        out["first-row-id"] = snapshot.first_row_id
+    if snapshot.added_rows is not None:
+        out["added-rows"] = snapshot.added_rows
+    if snapshot.key_id is not None:
+        out["key-id"] = snapshot.key_id
+    return out
+
+
+def snapshot_from_dict(data: Any) -> Snapshot:
+    """Parse a snapshot object (v1 ``manifests`` list, v3 row lineage, v4 ``root-manifest``)."""
+    what = "snapshot"
+    snapshot_id = _req_int(data, "snapshot-id", what)
+    what = f"snapshot {snapshot_id}"
+    summary = data.get("summary") or {}
+    if not isinstance(summary, dict):
+        raise CorruptMetadata(f"{what} field 'summary' must be a JSON object")
+    manifests = data.get("manifests")
+    if manifests is not None:
+        manifests = tuple(str(m) for m in _list(manifests, "manifests", what))
+    manifest_list = data.get("manifest-list")
+    root_manifest = data.get("root-manifest")
+    if manifest_list is None and manifests is None and root_manifest is None:
+        raise CorruptMetadata(f"{what} has none of 'manifest-list', 'manifests' or 'root-manifest'")
+    key_id = data.get("key-id")
+    return Snapshot(
+        snapshot_id=snapshot_id,
+        timestamp_ms=_req_int(data, "timestamp-ms", what),
+        summary={str(k): str(v) for k, v in summary.items()},
+        parent_snapshot_id=_opt_int(data, "parent-snapshot-id", what),
+        sequence_number=_opt_int(data, "sequence-number", what) or 0,
+        manifest_list=None if manifest_list is None else str(manifest_list),
+        manifests=manifests,
+        root_manifest=None if root_manifest is None else str(root_manifest),
+        schema_id=_opt_int(data, "schema-id", what),
+        first_row_id=_opt_int(data, "first-row-id", what),
+        added_rows=_opt_int(data, "added-rows", what),
+        key_id=None if key_id is None else str(key_id),
+    )
+
+
+def ref_to_dict(ref: SnapshotRef) -> dict[str, Any]:
+    """JSON object of a branch or tag."""
+    out: dict[str, Any] = {"snapshot-id": ref.snapshot_id, "type": ref.ref_type.value}
+    if ref.min_snapshots_to_keep is not None:
+        out["min-snapshots-to-keep"] = ref.min_snapshots_to_keep
+    if ref.max_snapshot_age_ms is not None:
+        out["max-snapshot-age-ms"] = ref.max_snapshot_age_ms
+    if ref.max_ref_age_ms is not None:
+        out["max-ref-age-ms"] = ref.max_ref_age_ms
+    return out
+
+
+def ref_from_dict(data: Any) -> SnapshotRef:
+    """Parse a ref object."""
+    what = "snapshot ref"
+    try:
+        ref_type = RefType(str(_req(data, "type", what)).lower())
+    except ValueError as exc:
+        raise CorruptMetadata(f"bad ref type in {data!r}") from exc
+    return SnapshotRef(
+        snapshot_id=_req_int(data, "snapshot-id", what),
+        ref_type=ref_type,
+        min_snapshots_to_keep=_opt_int(data, "min-snapshots-to-keep", what),
+        max_snapshot_age_ms=_opt_int(data, "max-snapshot-age-ms", what),
+        max_ref_age_ms=_opt_int(data, "max-ref-age-ms", what),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# table metadata
+
+
+def _load(text: str | bytes | Mapping[str, Any]) -> Mapping[str, Any]:
+    if isinstance(text, Mapping):
+        return text
+    if isinstance(text, bytes | bytearray):
+        raw = bytes(text)
+        if raw[:2] == b"\x1f\x8b":
+            try:
+                raw = gzip.decompress(raw)
+            except (OSError, EOFError) as exc:
+                raise CorruptMetadata(f"table metadata is not valid gzip: {exc}") from exc
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CorruptMetadata(f"table metadata is not UTF-8 text: {exc}") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CorruptMetadata(f"table metadata is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise CorruptMetadata(f"table metadata must be a JSON object, got {type(data).__name__}")
+    return data
+
+
+def table_metadata_from_json(text: str | bytes | Mapping[str, Any]) -> TableMetadata:
+    """Parse table metadata from JSON text, (optionally gzipped) bytes, or an already-parsed dict."""
+    data = _load(text)
+    try:
+        return _table_metadata_from_dict(data)
+    except (CorruptMetadata, Unsupported):
+        raise
+    except IcefloeError as exc:
+        raise CorruptMetadata(f"invalid table metadata: {exc}") from exc
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CorruptMetadata(f"invalid table metadata: {type(exc).__name__}: {exc}") from exc
+
+
+def _table_metadata_from_dict(data: Mapping[str, Any]) -> TableMetadata:
+    what = "table metadata"
+    fv = _req_int(data, "format-version", what)
+    if fv > MAX_FORMAT_VERSION:
+        raise Unsupported(
+            f"table format-version {fv} is not supported (icefloe reads 1 to {MAX_FORMAT_VERSION})"
+        )
+    if fv < 1:
+        raise CorruptMetadata(f"invalid table format-version {fv}")
+
+    # schemas
+    if data.get("schemas") is not None:
+        schemas = [schema_from_dict(s) for s in _list(data["schemas"], "schemas", what)]
+        current_schema_id = _opt_int(data, "current-schema-id", what)
+        if current_schema_id is None:
+            if fv >= 2 or data.get("schema") is None:
+                raise CorruptMetadata(f"{what} is missing required field 'current-schema-id'")
+            current_schema_id = schema_from_dict(data["schema"]).schema_id
+    elif fv == 1 and data.get("schema") is not None:
+        legacy = schema_from_dict(data["schema"])
+        schemas, current_schema_id = [legacy], legacy.schema_id
+    else:
+        raise CorruptMetadata(f"{what} is missing required field 'schemas'")
+    if not any(s.schema_id == current_schema_id for s in schemas):
+        raise CorruptMetadata(f"current-schema-id {current_schema_id} is not among the table's schemas")
+
+    # partition specs
+    if data.get("partition-specs") is not None:
+        specs = [spec_from_dict(s) for s in _list(data["partition-specs"], "partition-specs", what)]
+        default_spec_id = _opt_int(data, "default-spec-id", what)
+        if default_spec_id is None:
+            if fv >= 2:
+                raise CorruptMetadata(f"{what} is missing required field 'default-spec-id'")
+            default_spec_id = specs[0].spec_id if specs else 0
+    elif fv == 1 and data.get("partition-spec") is not None:
+        specs = [spec_from_dict(data["partition-spec"])]
+        default_spec_id = 0
+    else:
+        raise CorruptMetadata(f"{what} is missing required field 'partition-specs'")
+    last_partition_id = _opt_int(data, "last-partition-id", what)
+    if last_partition_id is None:
+        if fv >= 2:
+            raise CorruptMetadata(f"{what} is missing required field 'last-partition-id'")
+        last_partition_id = max(
+            (s.last_assigned_field_id for s in specs), default=PARTITION_FIELD_ID_START - 1
+        )
+
+    # sort orders (tolerate their absence: some writers omit them)
+    if data.get("sort-orders") is not None:
+        orders = [sort_order_from_dict(o) for o in _list(data["sort-orders"], "sort-orders", what)]
+    else:
+        orders = [SortOrder(order_id=0)]
+    default_sort_order_id = _opt_int(data, "default-sort-order-id", what)
+    if default_sort_order_id is None:
+        default_sort_order_id = orders[0].order_id if orders else 0
+
+    snapshots = tuple(snapshot_from_dict(s) for s in _opt_list(data, "snapshots", what))
+    current_snapshot_id = _opt_int(data, "current-snapshot-id", what)
+    if current_snapshot_id == -1:
+        current_snapshot_id = None
+
+    refs_data = data.get("refs")
+    refs: dict[str, SnapshotRef] = {}
+    if refs_data is not None:
+        if not isinstance(refs_data, dict):
+            raise CorruptMetadata(f"{what} field 'refs' must be a JSON object")
+        refs = {str(name): ref_from_dict(r) for name, r in refs_data.items()}
+    if MAIN_BRANCH not in refs and current_snapshot_id is not None:
+        refs[MAIN_BRANCH] = SnapshotRef(current_snapshot_id, RefType.BRANCH)
+
+    snapshot_log = tuple(
+        SnapshotLogEntry(
+            _req_int(e, "timestamp-ms", "snapshot-log entry"),
+            _req_int(e, "snapshot-id", "snapshot-log entry"),
+        )
+        for e in _opt_list(data, "snapshot-log", what)
+    )
+    metadata_log = tuple(
+        MetadataLogEntry(
+            _req_int(e, "timestamp-ms", "metadata-log entry"),
+            str(_req(e, "metadata-file", "metadata-log entry")),
+        )
+        for e in _opt_list(data, "metadata-log", what)
+    )
+
+    properties = data.get("properties") or {}
+    if not isinstance(properties, dict):
+        raise CorruptMetadata(f"{what} field 'properties' must be a JSON object")
+
+    if fv >= 2:
+        table_uuid = str(_req(data, "table-uuid", what))
+        last_sequence_number = _req_int(data, "last-sequence-number", what)
+    else:
+        table_uuid = str(data.get("table-uuid") or "")
+        last_sequence_number = _opt_int(data, "last-sequence-number", what) or 0
+
+    location = data.get("location")
+    if location is None and fv < 4:
+        raise CorruptMetadata(f"{what} is missing required field 'location'")
+
+    next_row_id: int | None = None
+    if fv >= 3:
+        next_row_id = _opt_int(data, "next-row-id", what)
+        if next_row_id is None:  # tolerate writers that omit it: past every assigned row id
+            next_row_id = max(
+                (
+                    (s.first_row_id or 0) + (s.added_rows or 0)
+                    for s in snapshots
+                    if s.first_row_id is not None
+                ),
+                default=0,
+            )
+
+    return TableMetadata(
+        format_version=fv,
+        table_uuid=table_uuid,
+        location="" if location is None else str(location),
+        last_updated_ms=_req_int(data, "last-updated-ms", what),
+        last_column_id=_req_int(data, "last-column-id", what),
+        schemas=tuple(schemas),
+        current_schema_id=current_schema_id,
+        partition_specs=tuple(specs),
+        default_spec_id=default_spec_id,
+        last_partition_id=last_partition_id,
+        sort_orders=tuple(orders),
+        default_sort_order_id=default_sort_order_id,
+        last_sequence_number=last_sequence_number,
+        properties={str(k): str(v) for k, v in properties.items()},
+        current_snapshot_id=current_snapshot_id,
+        snapshots=snapshots,
+        snapshot_log=snapshot_log,
+        metadata_log=metadata_log,
+        refs=refs,
+        statistics=tuple(_opt_list(data, "statistics", what)),
+        partition_statistics=tuple(_opt_list(data, "partition-statistics", what)),
+        next_row_id=next_row_id,
+        encryption_keys=tuple(_opt_list(data, "encryption-keys", what)),
+        extra={k: v for k, v in data.items() if k not in _KNOWN_TABLE_KEYS},
+    )
+
+
+def table_metadata_to_dict(md: TableMetadata) -> dict[str, Any]:
+    """JSON object of table metadata, with the keys and omissions of its format version."""
+    fv = md.format_version
+    out: dict[str, Any] = {"format-version": fv}
+    if md.table_uuid or fv >= 2:
+        out["table-uuid"] = md.table_uuid
+    if md.location or fv < 4:
+        out["location"] = md.location
+    if fv >= 2:
+        out["last-sequence-number"] = md.last_sequence_number
+    out["last-updated-ms"] = md.last_updated_ms
+    out["last-column-id"] = md.last_column_id
+    if fv == 1:
+        out["schema"] = schema_to_dict(md.schema())
+    out["current-schema-id"] = md.current_schema_id
+    out["schemas"] = [schema_to_dict(s) for s in md.schemas]
+    if fv == 1:
+        out["partition-spec"] = [_partition_field_to_dict(f) for f in md.spec().fields]
+    out["default-spec-id"] = md.default_spec_id
+    out["partition-specs"] = [spec_to_dict(s) for s in md.partition_specs]
+    out["last-partition-id"] = md.last_partition_id
+    out["default-sort-order-id"] = md.default_sort_order_id
+    out["sort-orders"] = [sort_order_to_dict(o) for o in md.sort_orders]
+    out["properties"] = dict(md.properties)
+    if md.current_snapshot_id is not None:
+        out["current-snapshot-id"] = md.current_snapshot_id
+    else:
+        out["current-snapshot-id"] = -1 if fv <= 2 else None
+    if fv >= 3:
+        out["next-row-id"] = md.next_row_id or 0
+    out["refs"] = {name: ref_to_dict(r) for name, r in md.refs.items()}
+    out["snapshots"] = [snapshot_to_dict(s, fv) for s in md.snapshots]
+    out["statistics"] = list(md.statistics)
+    out["partition-statistics"] = list(md.partition_statistics)
+    out["snapshot-log"] = [
+        {"timestamp-ms": e.timestamp_ms, "snapshot-id": e.snapshot_id} for e in md.snapshot_log
+    ]
+    out["metadata-log"] = [
+        {"timestamp-ms": e.timestamp_ms, "metadata-file": e.metadata_file} for e in md.metadata_log
+    ]
+    if md.encryption_keys:
+        out["encryption-keys"] = list(md.encryption_keys)
+    for key, value in md.extra.items():
+        out.setdefault(key, value)
+    return out
+
+
+def table_metadata_to_json(md: TableMetadata, indent: int | None = None) -> str:
+    """Serialise table metadata to JSON text (compact unless ``indent`` is given)."""
+    separators = (",", ":") if indent is None else (",", ": ")
+    return json.dumps(table_metadata_to_dict(md), indent=indent, separators=separators, ensure_ascii=False)

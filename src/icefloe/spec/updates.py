@@ -1,0 +1,628 @@
+"""Table updates and requirements (the REST commit vocabulary) as pure functions on TableMetadata.
+
+A commit is a list of requirements (checked against the metadata the commit is applied to; a
+failed check raises ``CommitConflict``) and a list of updates applied by ``apply_updates``.
+``new_table_metadata`` builds the metadata of a new table with fresh column and partition ids.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid as uuid_module
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, ClassVar
+
+from icefloe.errors import CommitConflict, Unsupported, ValidationError
+from icefloe.spec.partitioning import PartitionSpec
+from icefloe.spec.schema import Schema, assign_fresh_ids, check_format_version
+from icefloe.spec.snapshots import MAIN_BRANCH, RefType, Snapshot, SnapshotLogEntry, SnapshotRef
+from icefloe.spec.sort_order import SortOrder
+from icefloe.spec.table_metadata import SUPPORTED_FORMAT_VERSIONS, TableMetadata
+
+LAST_ADDED = -1
+FORMAT_VERSION_PROPERTY = "format-version"
+_RESERVED_PROPERTIES = frozenset({FORMAT_VERSION_PROPERTY})
+
+
+# ---------------------------------------------------------------------------------------------
+# updates
+
+
+@dataclass(frozen=True)
+class AssignUUID:
+    """Set the table UUID."""
+
+    uuid: str
+
+
+@dataclass(frozen=True)
+class UpgradeFormatVersion:
+    """Raise the table's format version (never lowers it)."""
+
+    format_version: int
+
+
+@dataclass(frozen=True)
+class AddSchema:
+    """Add a schema; an identical existing schema is reused, otherwise it gets the next id."""
+
+    schema: Schema
+    last_column_id: int | None = None
+
+
+@dataclass(frozen=True)
+class SetCurrentSchema:
+    """Make a schema current; -1 means the schema added last in this commit."""
+
+    schema_id: int
+
+
+@dataclass(frozen=True)
+class AddPartitionSpec:
+    """Add a partition spec; a compatible existing spec is reused, otherwise it gets the next id."""
+
+    spec: PartitionSpec
+
+
+@dataclass(frozen=True)
+class SetDefaultSpec:
+    """Make a spec the default; -1 means the spec added last in this commit."""
+
+    spec_id: int
+
+
+@dataclass(frozen=True)
+class AddSortOrder:
+    """Add a sort order; an equal existing order is reused, otherwise it gets the next id."""
+
+    sort_order: SortOrder
+
+
+@dataclass(frozen=True)
+class SetDefaultSortOrder:
+    """Make a sort order the default; -1 means the order added last in this commit."""
+
+    sort_order_id: int
+
+
+@dataclass(frozen=True)
+class AddSnapshot:
+    """Add a snapshot (does not move any ref)."""
+
+    snapshot: Snapshot
+
+
+@dataclass(frozen=True)
+class SetSnapshotRef:
+    """Create or move a branch or tag; moving ``main`` changes the current snapshot."""
+
+    ref_name: str
+    snapshot_id: int
+    ref_type: RefType = RefType.BRANCH
+    min_snapshots_to_keep: int | None = None
+    max_snapshot_age_ms: int | None = None
+    max_ref_age_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class RemoveSnapshots:
+    """Remove snapshots (and refs, log entries and statistics that point at them)."""
+
+    snapshot_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class RemoveSnapshotRef:
+    """Remove a branch or tag; removing ``main`` leaves the table without a current snapshot."""
+
+    ref_name: str
+
+
+@dataclass(frozen=True)
+class SetProperties:
+    """Set table properties."""
+
+    updates: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RemoveProperties:
+    """Remove table properties (missing keys are ignored)."""
+
+    removals: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SetLocation:
+    """Change the table location."""
+
+    location: str
+
+
+TableUpdate = (
+    AssignUUID
+    | UpgradeFormatVersion
+    | AddSchema
+    | SetCurrentSchema
+    | AddPartitionSpec
+    | SetDefaultSpec
+    | AddSortOrder
+    | SetDefaultSortOrder
+    | AddSnapshot
+    | SetSnapshotRef
+    | RemoveSnapshots
+    | RemoveSnapshotRef
+    | SetProperties
+    | RemoveProperties
+    | SetLocation
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# applying updates
+
+
+@dataclass
+class _State:
+    md: TableMetadata
+    now_ms: int
+    last_added_schema_id: int | None = None
+    last_added_spec_id: int | None = None
+    last_added_order_id: int | None = None
+    added_snapshots: dict[int, Snapshot] = field(default_factory=dict)
+
+
+def _set(state: _State, **changes: Any) -> None:
+    state.md = replace(state.md, **changes)
+
+
+def _apply_upgrade(state: _State, u: UpgradeFormatVersion) -> None:
+    md = state.md
+    if u.format_version not in SUPPORTED_FORMAT_VERSIONS:
+        raise Unsupported(f"format-version {u.format_version} is not supported (supported: 1 to 4)")
+    if u.format_version < md.format_version:
+        raise ValidationError(
+            f"cannot downgrade format-version from {md.format_version} to {u.format_version}"
+        )
+    if u.format_version == md.format_version:
+        return
+    changes: dict[str, Any] = {"format_version": u.format_version}
+    if u.format_version >= 3 and md.next_row_id is None:
+        changes["next_row_id"] = 0
+    _set(state, **changes)
+
+
+def _apply_add_schema(state: _State, u: AddSchema) -> None:
+    md = state.md
+    check_format_version(u.schema, md.format_version)
+    for existing in md.schemas:
+        if (
+            existing.fields == u.schema.fields
+            and existing.identifier_field_ids == u.schema.identifier_field_ids
+        ):
+            state.last_added_schema_id = existing.schema_id
+            return
+    new_id = max((s.schema_id for s in md.schemas), default=-1) + 1
+    schema = Schema(*u.schema.fields, schema_id=new_id, identifier_field_ids=u.schema.identifier_field_ids)
+    last_column_id = max(md.last_column_id, schema.highest_field_id, u.last_column_id or 0)
+    _set(state, schemas=(*md.schemas, schema), last_column_id=last_column_id)
+    state.last_added_schema_id = new_id
+
+
+def _resolve_last(value: int, last: int | None, what: str) -> int:
+    if value != LAST_ADDED:
+        return value
+    if last is None:
+        raise ValidationError(
+            f"cannot use -1 ('last added') for the {what}: no {what} was added in this commit"
+        )
+    return last
+
+
+def _apply_set_current_schema(state: _State, u: SetCurrentSchema) -> None:
+    schema_id = _resolve_last(u.schema_id, state.last_added_schema_id, "schema")
+    if not any(s.schema_id == schema_id for s in state.md.schemas):
+        raise ValidationError(f"cannot set current schema to unknown schema id {schema_id}")
+    _set(state, current_schema_id=schema_id)
+
+
+def _apply_add_spec(state: _State, u: AddPartitionSpec) -> None:
+    md = state.md
+    u.spec.check_against(md.schema())
+    for existing in md.partition_specs:
+        if existing.compatible_with(u.spec):
+            state.last_added_spec_id = existing.spec_id
+            return
+    new_id = max((s.spec_id for s in md.partition_specs), default=-1) + 1
+    spec = PartitionSpec(*u.spec.fields, spec_id=new_id)
+    last_partition_id = max(md.last_partition_id, spec.last_assigned_field_id)
+    _set(state, partition_specs=(*md.partition_specs, spec), last_partition_id=last_partition_id)
+    state.last_added_spec_id = new_id
+
+
+def _apply_set_default_spec(state: _State, u: SetDefaultSpec) -> None:
+    spec_id = _resolve_last(u.spec_id, state.last_added_spec_id, "partition spec")
+    if not any(s.spec_id == spec_id for s in state.md.partition_specs):
+        raise ValidationError(f"cannot set default partition spec to unknown spec id {spec_id}")
+    _set(state, default_spec_id=spec_id)
+
+
+def _apply_add_sort_order(state: _State, u: AddSortOrder) -> None:
+    md = state.md
+    u.sort_order.check_against(md.schema())
+    for existing in md.sort_orders:
+        if existing.fields == u.sort_order.fields:
+            state.last_added_order_id = existing.order_id
+            return
+    new_id = 0 if u.sort_order.is_unsorted else max([0, *(o.order_id for o in md.sort_orders)]) + 1
+    order = SortOrder(*u.sort_order.fields, order_id=new_id)
+    _set(state, sort_orders=(*md.sort_orders, order))
+    state.last_added_order_id = new_id
+
+
+def _apply_set_default_sort_order(state: _State, u: SetDefaultSortOrder) -> None:
+    order_id = _resolve_last(u.sort_order_id, state.last_added_order_id, "sort order")
+    if not any(o.order_id == order_id for o in state.md.sort_orders):
+        raise ValidationError(f"cannot set default sort order to unknown order id {order_id}")
+    _set(state, default_sort_order_id=order_id)
+
+
+def _apply_add_snapshot(state: _State, u: AddSnapshot) -> None:
+    md, snap = state.md, u.snapshot
+    if any(s.snapshot_id == snap.snapshot_id for s in md.snapshots):
+        raise CommitConflict(f"snapshot {snap.snapshot_id} already exists in the table")
+    changes: dict[str, Any] = {"snapshots": (*md.snapshots, snap)}
+    if md.format_version >= 2:
+        if snap.sequence_number <= md.last_sequence_number:
+            raise CommitConflict(
+                f"snapshot {snap.snapshot_id} has sequence number {snap.sequence_number}, not above the "
+                f"table's last sequence number {md.last_sequence_number} (another commit happened)"
+            )
+        changes["last_sequence_number"] = snap.sequence_number
+    if md.format_version >= 3:
+        next_row_id = md.next_row_id or 0
+        if snap.first_row_id is None or snap.added_rows is None:
+            raise ValidationError(
+                f"snapshot {snap.snapshot_id} needs first-row-id and added-rows in a format-version "
+                f"{md.format_version} table"
+            )
+        if snap.first_row_id < next_row_id:
+            raise CommitConflict(
+                f"snapshot {snap.snapshot_id} has first-row-id {snap.first_row_id}, behind the table's "
+                f"next-row-id {next_row_id} (another commit assigned those row ids)"
+            )
+        changes["next_row_id"] = next_row_id + snap.added_rows
+    _set(state, **changes)
+    state.added_snapshots[snap.snapshot_id] = snap
+
+
+def _apply_set_ref(state: _State, u: SetSnapshotRef) -> None:
+    md = state.md
+    if not any(s.snapshot_id == u.snapshot_id for s in md.snapshots):
+        raise ValidationError(f"cannot point ref {u.ref_name!r} at unknown snapshot {u.snapshot_id}")
+    if u.ref_name == MAIN_BRANCH and u.ref_type != RefType.BRANCH:
+        raise ValidationError("'main' must be a branch, not a tag")
+    ref = SnapshotRef(
+        u.snapshot_id, u.ref_type, u.min_snapshots_to_keep, u.max_snapshot_age_ms, u.max_ref_age_ms
+    )
+    if md.refs.get(u.ref_name) == ref:
+        return
+    changes: dict[str, Any] = {"refs": {**md.refs, u.ref_name: ref}}
+    if u.ref_name == MAIN_BRANCH:
+        added = state.added_snapshots.get(u.snapshot_id)
+        log_ts = added.timestamp_ms if added is not None else state.now_ms
+        changes["current_snapshot_id"] = u.snapshot_id
+        changes["snapshot_log"] = (*md.snapshot_log, SnapshotLogEntry(log_ts, u.snapshot_id))
+    _set(state, **changes)
+
+
+def _apply_remove_snapshots(state: _State, u: RemoveSnapshots) -> None:
+    md = state.md
+    removed = set(u.snapshot_ids)
+    if not removed:
+        return
+    snapshots = tuple(s for s in md.snapshots if s.snapshot_id not in removed)
+    live = {s.snapshot_id for s in snapshots}
+    refs = {name: r for name, r in md.refs.items() if r.snapshot_id in live}
+    current = md.current_snapshot_id if md.current_snapshot_id in live else None
+    # a gap in the history makes the entries before it meaningless: keep the suffix after the last gap
+    log: list[SnapshotLogEntry] = []
+    for entry in md.snapshot_log:
+        if entry.snapshot_id in live:
+            log.append(entry)
+        else:
+            log.clear()
+    _set(
+        state,
+        snapshots=snapshots,
+        refs=refs,
+        current_snapshot_id=current,
+        snapshot_log=tuple(log),
+        statistics=tuple(s for s in md.statistics if s.get("snapshot-id") not in removed),
+        partition_statistics=tuple(s for s in md.partition_statistics if s.get("snapshot-id") not in removed),
+    )
+
+
+def _apply_remove_ref(state: _State, u: RemoveSnapshotRef) -> None:
+    md = state.md
+    if u.ref_name not in md.refs:
+        return
+    refs = {name: r for name, r in md.refs.items() if name != u.ref_name}
+    changes: dict[str, Any] = {"refs": refs}
+    if u.ref_name == MAIN_BRANCH:
+        changes["current_snapshot_id"] = None
+    _set(state, **changes)
+
+
+def _apply_set_properties(state: _State, u: SetProperties) -> None:
+    reserved = _RESERVED_PROPERTIES.intersection(u.updates)
+    if reserved:
+        raise ValidationError(
+            f"table properties {sorted(reserved)} are reserved; use UpgradeFormatVersion to change the format"
+        )
+    _set(state, properties={**state.md.properties, **{str(k): str(v) for k, v in u.updates.items()}})
+
+
+def _apply_remove_properties(state: _State, u: RemoveProperties) -> None:
+    removals = set(u.removals)
+    _set(state, properties={k: v for k, v in state.md.properties.items() if k not in removals})
+
+
+def _apply_set_location(state: _State, u: SetLocation) -> None:
+    location = u.location.rstrip("/")
+    if not location:
+        raise ValidationError("table location cannot be empty")
+    _set(state, location=location)
+
+
+def _apply_assign_uuid(state: _State, u: AssignUUID) -> None:
+    try:
+        text = str(uuid_module.UUID(u.uuid))
+    except ValueError:
+        raise ValidationError(f"{u.uuid!r} is not a UUID") from None
+    _set(state, table_uuid=text)
+
+
+_HANDLERS: dict[type, Any] = {
+    AssignUUID: _apply_assign_uuid,
+    UpgradeFormatVersion: _apply_upgrade,
+    AddSchema: _apply_add_schema,
+    SetCurrentSchema: _apply_set_current_schema,
+    AddPartitionSpec: _apply_add_spec,
+    SetDefaultSpec: _apply_set_default_spec,
+    AddSortOrder: _apply_add_sort_order,
+    SetDefaultSortOrder: _apply_set_default_sort_order,
+    AddSnapshot: _apply_add_snapshot,
+    SetSnapshotRef: _apply_set_ref,
+    RemoveSnapshots: _apply_remove_snapshots,
+    RemoveSnapshotRef: _apply_remove_ref,
+    SetProperties: _apply_set_properties,
+    RemoveProperties: _apply_remove_properties,
+    SetLocation: _apply_set_location,
+}
+
+
+def apply_updates(
+    md: TableMetadata, updates: list[TableUpdate] | tuple[TableUpdate, ...], now_ms: int | None = None
+) -> TableMetadata:
+    """Apply updates in order and return the new metadata (``md`` itself when nothing changed).
+
+    ``last-updated-ms`` becomes the newest added snapshot's timestamp, else ``now_ms``.
+    """
+    if not updates:
+        return md
+    state = _State(md, int(time.time() * 1000) if now_ms is None else now_ms)
+    for update in updates:
+        handler = _HANDLERS.get(type(update))
+        if handler is None:
+            raise ValidationError(f"unknown table update {update!r}")
+        handler(state, update)
+    if state.md == md and state.md.extra == md.extra:
+        return md
+    if state.added_snapshots:
+        last_updated = max(s.timestamp_ms for s in state.added_snapshots.values())
+    else:
+        last_updated = state.now_ms
+    return replace(state.md, last_updated_ms=max(last_updated, md.last_updated_ms))
+
+
+# ---------------------------------------------------------------------------------------------
+# requirements
+
+
+def _require_table(md: TableMetadata | None, what: str) -> TableMetadata:
+    if md is None:
+        raise CommitConflict(f"requirement failed ({what}): the table does not exist")
+    return md
+
+
+@dataclass(frozen=True)
+class AssertCreate:
+    """The table must not exist yet."""
+
+    def validate(self, md: TableMetadata | None) -> None:
+        """Raise CommitConflict when the table exists."""
+        if md is not None:
+            raise CommitConflict("requirement failed: the table was created by another writer")
+
+
+@dataclass(frozen=True)
+class AssertTableUUID:
+    """The table must still be the same table (same UUID)."""
+
+    uuid: str
+
+    def validate(self, md: TableMetadata | None) -> None:
+        """Raise CommitConflict when the UUID differs."""
+        md = _require_table(md, "table uuid")
+        if md.table_uuid.lower() != self.uuid.lower():
+            raise CommitConflict(
+                f"requirement failed: table UUID changed from {self.uuid} to {md.table_uuid} "
+                "(the table was dropped and re-created)"
+            )
+
+
+@dataclass(frozen=True)
+class AssertRefSnapshotId:
+    """A ref must still point at a snapshot (or, with ``snapshot_id=None``, must not exist)."""
+
+    ref: str
+    snapshot_id: int | None
+
+    def validate(self, md: TableMetadata | None) -> None:
+        """Raise CommitConflict when the ref moved, appeared or disappeared."""
+        md = _require_table(md, f"ref {self.ref!r}")
+        current = md.refs.get(self.ref)
+        if self.snapshot_id is None:
+            if current is not None:
+                raise CommitConflict(
+                    f"requirement failed: ref {self.ref!r} was created concurrently "
+                    f"(now at snapshot {current.snapshot_id})"
+                )
+            return
+        if current is None:
+            raise CommitConflict(
+                f"requirement failed: ref {self.ref!r} was removed (expected snapshot {self.snapshot_id})"
+            )
+        if current.snapshot_id != self.snapshot_id:
+            raise CommitConflict(
+                f"requirement failed: ref {self.ref!r} moved from snapshot {self.snapshot_id} "
+                f"to {current.snapshot_id}"
+            )
+
+
+class _IdRequirement:
+    """Shared check of requirements that compare one integer id of the table metadata."""
+
+    _md_attr: ClassVar[str] = ""
+    _label: ClassVar[str] = ""
+
+    def validate(self, md: TableMetadata | None) -> None:
+        """Raise CommitConflict when the id changed."""
+        md = _require_table(md, self._label)
+        expected = getattr(self, fields(self)[0].name)  # type: ignore[arg-type]
+        actual = getattr(md, self._md_attr)
+        if actual != expected:
+            raise CommitConflict(f"requirement failed: {self._label} changed from {expected} to {actual}")
+
+
+@dataclass(frozen=True)
+class AssertLastAssignedFieldId(_IdRequirement):
+    """The table's last assigned column id must be unchanged."""
+
+    _md_attr: ClassVar[str] = "last_column_id"
+    _label: ClassVar[str] = "last assigned field id"
+    last_assigned_field_id: int
+
+
+@dataclass(frozen=True)
+class AssertCurrentSchemaId(_IdRequirement):
+    """The current schema id must be unchanged."""
+
+    _md_attr: ClassVar[str] = "current_schema_id"
+    _label: ClassVar[str] = "current schema id"
+    current_schema_id: int
+
+
+@dataclass(frozen=True)
+class AssertLastAssignedPartitionId(_IdRequirement):
+    """The table's last assigned partition field id must be unchanged."""
+
+    _md_attr: ClassVar[str] = "last_partition_id"
+    _label: ClassVar[str] = "last assigned partition id"
+    last_assigned_partition_id: int
+
+
+@dataclass(frozen=True)
+class AssertDefaultSpecId(_IdRequirement):
+    """The default partition spec id must be unchanged."""
+
+    _md_attr: ClassVar[str] = "default_spec_id"
+    _label: ClassVar[str] = "default partition spec id"
+    default_spec_id: int
+
+
+@dataclass(frozen=True)
+class AssertDefaultSortOrderId(_IdRequirement):
+    """The default sort order id must be unchanged."""
+
+    _md_attr: ClassVar[str] = "default_sort_order_id"
+    _label: ClassVar[str] = "default sort order id"
+    default_sort_order_id: int
+
+
+TableRequirement = (
+    AssertCreate
+    | AssertTableUUID
+    | AssertRefSnapshotId
+    | AssertLastAssignedFieldId
+    | AssertCurrentSchemaId
+    | AssertLastAssignedPartitionId
+    | AssertDefaultSpecId
+    | AssertDefaultSortOrderId
+)
+
+
+def validate_requirements(
+    md: TableMetadata | None, requirements: list[TableRequirement] | tuple[TableRequirement, ...]
+) -> None:
+    """Check every requirement against ``md``; the first failure raises CommitConflict."""
+    for requirement in requirements:
+        requirement.validate(md)
+
+
+# ---------------------------------------------------------------------------------------------
+# new tables
+
+
+def new_table_metadata(
+    schema: Schema,
+    partition_spec: PartitionSpec,
+    sort_order: SortOrder,
+    location: str,
+    properties: dict[str, str] | None = None,
+    format_version: int = 2,
+    table_uuid: str | None = None,
+    now_ms: int | None = None,
+) -> TableMetadata:
+    """Metadata of a new table: fresh column ids 1..n, partition field ids from 1000, spec id 0.
+
+    A ``format-version`` table property overrides ``format_version`` and is not stored.
+    """
+    props = {str(k): str(v) for k, v in (properties or {}).items()}
+    requested = props.pop(FORMAT_VERSION_PROPERTY, None)
+    if requested is not None:
+        try:
+            format_version = int(requested)
+        except ValueError:
+            raise ValidationError(
+                f"table property format-version must be an integer, got {requested!r}"
+            ) from None
+    if format_version not in SUPPORTED_FORMAT_VERSIONS:
+        raise ValidationError(f"format-version must be one of 1, 2, 3, 4; got {format_version}")
+    check_format_version(schema, format_version)
+    location = location.rstrip("/")
+    if not location:
+        raise ValidationError("a new table needs a location")
+    fresh_schema, mapping = assign_fresh_ids(schema)
+    spec = partition_spec.with_source_ids(mapping, spec_id=0, renumber=True)
+    order = sort_order.with_source_ids(mapping, order_id=1 if sort_order.fields else 0)
+    spec.check_against(fresh_schema)
+    order.check_against(fresh_schema)
+    return TableMetadata(
+        format_version=format_version,
+        table_uuid=str(uuid_module.UUID(table_uuid) if table_uuid else uuid_module.uuid4()),
+        location=location,
+        last_updated_ms=int(time.time() * 1000) if now_ms is None else now_ms,
+        last_column_id=fresh_schema.highest_field_id,
+        schemas=(fresh_schema,),
+        current_schema_id=0,
+        partition_specs=(spec,),
+        default_spec_id=0,
+        last_partition_id=spec.last_assigned_field_id,
+        sort_orders=(order,),
+        default_sort_order_id=order.order_id,
+        last_sequence_number=0,
+        properties=props,
+        next_row_id=0 if format_version >= 3 else None,
+    )
