@@ -1,0 +1,423 @@
+"""The Catalog interface and the metadata-file bookkeeping every metastore-style catalog shares.
+
+A catalog maps table identifiers to the location of each table's current metadata file. Concrete
+catalogs (``SqlCatalog``) implement namespaces and a handful of row-level primitives; this class
+builds table creation, loading, dropping (with purge), renaming, registration and the commit
+primitive on top of them.
+
+Commit protocol (``commit_table``): write the new metadata file under a fresh name, then
+compare-and-swap the catalog's pointer from the base location to the new one.
+
+- pointer swapped: the commit happened; the new location is returned;
+- lost race (pointer no longer at the base) or table gone: the new file is deleted and
+  ``CommitConflict`` / ``NoSuchTable`` is raised; nothing changed;
+- outcome unknown (connection lost while committing): ``CommitStateUnknown`` is raised and no file
+  is deleted, because the new file may be the table's current metadata.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from types import TracebackType
+
+from icefloe.catalog.identifiers import (
+    Namespace,
+    TableIdentifier,
+    identifier_to_string,
+    parse_namespace,
+    parse_table_identifier,
+)
+from icefloe.catalog.table import Table
+from icefloe.errors import (
+    AlreadyExists,
+    CommitConflict,
+    CommitStateUnknown,
+    IcefloeError,
+    NoSuchNamespace,
+    NoSuchTable,
+    NotFound,
+    ValidationError,
+)
+from icefloe.formats.metadata_file import (
+    DELETE_AFTER_COMMIT,
+    new_metadata_with_log,
+    read_table_metadata,
+    removed_metadata_files,
+    write_table_metadata,
+)
+from icefloe.io.fileio import FileIO, load_file_io
+from icefloe.spec.partitioning import UNPARTITIONED, PartitionSpec
+from icefloe.spec.schema import Schema
+from icefloe.spec.sort_order import UNSORTED, SortOrder
+from icefloe.spec.table_metadata import TableMetadata
+from icefloe.spec.updates import new_table_metadata
+
+logger = logging.getLogger(__name__)
+
+WAREHOUSE = "warehouse"
+DEFAULT_FORMAT_VERSION = 2
+NAMESPACE_LOCATION = "location"
+GC_ENABLED = "gc.enabled"
+
+
+@dataclass(frozen=True)
+class PropertiesUpdateSummary:
+    """What ``update_namespace_properties`` did: keys removed, keys set, removal keys not found."""
+
+    removed: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+
+def warehouse_location(value: str) -> str:
+    """A warehouse root without trailing slash; plain local paths are made absolute."""
+    value = value.strip()
+    if "://" not in value and not value.startswith("file:"):
+        value = os.path.abspath(os.path.expanduser(value))
+    return value.rstrip("/") or "/"
+
+
+class Catalog(ABC):
+    """A catalog of Iceberg tables grouped in namespaces (PyIceberg-like surface)."""
+
+    def __init__(self, name: str, **properties: str) -> None:
+        self.name = name
+        self.properties: dict[str, str] = dict(properties)
+        warehouse = self.properties.get(WAREHOUSE)
+        self.warehouse: str | None = warehouse_location(warehouse) if warehouse else None
+        if self.warehouse is not None:
+            self.properties[WAREHOUSE] = self.warehouse
+
+    # ------------------------------------------------------------------ namespaces (subclasses)
+
+    @abstractmethod
+    def create_namespace(
+        self, namespace: str | Iterable[str], properties: dict[str, str] | None = None
+    ) -> None:
+        """Create a namespace; AlreadyExists if it exists."""
+
+    @abstractmethod
+    def list_namespaces(self, parent: str | Iterable[str] = ()) -> list[Namespace]:
+        """The namespaces directly below ``parent`` (top level for ``()``), as tuples."""
+
+    @abstractmethod
+    def load_namespace_properties(self, namespace: str | Iterable[str]) -> dict[str, str]:
+        """A namespace's properties; NoSuchNamespace if it does not exist."""
+
+    @abstractmethod
+    def update_namespace_properties(
+        self,
+        namespace: str | Iterable[str],
+        removals: Iterable[str] | None = None,
+        updates: dict[str, str] | None = None,
+    ) -> PropertiesUpdateSummary:
+        """Remove and set namespace properties in one step."""
+
+    @abstractmethod
+    def drop_namespace(self, namespace: str | Iterable[str]) -> None:
+        """Drop an empty namespace; NamespaceNotEmpty while it holds tables or child namespaces."""
+
+    @abstractmethod
+    def namespace_exists(self, namespace: str | Iterable[str]) -> bool:
+        """Whether the namespace exists."""
+
+    # ------------------------------------------------------------------ table rows (subclasses)
+
+    @abstractmethod
+    def _insert_table_row(self, namespace: Namespace, name: str, metadata_location: str) -> None:
+        """Record a new table; AlreadyExists if the name is taken. May raise CommitStateUnknown."""
+
+    @abstractmethod
+    def _table_metadata_location(self, namespace: Namespace, name: str) -> str:
+        """The current metadata location of a table; NoSuchTable if there is none."""
+
+    @abstractmethod
+    def _delete_table_row(self, namespace: Namespace, name: str) -> None:
+        """Forget a table; NoSuchTable if there is none."""
+
+    @abstractmethod
+    def _rename_table_row(self, src: tuple[Namespace, str], dst: tuple[Namespace, str]) -> None:
+        """Rename a table row; NoSuchTable / AlreadyExists."""
+
+    @abstractmethod
+    def _list_table_names(self, namespace: Namespace) -> list[str]:
+        """Names of the tables directly in ``namespace``."""
+
+    @abstractmethod
+    def _swap_metadata_location(self, namespace: Namespace, name: str, expected: str, new: str) -> None:
+        """Atomically move the table's pointer from ``expected`` to ``new``.
+
+        Raise CommitConflict when the pointer is no longer ``expected``, NoSuchTable when the table
+        is gone (both: nothing changed), CommitStateUnknown when the outcome cannot be known.
+        """
+
+    # ------------------------------------------------------------------ helpers
+
+    def close(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
+        """Release connections held by the catalog."""
+
+    def __enter__(self) -> Catalog:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _file_io(self, table_properties: dict[str, str] | None, location: str | None) -> FileIO:
+        return load_file_io({**self.properties, **(table_properties or {})}, location)
+
+    def default_table_location(self, namespace: Namespace, name: str) -> str:
+        """``<namespace location>/<table>``, else ``<warehouse>/<ns levels...>/<table>``."""
+        ns_location = self.load_namespace_properties(namespace).get(NAMESPACE_LOCATION)
+        if ns_location:
+            return f"{warehouse_location(ns_location)}/{name}"
+        if self.warehouse is None:
+            raise ValidationError(
+                f"cannot choose a location for table {identifier_to_string((*namespace, name))}: "
+                "the catalog has no 'warehouse' property; pass location= or configure a warehouse"
+            )
+        return "/".join((self.warehouse.rstrip("/"), *namespace, name))
+
+    def _require_namespace(self, namespace: Namespace) -> None:
+        if not self.namespace_exists(namespace):
+            raise NoSuchNamespace(f"namespace {identifier_to_string(namespace)!r} does not exist")
+
+    def _table(self, namespace: Namespace, name: str, metadata_location: str, md: TableMetadata) -> Table:
+        io = self._file_io(md.properties, md.location)
+        return Table((*namespace, name), md, metadata_location, io, self)
+
+    # ------------------------------------------------------------------ tables
+
+    def create_table(
+        self,
+        identifier: str | Iterable[str],
+        schema: Schema,
+        partition_spec: PartitionSpec | None = None,
+        sort_order: SortOrder | None = None,
+        location: str | None = None,
+        properties: dict[str, str] | None = None,
+    ) -> Table:
+        """Create a table and write its first metadata file (``format-version`` property: 1-4, default 2)."""
+        namespace, name = parse_table_identifier(identifier)
+        self._require_namespace(namespace)
+        if self.table_exists((*namespace, name)):
+            raise AlreadyExists(f"table {identifier_to_string((*namespace, name))!r} already exists")
+        props = {str(k): str(v) for k, v in (properties or {}).items()}
+        table_location = (
+            warehouse_location(location) if location else self.default_table_location(namespace, name)
+        )
+        md = new_table_metadata(
+            schema,
+            partition_spec if partition_spec is not None else UNPARTITIONED,
+            sort_order if sort_order is not None else UNSORTED,
+            table_location,
+            props,
+            DEFAULT_FORMAT_VERSION,
+        )
+        io = self._file_io(md.properties, md.location)
+        metadata_location = write_table_metadata(io, md.location, md)
+        try:
+            self._insert_table_row(namespace, name, metadata_location)
+        except (AlreadyExists, NotFound):
+            _delete_quietly(io, metadata_location)
+            raise
+        return self._table(namespace, name, metadata_location, md)
+
+    def load_table(self, identifier: str | Iterable[str]) -> Table:
+        """Load a table's current metadata; NoSuchTable if the catalog does not know it."""
+        namespace, name = parse_table_identifier(identifier)
+        metadata_location = self._table_metadata_location(namespace, name)
+        io = self._file_io(None, metadata_location)
+        md = read_table_metadata(io, metadata_location)
+        return self._table(namespace, name, metadata_location, md)
+
+    def table_exists(self, identifier: str | Iterable[str]) -> bool:
+        """Whether the catalog has a table with this identifier."""
+        namespace, name = parse_table_identifier(identifier)
+        try:
+            self._table_metadata_location(namespace, name)
+        except NoSuchTable:
+            return False
+        return True
+
+    def list_tables(self, namespace: str | Iterable[str]) -> list[TableIdentifier]:
+        """Identifiers of the tables directly in a namespace, sorted."""
+        ns = parse_namespace(namespace)
+        self._require_namespace(ns)
+        return [(*ns, name) for name in sorted(self._list_table_names(ns))]
+
+    def drop_table(self, identifier: str | Iterable[str], purge: bool = False) -> None:
+        """Remove a table from the catalog; with ``purge`` also delete its data and metadata files."""
+        namespace, name = parse_table_identifier(identifier)
+        metadata_location = self._table_metadata_location(namespace, name)
+        md: TableMetadata | None = None
+        if purge:
+            try:
+                md = read_table_metadata(self._file_io(None, metadata_location), metadata_location)
+            except IcefloeError as exc:
+                logger.warning(
+                    "cannot read %s to purge table files; dropping without purge: %s", metadata_location, exc
+                )
+        self._delete_table_row(namespace, name)
+        if md is not None:
+            purge_table_files(self._file_io(md.properties, md.location), md, metadata_location)
+
+    def rename_table(self, from_identifier: str | Iterable[str], to_identifier: str | Iterable[str]) -> Table:
+        """Rename (or move to another namespace) a table; its files stay where they are."""
+        src = parse_table_identifier(from_identifier)
+        dst = parse_table_identifier(to_identifier)
+        if src != dst:
+            self._table_metadata_location(*src)
+            self._require_namespace(dst[0])
+            if self.table_exists((*dst[0], dst[1])):
+                raise AlreadyExists(f"table {identifier_to_string((*dst[0], dst[1]))!r} already exists")
+            self._rename_table_row(src, dst)
+        return self.load_table((*dst[0], dst[1]))
+
+    def register_table(self, identifier: str | Iterable[str], metadata_location: str) -> Table:
+        """Add an existing table to the catalog by the location of its metadata file."""
+        namespace, name = parse_table_identifier(identifier)
+        self._require_namespace(namespace)
+        md = read_table_metadata(self._file_io(None, metadata_location), metadata_location)
+        self._insert_table_row(namespace, name, metadata_location)
+        return self._table(namespace, name, metadata_location, md)
+
+    def commit_table(
+        self,
+        identifier: str | Iterable[str],
+        base_metadata_location: str | None,
+        new_metadata: TableMetadata,
+        *,
+        base_metadata: TableMetadata | None = None,
+    ) -> str:
+        """Write ``new_metadata`` and swap the table's pointer from ``base_metadata_location`` to it.
+
+        ``base_metadata_location=None`` creates the table. The base file is recorded in the new
+        metadata-log if the caller has not done so (``formats.metadata_file.new_metadata_with_log``);
+        pass ``base_metadata`` to spare reading it. Returns the new metadata location. Raises
+        CommitConflict (retry on fresh metadata), NoSuchTable, or CommitStateUnknown (see module doc).
+        """
+        namespace, name = parse_table_identifier(identifier)
+        io = self._file_io(new_metadata.properties, new_metadata.location)
+        if base_metadata_location is None:
+            self._require_namespace(namespace)
+            location = write_table_metadata(io, new_metadata.location, new_metadata)
+            try:
+                self._insert_table_row(namespace, name, location)
+            except (AlreadyExists, NotFound):
+                _delete_quietly(io, location)
+                raise
+            return location
+
+        md = new_metadata
+        log = md.metadata_log
+        if not log or log[-1].metadata_file != base_metadata_location:
+            if base_metadata is None:
+                base_metadata = read_table_metadata(io, base_metadata_location)
+            md = new_metadata_with_log(md, base_metadata_location, base_metadata)
+        else:
+            md = new_metadata_with_log(md, None, None)  # trims to previous-versions-max only
+        location = write_table_metadata(io, md.location, md, previous_location=base_metadata_location)
+        try:
+            self._swap_metadata_location(namespace, name, base_metadata_location, location)
+        except (CommitConflict, NotFound):
+            _delete_quietly(io, location)
+            raise
+        except CommitStateUnknown:
+            raise
+        if md.properties.get(DELETE_AFTER_COMMIT, "false").strip().lower() == "true":
+            self._delete_old_metadata_files(io, base_metadata_location, base_metadata, md)
+        return location
+
+    def _delete_old_metadata_files(
+        self, io: FileIO, base_location: str, base_md: TableMetadata | None, new_md: TableMetadata
+    ) -> None:
+        try:
+            if base_md is None:
+                base_md = read_table_metadata(io, base_location)
+            for path in removed_metadata_files(base_md, new_md):
+                _delete_quietly(io, path)
+        except IcefloeError as exc:  # best effort: the commit has happened
+            logger.warning("could not delete old metadata files after commit: %s", exc)
+
+
+def _delete_quietly(io: FileIO, path: str) -> None:
+    try:
+        io.delete(path)
+    except (FileNotFoundError, NotFound):
+        pass
+    except Exception as exc:  # cleanup must not hide the real outcome
+        logger.warning("could not delete %s: %s", path, exc)
+
+
+def _table_files(io: FileIO, md: TableMetadata, metadata_location: str) -> Iterator[str]:
+    """Every file the metadata references: metadata, manifests, data and delete files, statistics."""
+    yield metadata_location
+    for log_entry in md.metadata_log:
+        yield log_entry.metadata_file
+    for stats in (*md.statistics, *md.partition_statistics):
+        path = stats.get("statistics-path")
+        if isinstance(path, str):
+            yield path
+    gc_enabled = md.properties.get(GC_ENABLED, "true").strip().lower() != "false"
+    for snapshot in md.snapshots:
+        for path in (snapshot.manifest_list, snapshot.root_manifest, *(snapshot.manifests or ())):
+            if path:
+                yield path
+    if not md.snapshots:
+        return
+    try:
+        from icefloe.tree import read_seam  # the tree layer reads manifests of every format version
+    except ImportError as exc:  # pragma: no cover - only while the tree layer is incomplete
+        logger.warning("purge: cannot read manifests (%s); data files are left in place", exc)
+        return
+
+    seen_manifests: set[str] = set()
+    for snapshot in md.snapshots:
+        try:
+            refs = read_seam.manifest_refs(io, md, snapshot)
+        except IcefloeError as exc:
+            logger.warning("purge: cannot read manifests of snapshot %s: %s", snapshot.snapshot_id, exc)
+            continue
+        for ref in refs:
+            if ref.manifest_path in seen_manifests:
+                continue
+            seen_manifests.add(ref.manifest_path)
+            yield ref.manifest_path
+            if not gc_enabled:
+                continue
+            try:
+                entries = read_seam.read_entries(io, md, ref)
+            except IcefloeError as exc:
+                logger.warning("purge: cannot read manifest %s: %s", ref.manifest_path, exc)
+                continue
+            for entry in entries:
+                yield entry.data_file.file_path
+                dv = entry.data_file.deletion_vector
+                if dv is not None:
+                    yield dv.location
+
+
+def purge_table_files(io: FileIO, md: TableMetadata, metadata_location: str) -> int:
+    """Delete the files a table's metadata references (data files only when ``gc.enabled``)."""
+    paths: list[str] = []
+    seen: set[str] = set()
+    for path in _table_files(io, md, metadata_location):
+        if path not in seen:
+            seen.add(path)
+            paths.append(path)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda p: _delete_quietly(io, p), paths))
+    return len(paths)
+
+
+__all__ = ["Catalog", "PropertiesUpdateSummary", "purge_table_files", "warehouse_location"]

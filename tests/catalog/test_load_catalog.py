@@ -1,0 +1,59 @@
+"""load_catalog defaults: the embedded SQLite catalog and the environment overrides."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from icefloe.catalog import load_catalog
+from icefloe.catalog.sql import SqlCatalog
+from icefloe.errors import Unsupported, ValidationError
+from icefloe.spec.schema import Schema
+
+
+def test_embedded_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, schema: Schema) -> None:
+    monkeypatch.delenv("ICEFLOE_CATALOG_URI", raising=False)
+    monkeypatch.delenv("ICEFLOE_WAREHOUSE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    catalog = load_catalog()
+    try:
+        assert isinstance(catalog, SqlCatalog)
+        assert catalog.name == "default"
+        assert catalog.warehouse == str(tmp_path / ".icefloe" / "warehouse")
+        catalog.create_namespace("ns")
+        table = catalog.create_table("ns.t", schema)
+        assert table.metadata.location == str(tmp_path / ".icefloe" / "warehouse" / "ns" / "t")
+    finally:
+        catalog.close()
+    db = tmp_path / ".icefloe" / "catalog.db"
+    assert db.exists()
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_environment_overrides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ICEFLOE_CATALOG_URI", f"sqlite:///{tmp_path / 'env.db'}")
+    monkeypatch.setenv("ICEFLOE_WAREHOUSE", str(tmp_path / "envwh"))
+    catalog = load_catalog("prod")
+    try:
+        assert catalog.name == "prod"
+        assert catalog.warehouse == str(tmp_path / "envwh")
+        catalog.create_namespace("x")
+    finally:
+        catalog.close()
+    assert (tmp_path / "env.db").exists()
+    explicit = load_catalog(uri=f"sqlite:///{tmp_path / 'explicit.db'}", warehouse="relative/wh")
+    try:
+        assert explicit.warehouse == str(Path.cwd() / "relative" / "wh")
+        assert explicit.properties["uri"].endswith("explicit.db")
+    finally:
+        explicit.close()
+
+
+def test_unknown_type_and_missing_uri() -> None:
+    with pytest.raises(Unsupported, match="hive"):
+        load_catalog(type="hive")
+    with pytest.raises(ValidationError, match="uri"):
+        SqlCatalog("x")
