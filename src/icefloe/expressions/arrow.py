@@ -1,0 +1,154 @@
+"""Filters as ``pyarrow.compute.Expression`` for ``Table.filter`` and ``pyarrow.dataset`` scans.
+
+Semantics match the rest of icefloe: SQL three-valued logic (a comparison with NULL is NULL and a
+NULL filter result drops the row; NOT IN and != never keep NULLs), ``IS NAN`` NULL for NULL and
+``IS NOT NAN`` true for NULL. Columns are referenced by name path (``pc.field("a", "b")``), so the
+Arrow data must use the schema's column names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icefloe.errors import ValidationError
+from icefloe.expressions.ast import AlwaysFalse, AlwaysTrue, And, Expression, Not, Op, Or, rewrite_not
+from icefloe.expressions.binding import bind
+from icefloe.expressions.bound import BoundPredicate, BoundReference, is_bound
+from icefloe.spec.schema import Schema
+from icefloe.spec.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FixedType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    LongType,
+    StringType,
+    TimestampNanoType,
+    TimestampType,
+    TimestamptzNanoType,
+    TimestamptzType,
+    TimeType,
+    UUIDType,
+)
+
+__all__ = ["literal_arrow_type", "to_arrow_expression"]
+
+_SIMPLE_TYPES: dict[type[IcebergType], pa.DataType] = {
+    BooleanType: pa.bool_(),
+    IntegerType: pa.int32(),
+    LongType: pa.int64(),
+    FloatType: pa.float64(),  # literals stay doubles so comparisons with float32 values are exact
+    DoubleType: pa.float64(),
+    DateType: pa.date32(),
+    TimeType: pa.time64("us"),
+    TimestampType: pa.timestamp("us"),
+    TimestamptzType: pa.timestamp("us", tz="UTC"),
+    TimestampNanoType: pa.timestamp("ns"),
+    TimestamptzNanoType: pa.timestamp("ns", tz="UTC"),
+    StringType: pa.string(),
+    BinaryType: pa.binary(),
+    UUIDType: pa.binary(16),
+}
+
+
+def literal_arrow_type(type_: IcebergType) -> pa.DataType:
+    """The Arrow type used for literals compared with a column of this Iceberg type."""
+    if isinstance(type_, DecimalType):
+        return pa.decimal128(type_.precision, type_.scale)
+    if isinstance(type_, FixedType):
+        return pa.binary(type_.length)
+    try:
+        return _SIMPLE_TYPES[type(type_)]
+    except KeyError:
+        raise ValidationError(f"no Arrow literal type for Iceberg type {type_}") from None
+
+
+def _arrow_value(type_: IcebergType, value: Any) -> Any:
+    if isinstance(type_, UUIDType):
+        return value.bytes
+    return value
+
+
+def _field(ref: BoundReference) -> pc.Expression:
+    f = pc.field(*ref.path)
+    if isinstance(ref.field_type, UUIDType):
+        return f.cast(pa.binary(16))  # works for fixed_size_binary(16) and the arrow.uuid extension
+    return f
+
+
+def _scalar(ref: BoundReference, value: Any) -> pc.Expression:
+    typ = literal_arrow_type(ref.field_type)
+    return pc.scalar(pa.scalar(_arrow_value(ref.field_type, value), typ))
+
+
+def _value_set(ref: BoundReference, values: frozenset[Any] | None) -> pa.Array:
+    typ = literal_arrow_type(ref.field_type)
+    return pa.array([_arrow_value(ref.field_type, v) for v in values or ()], typ)
+
+
+def _predicate(pred: BoundPredicate) -> pc.Expression:
+    f = _field(pred.ref)
+    op = pred.op
+    if op is Op.IS_NULL:
+        return pc.is_null(f)
+    if op is Op.NOT_NULL:
+        return pc.is_valid(f)
+    if op is Op.IS_NAN:
+        return pc.is_nan(f)
+    if op is Op.NOT_NAN:
+        return pc.or_kleene(pc.is_null(f), pc.invert(pc.is_nan(f)))
+    if op is Op.IN:
+        return pc.is_in(f, value_set=_value_set(pred.ref, pred.literals))
+    if op is Op.NOT_IN:
+        isin = pc.is_in(f, value_set=_value_set(pred.ref, pred.literals))
+        return pc.and_kleene(pc.invert(isin), pc.is_valid(f))
+    if op is Op.STARTS_WITH:
+        return pc.starts_with(f, pattern=pred.literal)
+    if op is Op.NOT_STARTS_WITH:
+        return pc.invert(pc.starts_with(f, pattern=pred.literal))
+    lit = _scalar(pred.ref, pred.literal)
+    if op is Op.EQ:
+        return pc.equal(f, lit)
+    if op is Op.NOT_EQ:
+        return pc.not_equal(f, lit)
+    if op is Op.LT:
+        return pc.less(f, lit)
+    if op is Op.LT_EQ:
+        return pc.less_equal(f, lit)
+    if op is Op.GT:
+        return pc.greater(f, lit)
+    return pc.greater_equal(f, lit)
+
+
+def _convert(expr: Expression) -> pc.Expression:
+    if isinstance(expr, BoundPredicate):
+        return _predicate(expr)
+    if isinstance(expr, And):
+        return pc.and_kleene(_convert(expr.left), _convert(expr.right))
+    if isinstance(expr, Or):
+        return pc.or_kleene(_convert(expr.left), _convert(expr.right))
+    if isinstance(expr, Not):
+        return _convert(expr.child.negate())
+    if isinstance(expr, AlwaysTrue):
+        return pc.scalar(True)
+    if isinstance(expr, AlwaysFalse):
+        return pc.scalar(False)
+    raise ValidationError(f"cannot convert {expr!r} to an Arrow expression")
+
+
+def to_arrow_expression(
+    expr: Expression, schema: Schema | None = None, case_sensitive: bool = True
+) -> pc.Expression:
+    """A ``pyarrow.compute.Expression`` for a bound expression, or an unbound one with its schema."""
+    if not is_bound(expr):
+        if schema is None:
+            raise ValidationError(f"filter {expr} is not bound: pass the table schema to convert it")
+        expr = bind(schema, expr, case_sensitive)
+    return _convert(rewrite_not(expr))
