@@ -30,9 +30,15 @@ class NamespaceNotEmpty(IcefloeError):
 
 
 class CommitConflict(IcefloeError):
-    """Another writer committed first; the commit may be retried on fresh metadata."""
+    """Another writer committed first.
 
-    retryable = True
+    Retryable conflicts (the base moved) are retried on fresh metadata; a conflict found by
+    validation (a concurrent commit touched the same files) is raised with ``retryable=False``.
+    """
+
+    def __init__(self, message: str, *, retryable: bool = True) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 class CommitStateUnknown(IcefloeError):

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Create .venv and install icefloe with everything the job and the tests need.
+# Safe to run again: it reinstalls only when pyproject.toml changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+if ! command -v "$PYTHON" >/dev/null 2>&1; then
+    echo "error: $PYTHON not found; icefloe needs Python >= 3.11" >&2
+    exit 1
+fi
+if ! "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)'; then
+    echo "error: icefloe needs Python >= 3.11 (found $("$PYTHON" --version 2>&1))" >&2
+    exit 1
+fi
+
+# Java 17 is needed for the Spark parts (pyspark 4 runs on Java 17+).
+if command -v java >/dev/null 2>&1; then
+    java_major=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1)
+    if [ -z "$java_major" ] || [ "$java_major" -lt 17 ]; then
+        echo "warning: Java 17 or newer is needed for Spark; found '$(java -version 2>&1 | head -n1)'" >&2
+    fi
+else
+    echo "warning: Java is missing: Spark features need Java 17 (apt-get install openjdk-17-jre-headless)" >&2
+fi
+
+if [ ! -x .venv/bin/python ]; then
+    "$PYTHON" -m venv .venv
+fi
+stamp=.venv/.icefloe-installed
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    .venv/bin/python -m pip install --quiet --upgrade pip
+    .venv/bin/python -m pip install --quiet -e ".[test,dev,postgres,spark]"
+    echo "$want" > "$stamp"
+fi

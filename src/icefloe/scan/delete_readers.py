@@ -1,0 +1,121 @@
+"""Read delete files: deletion vectors, position delete files and equality delete files."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from icefloe.errors import CorruptMetadata, NotFound
+from icefloe.formats.deletion_vector import decode_dv_blob
+from icefloe.formats.parquet_data import read_parquet_data_file
+from icefloe.io.fileio import FileIO, normalize_location
+from icefloe.spec.content import DataFile
+from icefloe.spec.schema import Schema, prune_columns
+
+_KEY_PREFIX = "__icefloe_eq_"
+
+
+def read_dv_positions(io: FileIO, dv_file: DataFile) -> np.ndarray:
+    """Positions deleted by a deletion-vector-v1 blob (validated: length, magic, CRC, cardinality)."""
+    if dv_file.content_offset is None or dv_file.content_size_in_bytes is None:
+        raise CorruptMetadata(f"deletion vector entry for {dv_file.file_path} has no content offset/size")
+    try:
+        with io.new_input(dv_file.file_path).open() as stream:
+            stream.seek(dv_file.content_offset)
+            blob = stream.read(dv_file.content_size_in_bytes)
+    except NotFound:
+        raise NotFound(
+            f"deletion vector file {dv_file.file_path} (for data file {dv_file.referenced_data_file}) "
+            "does not exist"
+        ) from None
+    if len(blob) != dv_file.content_size_in_bytes:
+        raise CorruptMetadata(
+            f"deletion vector in {dv_file.file_path} is truncated: wanted {dv_file.content_size_in_bytes} "
+            f"bytes at offset {dv_file.content_offset}, got {len(blob)}"
+        )
+    bitmap = decode_dv_blob(blob, source=dv_file.file_path, expected_cardinality=dv_file.record_count)
+    return bitmap.to_numpy()
+
+
+def read_position_delete_positions(io: FileIO, delete_file: DataFile, data_path: str) -> np.ndarray:
+    """Positions a position delete file deletes from the data file at ``data_path`` (normalised)."""
+    fs, path = io.filesystem_and_path(delete_file.file_path)
+    try:
+        table = pq.read_table(path, filesystem=fs, columns=None)
+    except FileNotFoundError:
+        raise NotFound(f"position delete file {delete_file.file_path} does not exist") from None
+    if table.num_rows == 0:
+        return np.empty(0, dtype=np.int64)
+    file_col, pos_col = _position_columns(table, delete_file.file_path)
+    paths = table.column(file_col)
+    distinct = pc.unique(paths).to_pylist()
+    matching = [p for p in distinct if p is not None and normalize_location(p) == data_path]
+    if not matching:
+        return np.empty(0, dtype=np.int64)
+    mask = pc.is_in(paths, value_set=pa.array(matching, paths.type))
+    return np.asarray(table.column(pos_col).filter(mask).to_numpy(), dtype=np.int64)
+
+
+def _position_columns(table: pa.Table, source: str) -> tuple[str, str]:
+    """Find ``file_path`` (2147483546) and ``pos`` (2147483545) by field id, else by name."""
+    by_id: dict[int, str] = {}
+    for field in table.schema:
+        meta = field.metadata or {}
+        raw = meta.get(b"PARQUET:field_id")
+        if raw is not None:
+            by_id[int(raw)] = field.name
+    file_col = by_id.get(2147483546, "file_path")
+    pos_col = by_id.get(2147483545, "pos")
+    if file_col not in table.column_names or pos_col not in table.column_names:
+        raise CorruptMetadata(f"position delete file {source} lacks file_path/pos columns")
+    return file_col, pos_col
+
+
+def apply_equality_deletes(io: FileIO, table: pa.Table, delete_file: DataFile, schema: Schema) -> pa.Table:
+    """Drop rows of ``table`` whose equality columns equal a row of the delete file (null = null)."""
+    ids = list(delete_file.equality_ids or ())
+    if not ids:
+        raise CorruptMetadata(f"equality delete file {delete_file.file_path} has no equality ids")
+    key_schema = prune_columns(schema, set(ids))
+    deletes = read_parquet_data_file(io, delete_file.file_path, key_schema)
+    if deletes.num_rows == 0 or table.num_rows == 0:
+        return table
+    names = [schema.find_column_name(i) or str(i) for i in ids]
+    left = _null_safe_keys(table, names)
+    right = _null_safe_keys(deletes, names).group_by(left.column_names[-2 * len(names):]).aggregate([])
+    keys = right.column_names
+    kept = left.join(right, keys=keys, join_type="left anti")
+    return kept.drop_columns(keys)
+
+
+def _null_safe_keys(table: pa.Table, names: list[str]) -> pa.Table:
+    """Append (is_null, filled value) columns per key so nulls join as equal values."""
+    out = table
+    for i, name in enumerate(names):
+        col = _column_by_path(table, name)
+        is_null = pc.is_null(col)
+        filled = pc.fill_null(col, _zero_of(col.type)) if col.null_count else col
+        out = out.append_column(f"{_KEY_PREFIX}n{i}", is_null).append_column(f"{_KEY_PREFIX}v{i}", filled)
+    return out
+
+
+def _column_by_path(table: pa.Table, dotted: str) -> pa.ChunkedArray:
+    parts = dotted.split(".")
+    col = table.column(parts[0])
+    for part in parts[1:]:
+        col = pc.struct_field(col, part)
+    return col
+
+
+def _zero_of(dtype: pa.DataType) -> pa.Scalar:
+    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
+        return pa.scalar("", dtype)
+    if pa.types.is_fixed_size_binary(dtype):
+        return pa.scalar(b"\0" * dtype.byte_width, dtype)
+    if pa.types.is_binary(dtype) or pa.types.is_large_binary(dtype):
+        return pa.scalar(b"", dtype)
+    if pa.types.is_boolean(dtype):
+        return pa.scalar(False, dtype)
+    return pa.scalar(0).cast(dtype)

@@ -1,0 +1,106 @@
+"""Scan planning: which data files a query must read, with their deletes and residual filters.
+
+Pruning happens in three steps, cheapest first: manifests (partition summaries), entries
+(partition values projected through each spec's transforms), then files (column metrics).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from icefloe.expressions.ast import AlwaysTrue, Expression
+from icefloe.expressions.evaluators import (
+    InclusiveMetricsEvaluator,
+    ManifestEvaluator,
+    PartitionEvaluator,
+)
+from icefloe.expressions.residuals import residual_for
+from icefloe.io.fileio import FileIO
+from icefloe.scan.delete_index import DeleteIndex
+from icefloe.scan.tasks import FileScanTask
+from icefloe.spec.content import FileContent, ManifestContent, ManifestEntry, ManifestFile
+from icefloe.spec.schema import Schema
+from icefloe.spec.snapshots import Snapshot
+from icefloe.spec.table_metadata import TableMetadata
+from icefloe.tree.read_seam import live_entries
+
+
+@dataclass
+class PlanStats:
+    """What planning looked at and skipped (useful for tests and `explain`)."""
+
+    manifests_total: int = 0
+    manifests_skipped: int = 0
+    files_considered: int = 0
+    files_selected: int = 0
+    delete_files: int = 0
+
+
+def plan_files(
+    io: FileIO,
+    md: TableMetadata,
+    snapshot: Snapshot | None,
+    row_filter: Expression | None = None,
+    schema: Schema | None = None,
+    case_sensitive: bool = True,
+    stats: PlanStats | None = None,
+) -> list[FileScanTask]:
+    """Plan a scan of ``snapshot``: the data files that may hold rows matching ``row_filter``."""
+    if snapshot is None:
+        return []
+    row_filter = row_filter if row_filter is not None else AlwaysTrue()
+    schema = schema or md.schema()
+    specs = md.specs_by_id()
+    stats = stats if stats is not None else PlanStats()
+    filtering = not isinstance(row_filter, AlwaysTrue)
+
+    manifest_evaluators: dict[int, ManifestEvaluator] = {}
+    partition_evaluators: dict[int, PartitionEvaluator] = {}
+    if filtering:
+        for spec_id, spec in specs.items():
+            manifest_evaluators[spec_id] = ManifestEvaluator(spec, schema, row_filter, case_sensitive)
+            partition_evaluators[spec_id] = PartitionEvaluator(spec, schema, row_filter, case_sensitive)
+    metrics = InclusiveMetricsEvaluator(schema, row_filter, case_sensitive) if filtering else None
+
+    def keep_manifest(m: ManifestFile) -> bool:
+        stats.manifests_total += 1
+        if m.content == ManifestContent.DELETES or not filtering:
+            return True
+        evaluator = manifest_evaluators.get(m.partition_spec_id)
+        keep = evaluator is None or evaluator.eval(m)
+        if not keep:
+            stats.manifests_skipped += 1
+        return keep
+
+    def keep_entry(e: ManifestEntry) -> bool:
+        f = e.data_file
+        if f.content != FileContent.DATA:
+            return True
+        stats.files_considered += 1
+        if not filtering:
+            return True
+        evaluator = partition_evaluators.get(f.spec_id)
+        if evaluator is not None and not evaluator.eval(f.partition):
+            return False
+        return metrics is None or metrics.eval(f)
+
+    data_entries: list[ManifestEntry] = []
+    delete_entries: list[ManifestEntry] = []
+    for entry in live_entries(io, md, snapshot, manifest_filter=keep_manifest, entry_filter=keep_entry):
+        if entry.data_file.content == FileContent.DATA:
+            data_entries.append(entry)
+        else:
+            delete_entries.append(entry)
+    stats.delete_files = len(delete_entries)
+    index = DeleteIndex(delete_entries, specs)
+    tasks = []
+    for entry in data_entries:
+        spec = specs[entry.data_file.spec_id]
+        residual = (
+            residual_for(spec, schema, row_filter, entry.data_file.partition, case_sensitive)
+            if filtering
+            else AlwaysTrue()
+        )
+        tasks.append(FileScanTask(entry, index.deletes_for(entry), residual))
+    stats.files_selected = len(tasks)
+    return tasks

@@ -1,0 +1,172 @@
+"""Read planned scan tasks into Arrow: project by field id, apply deletes, then the residual filter."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icefloe.errors import CorruptMetadata
+from icefloe.expressions.arrow import to_arrow_expression
+from icefloe.expressions.ast import AlwaysTrue, Expression
+from icefloe.expressions.binding import bind, referenced_field_ids
+from icefloe.formats.arrow_schema import schema_to_arrow
+from icefloe.formats.parquet_data import read_parquet_data_file
+from icefloe.io.fileio import FileIO, normalize_location
+from icefloe.scan.tasks import DeleteFileRef, FileScanTask
+from icefloe.spec.content import FileContent
+from icefloe.spec.schema import (
+    FILE_PATH_COLUMN_ID,
+    LAST_UPDATED_SEQ_COLUMN_ID,
+    POS_COLUMN_ID,
+    ROW_ID_COLUMN_ID,
+    Schema,
+    prune_columns,
+)
+from icefloe.spec.types import LongType, NestedField, StringType
+
+ROW_ID = NestedField(ROW_ID_COLUMN_ID, "_row_id", LongType(), False)
+LAST_UPDATED_SEQ = NestedField(LAST_UPDATED_SEQ_COLUMN_ID, "_last_updated_sequence_number", LongType(), False)
+FILE_PATH = NestedField(FILE_PATH_COLUMN_ID, "_file", StringType(), True)
+POS = NestedField(POS_COLUMN_ID, "_pos", LongType(), True)
+METADATA_COLUMNS = {f.name: f for f in (ROW_ID, LAST_UPDATED_SEQ, FILE_PATH, POS)}
+_POS_NAME = "__icefloe_pos"
+
+
+@dataclass(frozen=True)
+class ReadRequest:
+    """What to produce: table columns (a schema), metadata columns, the row filter, a limit."""
+
+    table_schema: Schema
+    projected: Schema
+    metadata_columns: tuple[str, ...] = ()
+    row_filter: Expression = field(default_factory=AlwaysTrue)
+    case_sensitive: bool = True
+
+    def output_schema(self) -> pa.Schema:
+        """Arrow schema of the result: projected columns then metadata columns."""
+        fields = list(schema_to_arrow(self.projected))
+        for name in self.metadata_columns:
+            fields.append(schema_to_arrow(Schema(METADATA_COLUMNS[name]))[0])
+        return pa.schema(fields)
+
+
+def read_tasks(
+    io: FileIO, tasks: list[FileScanTask], request: ReadRequest, limit: int | None = None, threads: int = 8
+) -> pa.Table:
+    """Read every task and concatenate the results (in task order)."""
+    out_schema = request.output_schema()
+    batches: list[pa.Table] = []
+    total = 0
+    for table in _read_in_order(io, tasks, request, threads):
+        if table.num_rows:
+            batches.append(table)
+            total += table.num_rows
+        if limit is not None and total >= limit:
+            break
+    if not batches:
+        return out_schema.empty_table()
+    result = pa.concat_tables(batches)
+    return result.slice(0, limit) if limit is not None else result
+
+
+def _read_in_order(
+    io: FileIO, tasks: list[FileScanTask], request: ReadRequest, threads: int
+) -> Iterator[pa.Table]:
+    if len(tasks) <= 1 or threads <= 1:
+        for t in tasks:
+            yield read_task(io, t, request)
+        return
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        yield from pool.map(lambda t: read_task(io, t, request), tasks)
+
+
+def read_task(io: FileIO, task: FileScanTask, request: ReadRequest) -> pa.Table:
+    """Read one data file: needed columns by id, deletes applied, residual filtered, projected."""
+    eq_deletes = [d for d in task.deletes if d.delete_file.content == FileContent.EQUALITY_DELETES]
+    pos_deletes = [d for d in task.deletes if d.delete_file.content == FileContent.POSITION_DELETES]
+    residual = task.residual
+    needed_ids = _ids_of(request.projected)
+    if not isinstance(residual, AlwaysTrue):
+        needed_ids |= _referenced_ids(request.table_schema, residual, request.case_sensitive)
+    for d in eq_deletes:
+        needed_ids |= set(d.delete_file.equality_ids or ())
+    lineage = {ROW_ID.name, LAST_UPDATED_SEQ.name} & set(request.metadata_columns)
+    read_schema = prune_columns(request.table_schema, needed_ids)
+    if lineage:
+        read_schema = Schema(*read_schema.fields, *(METADATA_COLUMNS[n] for n in sorted(lineage)))
+    table = read_parquet_data_file(io, task.file_path, read_schema)
+    positions = pa.array(np.arange(table.num_rows, dtype=np.int64))
+    table = table.append_column(_POS_NAME, positions)
+
+    if pos_deletes:
+        deleted = _deleted_positions(io, task, pos_deletes)
+        if len(deleted):
+            keep = pc.invert(pc.is_in(table.column(_POS_NAME), value_set=pa.array(deleted)))
+            table = table.filter(keep)
+    for d in eq_deletes:
+        table = _apply_equality_delete(io, table, d, request.table_schema)
+    if not isinstance(residual, AlwaysTrue):
+        expr = to_arrow_expression(residual, request.table_schema)
+        table = table.filter(expr)
+    return _finish(table, task, request)
+
+
+def _finish(table: pa.Table, task: FileScanTask, request: ReadRequest) -> pa.Table:
+    """Add metadata columns (with row-lineage inheritance) and select the output columns."""
+    out_schema = request.output_schema()
+    columns: list[pa.Array | pa.ChunkedArray] = []
+    pos = table.column(_POS_NAME)
+    for column in request.projected.fields:
+        columns.append(table.column(column.name))
+    for name in request.metadata_columns:
+        if name == FILE_PATH.name:
+            columns.append(pa.array([task.file_path] * table.num_rows, pa.string()))
+        elif name == POS.name:
+            columns.append(pos)
+        elif name == ROW_ID.name:
+            first = task.data_file.first_row_id
+            inherited = pc.add(pos, first) if first is not None else pa.nulls(table.num_rows, pa.int64())
+            columns.append(pc.coalesce(table.column(ROW_ID.name), inherited))
+        elif name == LAST_UPDATED_SEQ.name:
+            seq = task.data_sequence_number if task.data_file.first_row_id is not None else None
+            default = pa.scalar(seq, pa.int64())
+            columns.append(pc.coalesce(table.column(LAST_UPDATED_SEQ.name), default))
+    return pa.Table.from_arrays(columns, schema=out_schema)
+
+
+def _ids_of(schema: Schema) -> set[int]:
+    return schema.field_ids()
+
+
+def _referenced_ids(schema: Schema, expr: Expression, case_sensitive: bool) -> set[int]:
+    return referenced_field_ids(bind(schema, expr, case_sensitive))
+
+
+def _deleted_positions(io: FileIO, task: FileScanTask, deletes: Iterable[DeleteFileRef]) -> np.ndarray:
+    """Positions of the data file deleted by DVs and position delete files."""
+    from icefloe.scan.delete_readers import read_dv_positions, read_position_delete_positions
+
+    target = normalize_location(task.file_path)
+    chunks: list[np.ndarray] = []
+    for ref in deletes:
+        f = ref.delete_file
+        if f.file_format.lower() == "puffin":
+            chunks.append(read_dv_positions(io, f))
+        elif f.file_format.lower() == "parquet":
+            chunks.append(read_position_delete_positions(io, f, target))
+        else:
+            raise CorruptMetadata(f"unsupported position delete file format {f.file_format}: {f.file_path}")
+    if not chunks:
+        return np.empty(0, dtype=np.int64)
+    return np.unique(np.concatenate(chunks))
+
+
+def _apply_equality_delete(io: FileIO, table: pa.Table, ref: DeleteFileRef, schema: Schema) -> pa.Table:
+    from icefloe.scan.delete_readers import apply_equality_deletes
+
+    return apply_equality_deletes(io, table, ref.delete_file, schema)

@@ -1,0 +1,123 @@
+"""TableScan: the user-facing description of a read (snapshot, filter, columns) and its results."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pyarrow as pa
+
+from icefloe.errors import ValidationError
+from icefloe.expressions.ast import AlwaysTrue, And, Expression
+from icefloe.expressions.parser import to_expression
+from icefloe.io.fileio import FileIO
+from icefloe.scan.planner import PlanStats, plan_files
+from icefloe.scan.reader import METADATA_COLUMNS, ReadRequest, read_tasks
+from icefloe.scan.tasks import FileScanTask
+from icefloe.spec.schema import Schema
+from icefloe.spec.snapshots import RefType, Snapshot
+from icefloe.spec.table_metadata import TableMetadata
+
+
+@dataclass(frozen=True)
+class TableScan:
+    """An immutable scan description; ``to_arrow()`` plans and reads it."""
+
+    io: FileIO
+    metadata: TableMetadata
+    row_filter: Expression = field(default_factory=AlwaysTrue)
+    selected_fields: tuple[str, ...] = ("*",)
+    snapshot_id: int | None = None
+    ref: str | None = None
+    as_of_timestamp_ms: int | None = None
+    case_sensitive: bool = True
+    limit: int | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def filter(self, expr: Expression | str) -> TableScan:
+        """A scan with an additional row filter (AND-ed)."""
+        return replace(self, row_filter=And(self.row_filter, to_expression(expr)))
+
+    def select(self, *names: str) -> TableScan:
+        """A scan of only these columns (metadata columns such as ``_row_id`` allowed)."""
+        return replace(self, selected_fields=tuple(names))
+
+    def use_ref(self, name: str) -> TableScan:
+        """A scan of a branch or tag."""
+        return replace(self, ref=name, snapshot_id=None)
+
+    def snapshot(self) -> Snapshot | None:
+        """The snapshot this scan reads (None for an empty table)."""
+        md = self.metadata
+        if self.snapshot_id is not None:
+            return md.snapshot_by_id(self.snapshot_id)
+        if self.ref is not None:
+            return md.snapshot_for_ref(self.ref)
+        if self.as_of_timestamp_ms is not None:
+            return md.snapshot_as_of(self.as_of_timestamp_ms)
+        return md.current_snapshot()
+
+    def schema(self) -> Schema:
+        """Schema used to read: a snapshot id or tag reads with the snapshot's schema (Java's rule)."""
+        md = self.metadata
+        snap = self.snapshot()
+        time_travel = self.snapshot_id is not None or self.as_of_timestamp_ms is not None
+        if self.ref is not None and self.ref in md.refs and md.refs[self.ref].ref_type is RefType.TAG:
+            time_travel = True
+        if time_travel and snap is not None and snap.schema_id is not None:
+            return md.schema_by_id(snap.schema_id)
+        return md.schema()
+
+    def projection(self) -> tuple[Schema, tuple[str, ...]]:
+        """Projected table columns and requested metadata columns."""
+        schema = self.schema()
+        if "*" in self.selected_fields:
+            extra = tuple(n for n in self.selected_fields if n in METADATA_COLUMNS)
+            return schema, extra
+        names = [n for n in self.selected_fields if n not in METADATA_COLUMNS]
+        meta = tuple(n for n in self.selected_fields if n in METADATA_COLUMNS)
+        if meta and self.metadata.format_version < 3 and set(meta) & {"_row_id", "_last_updated_sequence_number"}:
+            raise ValidationError("_row_id and _last_updated_sequence_number need format version 3 or later")
+        return schema.select(names, self.case_sensitive), meta
+
+    def plan_files(self, stats: PlanStats | None = None) -> list[FileScanTask]:
+        """The files to read, with deletes and residual filters."""
+        return plan_files(
+            self.io,
+            self.metadata,
+            self.snapshot(),
+            self.row_filter,
+            schema=self.schema(),
+            case_sensitive=self.case_sensitive,
+            stats=stats,
+        )
+
+    def to_arrow(self) -> pa.Table:
+        """Plan and read the scan into one Arrow table, columns in the order selected."""
+        projected, meta = self.projection()
+        request = ReadRequest(self.schema(), projected, meta, self.row_filter, self.case_sensitive)
+        table = read_tasks(self.io, self.plan_files(), request, limit=self.limit)
+        if "*" not in self.selected_fields:
+            table = table.select(_resolve_order(self.selected_fields, table.column_names, self.case_sensitive))
+        return table
+
+    def count(self) -> int:
+        """Number of rows the scan returns (from metadata alone when no file needs reading)."""
+        tasks = self.plan_files()
+        if all(not t.deletes and isinstance(t.residual, AlwaysTrue) for t in tasks):
+            total = sum(t.data_file.record_count for t in tasks)
+            return total if self.limit is None else min(total, self.limit)
+        return self.select(*self.selected_fields).to_arrow().num_rows
+
+
+def _resolve_order(order: Sequence[str], available: list[str], case_sensitive: bool) -> list[str]:
+    """Output columns in the order the user selected them (nested picks keep their top column)."""
+    lookup = {n if case_sensitive else n.lower(): n for n in available}
+    picked: list[str] = []
+    for name in order:
+        top = name.split(".")[0]
+        key = top if case_sensitive else top.lower()
+        if key in lookup and lookup[key] not in picked:
+            picked.append(lookup[key])
+    return picked or available

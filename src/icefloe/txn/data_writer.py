@@ -1,0 +1,63 @@
+"""Turn an Arrow table into Parquet data files laid out by the table's partition spec."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pyarrow as pa
+
+from icefloe.formats.arrow_schema import check_arrow_compatible, check_required_no_nulls, to_table_schema
+from icefloe.formats.parquet_data import write_parquet_data_file
+from icefloe.formats.partition_arrow import partition_table
+from icefloe.io.fileio import FileIO
+from icefloe.spec.content import DataFile
+from icefloe.spec.table_metadata import TableMetadata
+from icefloe.tree.locations import LocationProvider
+
+DEFAULT_TARGET_FILE_SIZE = 512 * 1024 * 1024
+# In-memory Arrow bytes are larger than compressed Parquet; this ratio turns the target
+# file size into a row budget without writing twice.
+_ARROW_TO_PARQUET_RATIO = 4
+
+
+def prepare_arrow_table(md: TableMetadata, table: pa.Table) -> pa.Table:
+    """Validate user data against the table schema and cast it to the exact Arrow form."""
+    schema = md.schema()
+    check_arrow_compatible(schema, table.schema)
+    prepared = to_table_schema(table, schema)
+    check_required_no_nulls(schema, prepared)
+    return prepared
+
+
+def write_data_files(io: FileIO, md: TableMetadata, table: pa.Table) -> list[DataFile]:
+    """Write ``table`` (already prepared) as data files of the default spec; return their entries."""
+    if table.num_rows == 0:
+        return []
+    schema = md.schema()
+    spec = md.spec()
+    locations = LocationProvider(md)
+    target = md.int_property("write.target-file-size-bytes", DEFAULT_TARGET_FILE_SIZE)
+    written: list[DataFile] = []
+    try:
+        for partition, part in partition_table(table, schema, spec):
+            for chunk in _split_by_size(part, target):
+                path = locations.new_data_file_path(spec, schema, partition)
+                written.append(
+                    write_parquet_data_file(io, path, chunk, schema, spec.spec_id, partition, md.properties)
+                )
+    except BaseException:
+        for f in written:
+            io.delete(f.file_path)
+        raise
+    return written
+
+
+def _split_by_size(table: pa.Table, target_bytes: int) -> Iterator[pa.Table]:
+    estimated = max(1, table.nbytes // _ARROW_TO_PARQUET_RATIO)
+    if estimated <= target_bytes:
+        yield table
+        return
+    pieces = -(-estimated // target_bytes)
+    rows_per_piece = -(-table.num_rows // pieces)
+    for start in range(0, table.num_rows, rows_per_piece):
+        yield table.slice(start, rows_per_piece)

@@ -1,0 +1,731 @@
+"""Schema evolution: the ``UpdateSchema`` builder, an Action that adds a schema and makes it current.
+
+Changes are recorded against the schema the builder was created from (validated as each call is
+made) and re-applied to the table's current schema on every commit attempt:
+
+- new field ids are always taken from the table's ``last-column-id`` + 1 at commit time, so an id is
+  never reused, not even the id of a dropped column;
+- when the schema moved since the builder was created, every column the update touches must still
+  exist with the same name, type and nullability; otherwise the commit fails with a non-retryable
+  ``CommitConflict`` naming the column.
+
+Rules follow the spec's "Schema Evolution" section: type promotions int -> long, float -> double,
+decimal precision widening, and from format version 3 date -> timestamp(_ns) and unknown -> any;
+default values (``initial-default`` / ``write-default``) need format version 3; a new required column
+needs an initial default (or ``allow_incompatible_changes``).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any, Self
+
+from icefloe.errors import CommitConflict, ValidationError
+from icefloe.spec.conversions import parse_literal
+from icefloe.spec.schema import Schema, assign_fresh_ids, check_format_version
+from icefloe.spec.table_metadata import TableMetadata
+from icefloe.spec.transforms import BucketTransform, IdentityTransform
+from icefloe.spec.types import (
+    DateType,
+    DoubleType,
+    FloatType,
+    IcebergType,
+    ListType,
+    MapType,
+    NestedField,
+    PrimitiveType,
+    StructType,
+    UnknownType,
+    primitive_from_string,
+    promotion_allowed,
+)
+from icefloe.spec.updates import LAST_ADDED, AddSchema, SetCurrentSchema, TableUpdate
+from icefloe.txn.transaction import AttemptContext
+
+TABLE_ROOT = -1
+MAX_FIELD_ID = 2147483447  # ids above are reserved for metadata columns
+_UNSET: Any = object()
+
+ColumnPath = str | tuple[str, ...]
+"""A column: ``"a.b"`` (dots separate nesting levels) or a tuple of names (names may hold dots)."""
+
+
+class PendingAction:
+    """A builder that can commit itself through a callback: ``commit()`` or a ``with`` block."""
+
+    _on_commit: Callable[[Any], None] | None = None
+    _done: bool = False
+
+    def commit(self) -> None:
+        """Commit the recorded changes through the table this builder is bound to."""
+        if self._done:
+            return
+        if self._on_commit is None:
+            raise ValidationError(
+                f"{type(self).__name__} is not bound to a table: add it to a transaction with "
+                "tx.add_action(...)"
+            )
+        self._done = True
+        self._on_commit(self)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is None:
+            self.commit()
+
+    def committed_files(self) -> list[str]:
+        """Metadata-only changes own no files."""
+        return []
+
+
+@dataclass(frozen=True)
+class _Move:
+    kind: str  # "first" | "before" | "after"
+    field_id: int
+    ref_id: int | None = None
+
+
+@dataclass(frozen=True)
+class _Found:
+    """A column found by path: the field, the id of its parent struct (or list/map), the parent kind."""
+
+    field: NestedField
+    parent_id: int
+    parent_kind: str  # "struct" | "list" | "map"
+    name: str
+
+
+@dataclass
+class _State:
+    deletes: set[int]
+    updates: dict[int, NestedField]
+    adds: dict[int, list[NestedField]]
+    moves: dict[int, list[_Move]]
+    identifier_names: tuple[str, ...] | None
+    last_id: int
+
+
+class UpdateSchema(PendingAction):
+    """Record schema changes; as an Action it returns AddSchema + SetCurrentSchema."""
+
+    def __init__(
+        self,
+        metadata: TableMetadata,
+        *,
+        allow_incompatible_changes: bool = False,
+        case_sensitive: bool = True,
+        on_commit: Callable[[Any], None] | None = None,
+    ) -> None:
+        self._md = metadata
+        self._base = metadata.schema()
+        self._base_last = metadata.last_column_id
+        self._allow_incompatible = allow_incompatible_changes
+        self._case_sensitive = case_sensitive
+        self._on_commit = on_commit
+        self._s = _State(set(), {}, {}, {}, None, metadata.last_column_id)
+
+    # ---- recording ------------------------------------------------------------------------
+    def add_column(
+        self,
+        path: ColumnPath,
+        field_type: IcebergType | str,
+        doc: str | None = None,
+        required: bool = False,
+        initial_default: Any = None,
+        write_default: Any = None,
+    ) -> Self:
+        """Add a column (``"a.b"`` adds ``b`` to struct ``a``; lists and maps add to their element/value)."""
+        parts = _parts(path)
+        name = ".".join(parts)
+        with self._recording():
+            ftype = _as_type(field_type, name)
+            parent_id, siblings = self._parent_struct(parts, name)
+            for sibling in siblings:
+                live = self._s.updates.get(sibling.field_id, sibling)
+                if sibling.field_id not in self._s.deletes and self._same_name(live.name, parts[-1]):
+                    raise ValidationError(f"cannot add column {name!r}: a column with that name exists")
+            init, write = self._check_defaults(name, ftype, required, initial_default, write_default)
+            template = NestedField(0, parts[-1], ftype, required, doc, init, write)
+            fresh, _ = assign_fresh_ids(Schema(template), first_id=self._s.last_id + 1)
+            self._s.last_id = fresh.highest_field_id
+            self._s.adds.setdefault(parent_id, []).append(fresh.fields[0])
+        return self
+
+    def delete_column(self, path: ColumnPath) -> Self:
+        """Drop a column (and everything nested in it)."""
+        with self._recording():
+            found = self._existing(path, "delete")
+            if found.parent_kind != "struct":
+                raise ValidationError(f"cannot delete {found.name!r}: list elements and map keys/values "
+                                      "can only be dropped with their list or map")
+            fid = found.field.field_id
+            if fid in self._s.deletes:
+                raise ValidationError(f"column {found.name!r} is already deleted by this update")
+            nested = _nested_ids(found.field.field_type)
+            if any(pid in nested or pid == fid for pid in self._s.adds):
+                raise ValidationError(f"cannot delete column {found.name!r}: this update adds fields to it")
+            if fid in self._s.updates or nested & set(self._s.updates):
+                raise ValidationError(f"cannot delete column {found.name!r}: this update also changes it")
+            self._s.deletes.add(fid)
+        return self
+
+    def rename_column(self, path: ColumnPath, new_name: str) -> Self:
+        """Rename a column (its field id, and so its data, stays the same)."""
+        with self._recording():
+            found = self._existing(path, "rename")
+            if found.parent_kind != "struct":
+                raise ValidationError(f"cannot rename {found.name!r}: list and map parts have fixed names")
+            if not new_name:
+                raise ValidationError(f"cannot rename column {found.name!r} to an empty name")
+            self._update(found, name=new_name)
+        return self
+
+    def update_column(
+        self,
+        path: ColumnPath,
+        field_type: IcebergType | str | None = None,
+        required: bool | None = None,
+        doc: str | None = None,
+        write_default: Any = _UNSET,
+    ) -> Self:
+        """Promote a column's type, change its nullability, doc or write default."""
+        with self._recording():
+            found = self._existing(path, "update")
+            f = self._s.updates.get(found.field.field_id, found.field)
+            changes: dict[str, Any] = {}
+            if field_type is not None:
+                new_type = _as_type(field_type, found.name)
+                if found.parent_kind == "map" and found.field.name == "key" and new_type != f.field_type:
+                    raise ValidationError(f"cannot change the type of map key {found.name!r}")
+                self._check_promotion(found.name, f.field_type, new_type)
+                changes["field_type"] = new_type
+            if required is not None and required != f.required:
+                if required and not self._allow_incompatible:
+                    raise ValidationError(
+                        f"cannot make column {found.name!r} required: existing rows may hold nulls "
+                        "(use allow_incompatible_changes=True to force it)"
+                    )
+                if found.parent_kind == "map" and found.field.name == "key":
+                    raise ValidationError(f"map key {found.name!r} is always required")
+                changes["required"] = required
+            if doc is not None:
+                changes["doc"] = doc
+            if write_default is not _UNSET:
+                if found.parent_kind != "struct":
+                    raise ValidationError(f"{found.name!r} is a list or map part: it has no default value")
+                the_type = changes.get("field_type", f.field_type)
+                changes["write_default"] = self._check_default(found.name, the_type, write_default, "write")
+            if changes:
+                self._update(found, **changes)
+        return self
+
+    def make_column_optional(self, path: ColumnPath) -> Self:
+        """Allow nulls in a required column."""
+        return self.update_column(path, required=False)
+
+    def require_column(self, path: ColumnPath) -> Self:
+        """Forbid nulls in an optional column (incompatible: needs allow_incompatible_changes)."""
+        return self.update_column(path, required=True)
+
+    def update_column_doc(self, path: ColumnPath, doc: str) -> Self:
+        """Change a column's documentation string."""
+        return self.update_column(path, doc=doc)
+
+    def move_first(self, path: ColumnPath) -> Self:
+        """Move a column to the start of its struct."""
+        with self._recording():
+            found = self._movable(path)
+            self._s.moves.setdefault(found.parent_id, []).append(_Move("first", found.field.field_id))
+        return self
+
+    def move_before(self, path: ColumnPath, before: ColumnPath) -> Self:
+        """Move a column just before another column of the same struct."""
+        return self._move_relative(path, before, "before")
+
+    def move_after(self, path: ColumnPath, after: ColumnPath) -> Self:
+        """Move a column just after another column of the same struct."""
+        return self._move_relative(path, after, "after")
+
+    def set_identifier_fields(self, *names: ColumnPath) -> Self:
+        """Replace the schema's identifier fields (resolved against the evolved schema)."""
+        with self._recording():
+            self._s.identifier_names = tuple(".".join(_parts(n)) for n in names)
+        return self
+
+    def union_by_name(self, other: Schema) -> Self:
+        """Add the columns of ``other`` that are missing (as optional), widen types and nullability."""
+        with self._recording():
+            self._union_fields(other.fields, ())
+        return self
+
+    # ---- results --------------------------------------------------------------------------
+    def preview(self) -> Schema:
+        """The schema this update produces on the metadata it was created from."""
+        result = self._evolve(self._md)
+        return result[0] if result else self._base
+
+    def apply(self, ctx: AttemptContext, current: TableMetadata) -> list[TableUpdate]:
+        """Re-apply the recorded changes to the current schema; AddSchema + SetCurrentSchema."""
+        moved = current.schema() != self._base or current.last_column_id != self._base_last
+        try:
+            if moved:
+                self._check_untouched(current.schema())
+            result = self._evolve(current)
+        except ValidationError as exc:
+            if not moved:
+                raise
+            raise CommitConflict(
+                f"cannot apply the schema update: the table schema changed concurrently ({exc})",
+                retryable=False,
+            ) from exc
+        if result is None:
+            return []
+        schema, last_column_id = result
+        return [AddSchema(schema, last_column_id=last_column_id), SetCurrentSchema(LAST_ADDED)]
+
+    # ---- recording helpers ----------------------------------------------------------------
+    @contextmanager
+    def _recording(self) -> Iterator[None]:
+        """Record one change: validate the whole update at once, undo the change if it is invalid."""
+        saved = copy.deepcopy(self._s)
+        try:
+            yield
+            self._evolve(self._md)
+        except BaseException:
+            self._s = saved
+            raise
+
+    def _same_name(self, a: str, b: str) -> bool:
+        return a == b if self._case_sensitive else a.lower() == b.lower()
+
+    def _children(self, parent_id: int, t: IcebergType) -> list[tuple[NestedField, str]]:
+        if isinstance(t, StructType):
+            return [(f, "struct") for f in (*t.fields, *self._s.adds.get(parent_id, []))]
+        if isinstance(t, ListType):
+            return [(t.element_field, "list")]
+        if isinstance(t, MapType):
+            return [(t.key_field, "map"), (t.value_field, "map")]
+        return []
+
+    def _lookup(self, parts: tuple[str, ...]) -> _Found | None:
+        """Find a column among the base schema's columns and the columns added by this update."""
+        parent_id, parent_type = TABLE_ROOT, self._base.as_struct
+        found: _Found | None = None
+        for i, part in enumerate(parts):
+            if found is not None:
+                parent_id, parent_type = found.field.field_id, found.field.field_type
+            matches = [(f, kind) for f, kind in self._children(parent_id, parent_type)
+                       if self._same_name(f.name, part)]
+            if not matches:
+                return None
+            live = [m for m in matches if m[0].field_id not in self._s.deletes]
+            f, kind = (live or matches)[-1]
+            found = _Found(f, parent_id, kind, ".".join(parts[: i + 1]))
+        return found
+
+    def _find(self, path: ColumnPath) -> _Found | None:
+        found = self._lookup(_parts(path))
+        if found is None and isinstance(path, str) and "." in path:
+            found = self._lookup((path,))  # a top-level name that itself contains dots
+        return found
+
+    def _existing(self, path: ColumnPath, verb: str) -> _Found:
+        found = self._find(path)
+        name = path if isinstance(path, str) else ".".join(path)
+        if found is None:
+            raise ValidationError(f"cannot {verb} column {name!r}: no such column in schema "
+                                  f"{self._base.schema_id}")
+        if found.field.field_id > self._base_last:
+            raise ValidationError(f"cannot {verb} column {name!r}: it is added by this update "
+                                  "(give its final form in add_column)")
+        if found.field.field_id in self._s.deletes:
+            raise ValidationError(f"cannot {verb} column {name!r}: it is deleted by this update")
+        return found
+
+    def _parent_struct(self, parts: tuple[str, ...], name: str) -> tuple[int, list[NestedField]]:
+        if len(parts) == 1:
+            return TABLE_ROOT, [f for f, _ in self._children(TABLE_ROOT, self._base.as_struct)]
+        parent = self._lookup(parts[:-1])
+        if parent is None:
+            raise ValidationError(f"cannot add column {name!r}: parent {'.'.join(parts[:-1])!r} not found")
+        if parent.field.field_id in self._s.deletes:
+            raise ValidationError(f"cannot add column {name!r}: its parent is deleted by this update")
+        owner_id, t = parent.field.field_id, parent.field.field_type
+        if isinstance(t, ListType):
+            owner_id, t = t.element_id, t.element_type
+        elif isinstance(t, MapType):
+            owner_id, t = t.value_id, t.value_type
+        if not isinstance(t, StructType):
+            raise ValidationError(f"cannot add column {name!r}: parent {parent.name!r} is {t}, not a struct")
+        return owner_id, [f for f, _ in self._children(owner_id, t)]
+
+    def _update(self, found: _Found, **changes: Any) -> None:
+        fid = found.field.field_id
+        self._s.updates[fid] = replace(self._s.updates.get(fid, found.field), **changes)
+
+    def _movable(self, path: ColumnPath) -> _Found:
+        found = self._find(path)
+        name = path if isinstance(path, str) else ".".join(path)
+        if found is None:
+            raise ValidationError(f"cannot move column {name!r}: no such column")
+        if found.field.field_id in self._s.deletes:
+            raise ValidationError(f"cannot move column {name!r}: it is deleted by this update")
+        if found.parent_kind != "struct":
+            raise ValidationError(f"cannot move {name!r}: only struct fields can be reordered")
+        return found
+
+    def _move_relative(self, path: ColumnPath, ref: ColumnPath, kind: str) -> Self:
+        with self._recording():
+            found, other = self._movable(path), self._movable(ref)
+            if found.field.field_id == other.field.field_id:
+                raise ValidationError(f"cannot move column {found.name!r} {kind} itself")
+            if found.parent_id != other.parent_id:
+                raise ValidationError(
+                    f"cannot move column {found.name!r} {kind} {other.name!r}: they are in different structs"
+                )
+            move = _Move(kind, found.field.field_id, other.field.field_id)
+            self._s.moves.setdefault(found.parent_id, []).append(move)
+        return self
+
+    def _check_promotion(self, name: str, old: IcebergType, new: IcebergType) -> None:
+        if not isinstance(new, PrimitiveType) or not isinstance(old, PrimitiveType):
+            if old != new:
+                raise ValidationError(f"cannot change column {name!r} from {old} to {new}: only primitive "
+                                      "types can be promoted")
+            return
+        if not promotion_allowed(old, new, self._md.format_version):
+            raise ValidationError(
+                f"cannot change column {name!r} from {old} to {new}: not an allowed type promotion in "
+                f"format version {self._md.format_version}"
+            )
+
+    def _check_defaults(
+        self, name: str, t: IcebergType, required: bool, initial: Any, write: Any
+    ) -> tuple[Any, Any]:
+        initial = self._check_default(name, t, initial, "initial")
+        write = initial if write is None else self._check_default(name, t, write, "write")
+        if required and initial is None and not self._allow_incompatible:
+            if self._md.format_version < 3:
+                raise ValidationError(
+                    f"cannot add required column {name!r}: existing rows have no value for it and format "
+                    f"version {self._md.format_version} has no default values (add it as optional, or use "
+                    "allow_incompatible_changes=True)"
+                )
+            raise ValidationError(
+                f"cannot add required column {name!r} without an initial_default: existing rows need a "
+                "value (or use allow_incompatible_changes=True)"
+            )
+        return initial, write
+
+    def _check_default(self, name: str, t: IcebergType, value: Any, which: str) -> Any:
+        if value is None:
+            return None
+        if self._md.format_version < 3:
+            raise ValidationError(
+                f"column {name!r}: default values need format version 3 (table is format version "
+                f"{self._md.format_version})"
+            )
+        if isinstance(t, UnknownType | ListType | MapType):
+            raise ValidationError(f"column {name!r} of type {t} can only default to null")
+        if isinstance(t, StructType):
+            if value != {}:
+                raise ValidationError(
+                    f"column {name!r}: a struct default must be null or {{}} (field defaults live on the "
+                    "struct's fields)"
+                )
+            return {}
+        try:
+            return parse_literal(t, value)
+        except ValidationError as exc:
+            raise ValidationError(f"bad {which}_default for column {name!r}: {exc}") from None
+
+    def _union_fields(self, fields: tuple[NestedField, ...], prefix: tuple[str, ...]) -> None:
+        for f in fields:
+            path = (*prefix, f.name)
+            found = self._lookup(path)
+            if found is None or found.field.field_id in self._s.deletes:
+                self.add_column(path, f.field_type, doc=f.doc)
+                continue
+            self._union_field(found, f, path)
+
+    def _union_field(self, found: _Found, new: NestedField, path: tuple[str, ...]) -> None:
+        old = self._s.updates.get(found.field.field_id, found.field)
+        name = ".".join(path)
+        ot, nt = old.field_type, new.field_type
+        if isinstance(ot, PrimitiveType) and isinstance(nt, PrimitiveType):
+            if ot != nt and not promotion_allowed(nt, ot, self._md.format_version):
+                if not promotion_allowed(ot, nt, self._md.format_version):
+                    raise ValidationError(f"cannot merge column {name!r}: {ot} and {nt} are incompatible")
+                self.update_column(path, field_type=nt)
+        elif isinstance(ot, StructType) and isinstance(nt, StructType):
+            self._union_fields(nt.fields, path)
+        elif isinstance(ot, ListType) and isinstance(nt, ListType):
+            self._union_part(path, "element", nt.element_field)
+        elif isinstance(ot, MapType) and isinstance(nt, MapType):
+            self._union_part(path, "key", nt.key_field)
+            self._union_part(path, "value", nt.value_field)
+        elif ot != nt:
+            raise ValidationError(f"cannot merge column {name!r}: {ot} and {nt} are incompatible")
+        if found.parent_kind == "map" and found.field.name == "key":
+            return
+        if new.optional and old.required:
+            self.update_column(path, required=False)
+        if new.doc is not None and new.doc != old.doc and found.parent_kind == "struct":
+            self.update_column(path, doc=new.doc)
+
+    def _union_part(self, path: tuple[str, ...], part: str, new: NestedField) -> None:
+        found = self._lookup((*path, part))
+        if found is None:  # pragma: no cover - lists and maps always have their parts
+            raise ValidationError(f"column {'.'.join(path)!r} has no {part}")
+        self._union_field(found, new, (*path, part))
+
+    # ---- evolving -------------------------------------------------------------------------
+    def _check_untouched(self, schema: Schema) -> None:
+        """Every column this update touches must be as it was when the update was recorded."""
+        s = self._s
+        touched = set(s.deletes) | set(s.updates)
+        touched |= {pid for pid in s.adds if 0 < pid <= self._base_last}
+        for moves in s.moves.values():
+            touched |= {i for m in moves for i in (m.field_id, m.ref_id) if i is not None}
+        for fid in sorted(i for i in touched if 0 < i <= self._base_last):
+            name = self._base.find_column_name(fid)
+            was = self._base.find_field(fid)
+            now_name = schema.find_column_name(fid)
+            if now_name is None:
+                raise CommitConflict(f"column {name!r} was deleted by a concurrent commit", retryable=False)
+            now = schema.find_field(fid)
+            if now_name != name:
+                raise CommitConflict(
+                    f"column {name!r} was renamed to {now_name!r} by a concurrent commit", retryable=False
+                )
+            if now.required != was.required or not _same_shape(now.field_type, was.field_type):
+                raise CommitConflict(
+                    f"column {name!r} was changed by a concurrent commit (now {now}, was {was})",
+                    retryable=False,
+                )
+
+    def _evolve(self, md: TableMetadata) -> tuple[Schema, int] | None:
+        """The new schema and last column id on ``md``, or None when nothing changes."""
+        current = md.schema()
+        offset = md.last_column_id - self._base_last
+        builder = _Builder(self._s, self._base_last, offset)
+        fields = builder.struct(current.fields, TABLE_ROOT)
+        last_id = max(md.last_column_id, self._s.last_id + offset)
+        if last_id > MAX_FIELD_ID:
+            raise ValidationError(f"cannot assign field id {last_id}: ids above {MAX_FIELD_ID} are reserved")
+        draft = Schema(*fields, schema_id=current.schema_id)
+        identifiers = self._identifiers(current, draft)
+        schema = Schema(*fields, schema_id=current.schema_id, identifier_field_ids=identifiers)
+        check_format_version(schema, md.format_version)
+        _check_sources(md, current, schema, builder.promoted)
+        if schema == current:
+            return None
+        return schema, last_id
+
+    def _identifiers(self, current: Schema, schema: Schema) -> tuple[int, ...]:
+        names = self._s.identifier_names
+        if names is None:
+            for fid in current.identifier_field_ids:
+                if fid not in schema.field_ids():
+                    raise ValidationError(
+                        f"cannot delete identifier field {current.find_column_name(fid)!r}: call "
+                        "set_identifier_fields(...) to change the identifier fields first"
+                    )
+            ids = list(current.identifier_field_ids)
+        else:
+            ids = []
+            for name in names:
+                try:
+                    ids.append(schema.find_field(name, self._case_sensitive).field_id)
+                except ValidationError:
+                    raise ValidationError(
+                        f"cannot use {name!r} as an identifier field: no such column in the new schema"
+                    ) from None
+        for fid in ids:
+            _check_identifier(schema, fid)
+        return tuple(dict.fromkeys(ids))
+
+
+class _Builder:
+    """Rebuild a schema's fields with the recorded changes (added ids shifted by ``offset``)."""
+
+    def __init__(self, state: _State, base_last: int, offset: int) -> None:
+        def shift(fid: int) -> int:
+            return fid + offset if fid > base_last else fid
+
+        self.shift = shift
+        self.deletes = state.deletes
+        self.updates = state.updates
+        self.adds = {shift(p): [_remap_field(f, shift) for f in fs] for p, fs in state.adds.items()}
+        self.moves = {
+            shift(p): [_Move(m.kind, shift(m.field_id), None if m.ref_id is None else shift(m.ref_id))
+                       for m in ms]
+            for p, ms in state.moves.items()
+        }
+        self.promoted: dict[int, tuple[IcebergType, IcebergType]] = {}
+
+    def struct(self, fields: tuple[NestedField, ...], struct_id: int) -> tuple[NestedField, ...]:
+        out = [self.field(f) for f in fields if f.field_id not in self.deletes]
+        out.extend(self.field(f) for f in self.adds.get(struct_id, []))
+        for move in self.moves.get(struct_id, []):
+            out = _apply_move(out, move)
+        seen: set[str] = set()
+        for f in out:
+            if f.name in seen:
+                raise ValidationError(f"the update leaves two columns named {f.name!r} in the same struct")
+            seen.add(f.name)
+        return tuple(out)
+
+    def field(self, f: NestedField) -> NestedField:
+        header = self.updates.get(f.field_id, f)
+        t = f.field_type
+        if isinstance(t, PrimitiveType):
+            if header.field_type != t:
+                self.promoted[f.field_id] = (t, header.field_type)
+            t = header.field_type
+        else:
+            t = self.nested(t, f.field_id)
+        return NestedField(f.field_id, header.name, t, header.required, header.doc, f.initial_default,
+                           header.write_default)
+
+    def nested(self, t: IcebergType, owner_id: int) -> IcebergType:
+        if isinstance(t, StructType):
+            return StructType(*self.struct(t.fields, owner_id))
+        if isinstance(t, ListType):
+            element = self.field(t.element_field)
+            return ListType(t.element_id, element.field_type, element.required)
+        if isinstance(t, MapType):
+            value = self.field(t.value_field)
+            return MapType(t.key_id, self.field(t.key_field).field_type, t.value_id, value.field_type,
+                           value.required)
+        return t
+
+
+def _apply_move(fields: list[NestedField], move: _Move) -> list[NestedField]:
+    ids = [f.field_id for f in fields]
+    if move.field_id not in ids or (move.ref_id is not None and move.ref_id not in ids):
+        raise ValidationError("cannot reorder columns: a moved column is no longer in its struct")
+    moving = fields[ids.index(move.field_id)]
+    rest = [f for f in fields if f.field_id != move.field_id]
+    if move.kind == "first":
+        return [moving, *rest]
+    at = [f.field_id for f in rest].index(move.ref_id) + (1 if move.kind == "after" else 0)
+    return [*rest[:at], moving, *rest[at:]]
+
+
+def _check_sources(
+    md: TableMetadata, current: Schema, schema: Schema, promoted: dict[int, tuple[IcebergType, IcebergType]]
+) -> None:
+    """Dropped columns may not feed the current spec or sort order; promotions must keep partition values."""
+    gone = current.field_ids() - schema.field_ids()
+    if gone:
+        for pf in md.spec().fields:
+            for source_id in pf.source_ids or (pf.source_id,):
+                if source_id in gone:
+                    raise ValidationError(
+                        f"cannot delete column {current.find_column_name(source_id)!r}: it is the source of "
+                        f"partition field {pf.name!r} of the current partition spec {md.spec().spec_id} "
+                        "(remove the partition field first)"
+                    )
+        for sf in md.sort_order().fields:
+            for source_id in sf.source_ids or (sf.source_id,):
+                if source_id in gone:
+                    raise ValidationError(
+                        f"cannot delete column {current.find_column_name(source_id)!r}: it is a source of "
+                        f"the table's sort order {md.sort_order().order_id} (change the sort order first)"
+                    )
+    for fid, (old, new) in promoted.items():
+        if not isinstance(old, DateType):
+            continue
+        for spec in md.partition_specs:
+            for pf in spec.fields:
+                if fid in (pf.source_ids or (pf.source_id,)) and isinstance(
+                    pf.transform, IdentityTransform | BucketTransform
+                ):
+                    raise ValidationError(
+                        f"cannot change column {current.find_column_name(fid)!r} from {old} to {new}: "
+                        f"partition field {pf.name!r} ({pf.transform}) of spec {spec.spec_id} would "
+                        "produce different values"
+                    )
+
+
+def _check_identifier(schema: Schema, fid: int) -> None:
+    """Identifier fields: required primitives, not float/double, not in lists, maps or optional structs."""
+    name = schema.find_column_name(fid)
+    path = _path_to(schema.fields, fid)
+    if path is None:  # pragma: no cover - ids come from the schema
+        raise ValidationError(f"identifier field id {fid} is not in the schema")
+    *parents, f = path
+    for p in parents:
+        if not isinstance(p.field_type, StructType):
+            raise ValidationError(f"identifier field {name!r} cannot be nested in a list or map")
+        if not p.required:
+            raise ValidationError(f"identifier field {name!r} cannot be nested in optional struct {p.name!r}")
+    if not isinstance(f.field_type, PrimitiveType):
+        raise ValidationError(f"identifier field {name!r} must be a primitive column, not {f.field_type}")
+    if isinstance(f.field_type, FloatType | DoubleType):
+        raise ValidationError(f"identifier field {name!r} cannot be {f.field_type}")
+    if not f.required:
+        raise ValidationError(f"identifier field {name!r} must be required")
+
+
+def _path_to(fields: tuple[NestedField, ...], fid: int) -> list[NestedField] | None:
+    for f in fields:
+        if f.field_id == fid:
+            return [f]
+        t = f.field_type
+        if isinstance(t, StructType | ListType | MapType):
+            sub = _path_to(t.fields, fid)
+            if sub is not None:
+                return [f, *sub]
+    return None
+
+
+def _parts(path: ColumnPath) -> tuple[str, ...]:
+    parts = tuple(path.split(".")) if isinstance(path, str) else tuple(path)
+    if not parts or any(not p for p in parts):
+        raise ValidationError(f"invalid column path {path!r}")
+    return parts
+
+
+def _as_type(t: IcebergType | str, name: str) -> IcebergType:
+    if isinstance(t, str):
+        return primitive_from_string(t)
+    if not isinstance(t, IcebergType):
+        raise ValidationError(f"column {name!r}: {t!r} is not an Iceberg type")
+    return t
+
+
+def _nested_ids(t: IcebergType) -> set[int]:
+    out: set[int] = set()
+    if isinstance(t, StructType | ListType | MapType):
+        for f in t.fields:
+            out.add(f.field_id)
+            out |= _nested_ids(f.field_type)
+    return out
+
+
+def _same_shape(a: IcebergType, b: IcebergType) -> bool:
+    if isinstance(a, PrimitiveType) or isinstance(b, PrimitiveType):
+        return a == b
+    return type(a) is type(b)
+
+
+def _remap_field(f: NestedField, fn: Callable[[int], int]) -> NestedField:
+    return replace(f, field_id=fn(f.field_id), field_type=_remap_type(f.field_type, fn))
+
+
+def _remap_type(t: IcebergType, fn: Callable[[int], int]) -> IcebergType:
+    if isinstance(t, StructType):
+        return StructType(*(_remap_field(f, fn) for f in t.fields))
+    if isinstance(t, ListType):
+        return ListType(fn(t.element_id), _remap_type(t.element_type, fn), t.element_required)
+    if isinstance(t, MapType):
+        return MapType(fn(t.key_id), _remap_type(t.key_type, fn), fn(t.value_id),
+                       _remap_type(t.value_type, fn), t.value_required)
+    return t
