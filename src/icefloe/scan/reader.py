@@ -27,7 +27,16 @@ from icefloe.spec.schema import (
     Schema,
     prune_columns,
 )
-from icefloe.spec.types import LongType, NestedField, StringType
+from icefloe.spec.types import (
+    IcebergType,
+    ListType,
+    LongType,
+    MapType,
+    NestedField,
+    StringType,
+    StructType,
+    UUIDType,
+)
 
 ROW_ID = NestedField(ROW_ID_COLUMN_ID, "_row_id", LongType(), False)
 LAST_UPDATED_SEQ = NestedField(LAST_UPDATED_SEQ_COLUMN_ID, "_last_updated_sequence_number", LongType(), False)
@@ -48,11 +57,37 @@ class ReadRequest:
     case_sensitive: bool = True
 
     def output_schema(self) -> pa.Schema:
-        """Arrow schema of the result: projected columns then metadata columns."""
-        fields = list(schema_to_arrow(self.projected))
+        """Arrow schema of the result: projected columns then metadata columns (uuid as ``pa.uuid()``)."""
+        fields = [
+            f.with_type(presented_type(col.field_type, f.type))
+            for col, f in zip(self.projected.fields, schema_to_arrow(self.projected), strict=True)
+        ]
         for name in self.metadata_columns:
             fields.append(schema_to_arrow(Schema(METADATA_COLUMNS[name]))[0])
         return pa.schema(fields)
+
+
+def presented_type(t: IcebergType, arrow_type: pa.DataType) -> pa.DataType:
+    """The Arrow type handed to users: as stored, except uuid columns become ``pa.uuid()``."""
+    if isinstance(t, UUIDType):
+        return pa.uuid()
+    if isinstance(t, StructType):
+        return pa.struct(
+            [
+                f.with_type(presented_type(col.field_type, f.type))
+                for col, f in zip(t.fields, arrow_type, strict=True)
+            ]
+        )
+    if isinstance(t, ListType):
+        value_field = arrow_type.value_field
+        return pa.list_(value_field.with_type(presented_type(t.element_type, value_field.type)))
+    if isinstance(t, MapType):
+        key_field, item_field = arrow_type.key_field, arrow_type.item_field
+        return pa.map_(
+            key_field.with_type(presented_type(t.key_type, key_field.type)),
+            item_field.with_type(presented_type(t.value_type, item_field.type)),
+        )
+    return arrow_type
 
 
 def read_tasks(
@@ -136,7 +171,9 @@ def _finish(table: pa.Table, task: FileScanTask, request: ReadRequest) -> pa.Tab
             seq = task.data_sequence_number if task.data_file.first_row_id is not None else None
             default = pa.scalar(seq, pa.int64())
             columns.append(pc.coalesce(table.column(LAST_UPDATED_SEQ.name), default))
-    return pa.Table.from_arrays(columns, schema=out_schema)
+    stored = pa.schema([f.with_type(c.type) for f, c in zip(out_schema, columns, strict=True)])
+    table = pa.Table.from_arrays(columns, schema=stored)
+    return table if stored == out_schema else table.cast(out_schema)
 
 
 def _ids_of(schema: Schema) -> set[int]:
