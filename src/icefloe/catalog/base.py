@@ -75,11 +75,18 @@ class PropertiesUpdateSummary:
 
 
 def warehouse_location(value: str) -> str:
-    """A warehouse root without trailing slash; plain local paths are made absolute."""
+    """A warehouse root as a URI without trailing slash; plain local paths become ``file:///abs``.
+
+    Metadata written by other engines always carries URIs, and some readers (iceberg-rust)
+    cannot resolve a location without a scheme, so icefloe never writes bare paths.
+    """
     value = value.strip()
-    if "://" not in value and not value.startswith("file:"):
-        value = os.path.abspath(os.path.expanduser(value))
-    return value.rstrip("/") or "/"
+    if value.startswith("file:") and not value.startswith("file://"):
+        value = "file://" + value[len("file:"):]  # file:/x -> file:///x
+    if "://" not in value:
+        value = "file://" + os.path.abspath(os.path.expanduser(value))
+    stripped = value.rstrip("/")
+    return stripped if not stripped.endswith(":/") and not stripped.endswith(":") else value
 
 
 class Catalog(ABC):

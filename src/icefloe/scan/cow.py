@@ -8,14 +8,15 @@ surviving rows. On format v3+ the surviving rows keep their ``_row_id`` and
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 
 from icefloe.expressions.arrow import to_arrow_expression
-from icefloe.expressions.ast import Expression
+from icefloe.expressions.ast import AlwaysTrue, Expression
 from icefloe.expressions.evaluators import PartitionEvaluator
 from icefloe.expressions.projection import strict_projection
+from icefloe.formats.arrow_schema import schema_to_arrow
 from icefloe.formats.parquet_data import write_parquet_data_file
 from icefloe.io.fileio import FileIO
 from icefloe.scan.planner import plan_files
@@ -74,10 +75,9 @@ def plan_copy_on_write(
                 plan.removed.append(task.entry)
                 plan.deleted_rows += f.record_count
                 continue
-            rows = read_task(io, task, request)
+            # Read every live row of the file: the residual would drop exactly the rows we keep.
+            rows = read_task(io, replace(task, residual=AlwaysTrue()), request)
             kept = rows.filter(keep_expr)
-            if kept.num_rows == rows.num_rows and not task.deletes:
-                continue
             if kept.num_rows == rows.num_rows:
                 continue  # nothing matched; leave the file and its deletes alone
             plan.removed.append(task.entry)
@@ -105,8 +105,6 @@ def _write_survivors(
     write_schema = Schema(*schema.fields, ROW_ID, LAST_UPDATED_SEQ, schema_id=schema.schema_id) if lineage else schema
     spec = md.spec_by_id(f.spec_id)
     path = locations.new_data_file_path(spec, schema, f.partition)
-    from icefloe.formats.arrow_schema import schema_to_arrow
-
     table = pa.Table.from_arrays(
         [rows.column(field.name) for field in write_schema.fields], schema=schema_to_arrow(write_schema)
     )
