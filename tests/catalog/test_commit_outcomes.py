@@ -11,6 +11,7 @@ from sqlalchemy.exc import OperationalError
 
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.errors import CommitConflict, CommitStateUnknown
+from icefloe.io.fileio import local_path
 from icefloe.spec.schema import Schema
 from icefloe.spec.table_metadata import TableMetadata
 
@@ -22,7 +23,7 @@ def _bump(md: TableMetadata) -> TableMetadata:
 
 
 def _metadata_files(md: TableMetadata) -> set[str]:
-    return {str(p) for p in (Path(md.location) / "metadata").glob("*.metadata.json")}
+    return {str(p) for p in (Path(local_path(md.location)) / "metadata").glob("*.metadata.json")}
 
 
 def _lost_connection() -> OperationalError:
@@ -81,7 +82,8 @@ def test_create_with_unknown_outcome(
         catalog.create_table("ns.t", schema)
     monkeypatch.undo()
     assert not catalog.table_exists("ns.t")
-    files = list((Path(catalog.warehouse or "") / "ns" / "t" / "metadata").glob("*.metadata.json"))
+    metadata_dir = Path(local_path(catalog.warehouse or "")) / "ns" / "t" / "metadata"
+    files = list(metadata_dir.glob("*.metadata.json"))
     assert len(files) == 1
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.errors import CommitConflict
+from icefloe.io.fileio import local_path
 from icefloe.spec.schema import Schema
 
 PROCESSES = 4
@@ -56,7 +57,7 @@ def test_concurrent_commits(catalog: SqlCatalog, schema: Schema, warehouse: Path
     assert set(final.metadata.properties) - {"write.metadata.previous-versions-max"} == expected_keys
     total = PROCESSES * COMMITS_EACH
     # One metadata file per successful commit plus the first; losers deleted theirs.
-    files = sorted((Path(table.metadata.location) / "metadata").glob("*.metadata.json"))
+    files = sorted((Path(local_path(table.metadata.location)) / "metadata").glob("*.metadata.json"))
     assert len(files) == total + 1
     # The log is a single unbroken chain from the first file to the one before the current.
     log = [e.metadata_file for e in final.metadata.metadata_log]

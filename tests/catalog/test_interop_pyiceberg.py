@@ -10,6 +10,7 @@ from sqlalchemy import create_engine, text
 
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.errors import AlreadyExists, NoSuchTable
+from icefloe.io.fileio import local_path
 from icefloe.spec.schema import Schema
 
 pyiceberg_sql = pytest.importorskip("pyiceberg.catalog.sql")
@@ -119,7 +120,7 @@ def test_purge_removes_pyiceberg_written_data(sqlite_uri: str, warehouse: Path, 
                     {"id": pa.array([batch], pa.int64()), "name": ["x"]}, schema=py_table.schema().as_arrow()
                 )
             )
-        table_dir = Path(created.metadata.location)
+        table_dir = Path(local_path(created.metadata.location))
         assert list(table_dir.rglob("*.parquet"))
         ours.drop_table("ns.t", purge=True)
         assert [p for p in table_dir.rglob("*") if p.is_file()] == []

@@ -21,10 +21,10 @@ def test_embedded_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, schem
     try:
         assert isinstance(catalog, SqlCatalog)
         assert catalog.name == "default"
-        assert catalog.warehouse == str(tmp_path / ".icefloe" / "warehouse")
+        assert catalog.warehouse == f"file://{tmp_path}/.icefloe/warehouse"
         catalog.create_namespace("ns")
         table = catalog.create_table("ns.t", schema)
-        assert table.metadata.location == str(tmp_path / ".icefloe" / "warehouse" / "ns" / "t")
+        assert table.metadata.location == f"file://{tmp_path}/.icefloe/warehouse/ns/t"
     finally:
         catalog.close()
     db = tmp_path / ".icefloe" / "catalog.db"
@@ -39,14 +39,14 @@ def test_environment_overrides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     catalog = load_catalog("prod")
     try:
         assert catalog.name == "prod"
-        assert catalog.warehouse == str(tmp_path / "envwh")
+        assert catalog.warehouse == f"file://{tmp_path}/envwh"
         catalog.create_namespace("x")
     finally:
         catalog.close()
     assert (tmp_path / "env.db").exists()
     explicit = load_catalog(uri=f"sqlite:///{tmp_path / 'explicit.db'}", warehouse="relative/wh")
     try:
-        assert explicit.warehouse == str(Path.cwd() / "relative" / "wh")
+        assert explicit.warehouse == f"file://{Path.cwd()}/relative/wh"
         assert explicit.properties["uri"].endswith("explicit.db")
     finally:
         explicit.close()

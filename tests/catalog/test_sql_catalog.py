@@ -19,6 +19,7 @@ from icefloe.errors import (
     NotFound,
     ValidationError,
 )
+from icefloe.io.fileio import local_path
 from icefloe.spec.schema import Schema
 from icefloe.spec.table_metadata import TableMetadata
 
@@ -126,12 +127,12 @@ def test_create_load_list_tables(catalog: SqlCatalog, schema: Schema, warehouse:
     catalog.create_namespace(("db", "inner"))
     table = catalog.create_table("db.inner.events", schema, properties={"k": "v"})
     assert table.identifier == ("db", "inner", "events")
-    assert table.metadata.location == f"{warehouse}/db/inner/events"
+    assert table.metadata.location == f"file://{warehouse}/db/inner/events"
     assert table.metadata.properties == {"k": "v"}
     assert table.metadata.format_version == 2
-    assert table.metadata_location.startswith(f"{warehouse}/db/inner/events/metadata/00000-")
+    assert table.metadata_location.startswith(f"file://{warehouse}/db/inner/events/metadata/00000-")
     assert table.metadata_location.endswith(".metadata.json")
-    assert os.path.exists(table.metadata_location)
+    assert os.path.exists(local_path(table.metadata_location))
 
     loaded = catalog.load_table(("db", "inner", "events"))
     assert loaded.metadata_location == table.metadata_location
@@ -161,9 +162,9 @@ def test_create_table_options(catalog: SqlCatalog, schema: Schema, tmp_path: Pat
     t1 = catalog.create_table("ns.t1", schema, properties={"format-version": "1"})
     assert t1.metadata.format_version == 1
     assert "format-version" not in t1.metadata.properties
-    assert t1.metadata.location == str(tmp_path / "nsloc" / "t1")
+    assert t1.metadata.location == f"file://{tmp_path}/nsloc/t1"
     t2 = catalog.create_table("ns.t2", schema, location=str(tmp_path / "custom") + "/")
-    assert t2.metadata.location == str(tmp_path / "custom")
+    assert t2.metadata.location == f"file://{tmp_path}/custom"
     t3 = catalog.create_table("ns.t3", schema, properties={"write.metadata.path": str(tmp_path / "md")})
     assert t3.metadata_location.startswith(str(tmp_path / "md") + "/00000-")
     with pytest.raises(ValidationError, match="format-version"):
@@ -186,7 +187,7 @@ def test_drop_table_keeps_or_purges_files(catalog: SqlCatalog, schema: Schema) -
     kept = catalog.create_table("ns.kept", schema)
     catalog.drop_table("ns.kept")
     assert not catalog.table_exists("ns.kept")
-    assert os.path.exists(kept.metadata_location)
+    assert os.path.exists(local_path(kept.metadata_location))
     with pytest.raises(NoSuchTable):
         catalog.drop_table("ns.kept")
 

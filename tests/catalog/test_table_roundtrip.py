@@ -38,8 +38,8 @@ from icefloe.spec.types import (
     LongType,
     NestedField,
     StringType,
-    TimestamptzType,
     TimestampType,
+    TimestamptzType,
 )
 from tests.support.interop import read_with_duckdb, read_with_iceberg_rust, read_with_pyiceberg
 
@@ -80,7 +80,9 @@ def make_rows(start: int, count: int) -> pa.Table:
         {
             "id": pa.array(ids, pa.int64()),
             "category": pa.array([None if i % 11 == 0 else f"c{i % 5}x" for i in ids], pa.string()),
-            "amount": pa.array([None if i % 7 == 0 else Decimal(i * 37) / 100 for i in ids], pa.decimal128(12, 2)),
+            "amount": pa.array(
+                [None if i % 7 == 0 else Decimal(i * 37) / 100 for i in ids], pa.decimal128(12, 2)
+            ),
             "ts": pa.array([base + dt.timedelta(hours=7 * i) for i in ids], pa.timestamp("us", tz="UTC")),
             "local_ts": pa.array(
                 [None if i % 13 == 0 else dt.datetime(2024, 1 + i % 12, 1 + i % 28, i % 24) for i in ids],
@@ -119,7 +121,9 @@ def _spec(partitioning: tuple[str, Transform] | None) -> PartitionSpec:
 @pytest.mark.parametrize("partitioning", list(PARTITIONINGS))
 def test_roundtrip_through_every_reader(catalog: Catalog, format_version: int, partitioning: str) -> None:
     table = catalog.create_table(
-        "db.t", SCHEMA, partition_spec=_spec(PARTITIONINGS[partitioning]),
+        "db.t",
+        SCHEMA,
+        partition_spec=_spec(PARTITIONINGS[partitioning]),
         properties={"format-version": str(format_version)},
     )
     expected: dict[int, pa.Table] = {}
@@ -141,7 +145,9 @@ def test_roundtrip_through_every_reader(catalog: Catalog, format_version: int, p
 
     replacement = make_rows(1000, 5)
     table.overwrite(replacement, overwrite_filter="qty < 40")
-    state = pa.concat_tables([state.filter(pc.invert(pc.fill_null(pc.less(state["qty"], 40), False))), replacement])
+    state = pa.concat_tables(
+        [state.filter(pc.invert(pc.fill_null(pc.less(state["qty"], 40), False))), replacement]
+    )
     expected[table.current_snapshot().snapshot_id] = state  # type: ignore[union-attr]
 
     assert len(table.snapshots()) == 4
@@ -161,7 +167,9 @@ def test_roundtrip_through_every_reader(catalog: Catalog, format_version: int, p
     # A filtered, projected scan equals the same filter applied in Arrow.
     got = table.scan(row_filter="score > 5 and category != 'c1x'", selected_fields=("id", "score")).to_arrow()
     want_mask = pc.and_(pc.greater(state["score"], 5), pc.not_equal(state["category"], "c1x"))
-    assert sorted(got["id"].to_pylist()) == sorted(state.filter(pc.fill_null(want_mask, False))["id"].to_pylist())
+    assert sorted(got["id"].to_pylist()) == sorted(
+        state.filter(pc.fill_null(want_mask, False))["id"].to_pylist()
+    )
     assert got.column_names == ["id", "score"]
 
 
@@ -173,13 +181,17 @@ def test_v3_row_lineage_survives_copy_on_write(catalog: Catalog) -> None:
     assert first is not None and first.first_row_id == 10 and first.added_rows == 10
     before = {
         r["id"]: (r["_row_id"], r["_last_updated_sequence_number"])
-        for r in table.scan(selected_fields=("id", "_row_id", "_last_updated_sequence_number")).to_arrow().to_pylist()
+        for r in table.scan(selected_fields=("id", "_row_id", "_last_updated_sequence_number"))
+        .to_arrow()
+        .to_pylist()
     }
     assert before == {i: (i, 1 if i < 10 else 2) for i in range(20)}
     table.delete("id = 3 or id = 15")
     after = {
         r["id"]: (r["_row_id"], r["_last_updated_sequence_number"])
-        for r in table.scan(selected_fields=("id", "_row_id", "_last_updated_sequence_number")).to_arrow().to_pylist()
+        for r in table.scan(selected_fields=("id", "_row_id", "_last_updated_sequence_number"))
+        .to_arrow()
+        .to_pylist()
     }
     # Unmodified rows moved to new files keep both their row id and their sequence number.
     assert after == {i: v for i, v in before.items() if i not in (3, 15)}

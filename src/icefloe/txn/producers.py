@@ -133,8 +133,7 @@ class OverwriteFiles(SnapshotProducer):
         missing = [e.data_file.file_path for e in self.removed if e.data_file.file_path not in live]
         if missing:
             raise CommitConflict(
-                f"cannot commit {self.operation.value}: file {missing[0]} was removed by a concurrent "
-                "commit",
+                f"cannot commit {self.operation.value}: file {missing[0]} was removed by a concurrent commit",
                 retryable=False,
             )
         if self.conflict_filter is not None and parent is not None:
@@ -157,7 +156,9 @@ class DeleteFiles(SnapshotProducer):
         """Pick the live files that the filter matches entirely (by partition values)."""
         if parent is None:
             return TreeChange()
-        removed = list(_files_matching_strictly(ctx, current, parent, self.delete_filter, self.case_sensitive))
+        removed = list(
+            _files_matching_strictly(ctx, current, parent, self.delete_filter, self.case_sensitive)
+        )
         return TreeChange(removed_entries=removed)
 
 
@@ -181,8 +182,13 @@ def _files_matching_strictly(
 ) -> Iterable[ManifestEntry]:
     schema = md.schema()
     evaluators = {
-        spec_id: PartitionEvaluator(spec, schema, strict_projection(schema, spec, case_sensitive)(row_filter),
-                                    case_sensitive, projected=True)
+        spec_id: PartitionEvaluator(
+            spec,
+            schema,
+            strict_projection(schema, spec, case_sensitive)(row_filter),
+            case_sensitive,
+            projected=True,
+        )
         for spec_id, spec in md.specs_by_id().items()
     }
     for entry in live_entries(ctx.io, md, snapshot):
@@ -212,9 +218,9 @@ def _validate_no_new_matching_data(
     schema = md.schema()
     metrics = InclusiveMetricsEvaluator(schema, conflict_filter)
     for entry in live_entries(ctx.io, md, parent):
-        if entry.snapshot_id in new_snapshot_ids and entry.data_file.content == FileContent.DATA:
-            if metrics.eval(entry.data_file):
-                raise CommitConflict(
+        concurrent = entry.snapshot_id in new_snapshot_ids and entry.data_file.content == FileContent.DATA
+        if concurrent and metrics.eval(entry.data_file):
+            raise CommitConflict(
                     f"a concurrent commit (snapshot {entry.snapshot_id}) added data file "
                     f"{entry.data_file.file_path} that matches the overwrite filter {conflict_filter}",
                     retryable=False,
