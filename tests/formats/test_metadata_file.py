@@ -1,6 +1,5 @@
 """formats/metadata_file.py: naming, exclusive writes, gzip, errors and the metadata-log.
 
-(Kept with the catalog tests because the catalog is its only writer; it tests icefloe.formats.)
 """
 
 from __future__ import annotations
@@ -20,7 +19,17 @@ from icefloe.spec.schema import Schema
 from icefloe.spec.snapshots import MetadataLogEntry
 from icefloe.spec.sort_order import UNSORTED
 from icefloe.spec.table_metadata import TableMetadata
+from icefloe.spec.types import LongType, NestedField, StringType
 from icefloe.spec.updates import new_table_metadata
+
+
+@pytest.fixture
+def schema() -> Schema:
+    """A two-column schema."""
+    return Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "name", StringType(), required=False),
+    )
 
 
 @pytest.fixture
