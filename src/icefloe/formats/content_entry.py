@@ -643,6 +643,6 @@ def _manifest_file(
         record_count=row[ce.RECORD_COUNT],
         mdv=info.get(ce.MDV),
         dv_snapshot_id=tracking.get(ce.DV_SNAPSHOT_ID),
-        content_stats=cast(dict[str, Any], stats) if stats else None,
+        content_stats=cast(dict[int, Any], stats) if stats else None,
         **extras,
     )

@@ -163,7 +163,11 @@ class ManifestFile:
     record_count: int | None = None
     mdv: bytes | None = None
     dv_snapshot_id: int | None = None
-    content_stats: dict[str, Any] | None = field(default=None, compare=False)
+    # v4: leaf positions this snapshot deleted / replaced (one snapshot's delta of ``mdv``).
+    deleted_positions: bytes | None = None
+    replaced_positions: bytes | None = None
+    # v4: aggregated per-column stats of the leaf, keyed by column field id.
+    content_stats: dict[int, Any] | None = field(default=None, compare=False)
 
     def has_added_files(self) -> bool:
         """True unless the counts say the manifest added nothing."""
