@@ -114,6 +114,23 @@ def _walk(
             yield from _walk(t.fields, here)
 
 
+def field_path(schema: Schema, field_id: int) -> list[NestedField] | None:
+    """The fields from the top-level column down to ``field_id`` (list elements / map parts included)."""
+
+    def find(fields: tuple[NestedField, ...]) -> list[NestedField] | None:
+        for f in fields:
+            if f.field_id == field_id:
+                return [f]
+            t = f.field_type
+            if isinstance(t, StructType | ListType | MapType):
+                sub = find(t.fields)
+                if sub is not None:
+                    return [f, *sub]
+        return None
+
+    return find(schema.fields)
+
+
 def prune_columns(schema: Schema, selected_ids: set[int]) -> Schema:
     """Keep the fields whose id is selected (a selected struct keeps all its children)."""
 

@@ -306,3 +306,29 @@ def primitive_from_string(text: str) -> PrimitiveType:
     if key.split("(")[0] in _UNSUPPORTED:
         raise Unsupported(f"Iceberg type {text!r} is not supported by icefloe yet")
     raise ValidationError(f"unknown Iceberg type {text!r}")
+
+
+def promotion_allowed(source: IcebergType, target: IcebergType, format_version: int) -> bool:
+    """Whether a column of type ``source`` may be evolved to ``target`` (spec "Schema Evolution").
+
+    int -> long, float -> double, decimal(P, S) -> decimal(P', S) with P' >= P; from format
+    version 3 also date -> timestamp / timestamp_ns and unknown -> any type. Equal types are allowed.
+    """
+    if source == target:
+        return True
+    if isinstance(source, IntegerType):
+        return isinstance(target, LongType)
+    if isinstance(source, FloatType):
+        return isinstance(target, DoubleType)
+    if isinstance(source, DecimalType):
+        return (
+            isinstance(target, DecimalType)
+            and target.scale == source.scale
+            and target.precision >= source.precision
+        )
+    if format_version >= 3:
+        if isinstance(source, DateType):
+            return isinstance(target, TimestampType | TimestampNanoType)
+        if isinstance(source, UnknownType):
+            return True
+    return False

@@ -26,12 +26,18 @@ from typing import Any, Self
 from icefloe.errors import CommitConflict, ValidationError
 from icefloe.spec.conversions import parse_literal
 from icefloe.spec.schema import Schema, assign_fresh_ids, check_format_version
+from icefloe.spec.schema_changes import (
+    TABLE_ROOT,
+    Move,
+    SchemaChanges,
+    SchemaRebuilder,
+    check_column_sources,
+    check_identifier_field,
+    nested_ids,
+    same_shape,
+)
 from icefloe.spec.table_metadata import TableMetadata
-from icefloe.spec.transforms import BucketTransform, IdentityTransform
 from icefloe.spec.types import (
-    DateType,
-    DoubleType,
-    FloatType,
     IcebergType,
     ListType,
     MapType,
@@ -45,7 +51,6 @@ from icefloe.spec.types import (
 from icefloe.spec.updates import LAST_ADDED, AddSchema, SetCurrentSchema, TableUpdate
 from icefloe.txn.transaction import AttemptContext
 
-TABLE_ROOT = -1
 MAX_FIELD_ID = 2147483447  # ids above are reserved for metadata columns
 _UNSET: Any = object()
 
@@ -60,7 +65,7 @@ class PendingAction:
     _done: bool = False
 
     def commit(self) -> None:
-        """Commit the recorded changes through the table this builder is bound to."""
+        """Commit the recorded changes through the table this builder is bound to (once)."""
         if self._done:
             return
         if self._on_commit is None:
@@ -68,8 +73,8 @@ class PendingAction:
                 f"{type(self).__name__} is not bound to a table: add it to a transaction with "
                 "tx.add_action(...)"
             )
-        self._done = True
         self._on_commit(self)
+        self._done = True
 
     def __enter__(self) -> Self:
         return self
@@ -84,13 +89,6 @@ class PendingAction:
 
 
 @dataclass(frozen=True)
-class _Move:
-    kind: str  # "first" | "before" | "after"
-    field_id: int
-    ref_id: int | None = None
-
-
-@dataclass(frozen=True)
 class _Found:
     """A column found by path: the field, the id of its parent struct (or list/map), the parent kind."""
 
@@ -98,16 +96,6 @@ class _Found:
     parent_id: int
     parent_kind: str  # "struct" | "list" | "map"
     name: str
-
-
-@dataclass
-class _State:
-    deletes: set[int]
-    updates: dict[int, NestedField]
-    adds: dict[int, list[NestedField]]
-    moves: dict[int, list[_Move]]
-    identifier_names: tuple[str, ...] | None
-    last_id: int
 
 
 class UpdateSchema(PendingAction):
@@ -127,7 +115,7 @@ class UpdateSchema(PendingAction):
         self._allow_incompatible = allow_incompatible_changes
         self._case_sensitive = case_sensitive
         self._on_commit = on_commit
-        self._s = _State(set(), {}, {}, {}, None, metadata.last_column_id)
+        self._s = SchemaChanges(set(), {}, {}, {}, None, metadata.last_column_id)
 
     # ---- recording ------------------------------------------------------------------------
     def add_column(
@@ -164,9 +152,7 @@ class UpdateSchema(PendingAction):
                 raise ValidationError(f"cannot delete {found.name!r}: list elements and map keys/values "
                                       "can only be dropped with their list or map")
             fid = found.field.field_id
-            if fid in self._s.deletes:
-                raise ValidationError(f"column {found.name!r} is already deleted by this update")
-            nested = _nested_ids(found.field.field_type)
+            nested = nested_ids(found.field.field_type)
             if any(pid in nested or pid == fid for pid in self._s.adds):
                 raise ValidationError(f"cannot delete column {found.name!r}: this update adds fields to it")
             if fid in self._s.updates or nested & set(self._s.updates):
@@ -240,7 +226,7 @@ class UpdateSchema(PendingAction):
         """Move a column to the start of its struct."""
         with self._recording():
             found = self._movable(path)
-            self._s.moves.setdefault(found.parent_id, []).append(_Move("first", found.field.field_id))
+            self._s.moves.setdefault(found.parent_id, []).append(Move("first", found.field.field_id))
         return self
 
     def move_before(self, path: ColumnPath, before: ColumnPath) -> Self:
@@ -313,14 +299,17 @@ class UpdateSchema(PendingAction):
         return []
 
     def _lookup(self, parts: tuple[str, ...]) -> _Found | None:
-        """Find a column among the base schema's columns and the columns added by this update."""
-        parent_id, parent_type = TABLE_ROOT, self._base.as_struct
+        """Find a column among the base schema's and the added columns (new names first, then old)."""
+        parent_id: int = TABLE_ROOT
+        parent_type: IcebergType = self._base.as_struct
         found: _Found | None = None
         for i, part in enumerate(parts):
             if found is not None:
                 parent_id, parent_type = found.field.field_id, found.field.field_type
-            matches = [(f, kind) for f, kind in self._children(parent_id, parent_type)
-                       if self._same_name(f.name, part)]
+            children = self._children(parent_id, parent_type)
+            matches = [(f, kind) for f, kind in children
+                       if self._same_name(self._s.updates.get(f.field_id, f).name, part)]
+            matches = matches or [(f, kind) for f, kind in children if self._same_name(f.name, part)]
             if not matches:
                 return None
             live = [m for m in matches if m[0].field_id not in self._s.deletes]
@@ -388,7 +377,7 @@ class UpdateSchema(PendingAction):
                 raise ValidationError(
                     f"cannot move column {found.name!r} {kind} {other.name!r}: they are in different structs"
                 )
-            move = _Move(kind, found.field.field_id, other.field.field_id)
+            move = Move(kind, found.field.field_id, other.field.field_id)
             self._s.moves.setdefault(found.parent_id, []).append(move)
         return self
 
@@ -503,7 +492,7 @@ class UpdateSchema(PendingAction):
                 raise CommitConflict(
                     f"column {name!r} was renamed to {now_name!r} by a concurrent commit", retryable=False
                 )
-            if now.required != was.required or not _same_shape(now.field_type, was.field_type):
+            if now.required != was.required or not same_shape(now.field_type, was.field_type):
                 raise CommitConflict(
                     f"column {name!r} was changed by a concurrent commit (now {now}, was {was})",
                     retryable=False,
@@ -513,7 +502,7 @@ class UpdateSchema(PendingAction):
         """The new schema and last column id on ``md``, or None when nothing changes."""
         current = md.schema()
         offset = md.last_column_id - self._base_last
-        builder = _Builder(self._s, self._base_last, offset)
+        builder = SchemaRebuilder(self._s, self._base_last, offset)
         fields = builder.struct(current.fields, TABLE_ROOT)
         last_id = max(md.last_column_id, self._s.last_id + offset)
         if last_id > MAX_FIELD_ID:
@@ -522,7 +511,7 @@ class UpdateSchema(PendingAction):
         identifiers = self._identifiers(current, draft)
         schema = Schema(*fields, schema_id=current.schema_id, identifier_field_ids=identifiers)
         check_format_version(schema, md.format_version)
-        _check_sources(md, current, schema, builder.promoted)
+        check_column_sources(md, current, schema, builder.promoted)
         if schema == current:
             return None
         return schema, last_id
@@ -547,143 +536,8 @@ class UpdateSchema(PendingAction):
                         f"cannot use {name!r} as an identifier field: no such column in the new schema"
                     ) from None
         for fid in ids:
-            _check_identifier(schema, fid)
+            check_identifier_field(schema, fid)
         return tuple(dict.fromkeys(ids))
-
-
-class _Builder:
-    """Rebuild a schema's fields with the recorded changes (added ids shifted by ``offset``)."""
-
-    def __init__(self, state: _State, base_last: int, offset: int) -> None:
-        def shift(fid: int) -> int:
-            return fid + offset if fid > base_last else fid
-
-        self.shift = shift
-        self.deletes = state.deletes
-        self.updates = state.updates
-        self.adds = {shift(p): [_remap_field(f, shift) for f in fs] for p, fs in state.adds.items()}
-        self.moves = {
-            shift(p): [_Move(m.kind, shift(m.field_id), None if m.ref_id is None else shift(m.ref_id))
-                       for m in ms]
-            for p, ms in state.moves.items()
-        }
-        self.promoted: dict[int, tuple[IcebergType, IcebergType]] = {}
-
-    def struct(self, fields: tuple[NestedField, ...], struct_id: int) -> tuple[NestedField, ...]:
-        out = [self.field(f) for f in fields if f.field_id not in self.deletes]
-        out.extend(self.field(f) for f in self.adds.get(struct_id, []))
-        for move in self.moves.get(struct_id, []):
-            out = _apply_move(out, move)
-        seen: set[str] = set()
-        for f in out:
-            if f.name in seen:
-                raise ValidationError(f"the update leaves two columns named {f.name!r} in the same struct")
-            seen.add(f.name)
-        return tuple(out)
-
-    def field(self, f: NestedField) -> NestedField:
-        header = self.updates.get(f.field_id, f)
-        t = f.field_type
-        if isinstance(t, PrimitiveType):
-            if header.field_type != t:
-                self.promoted[f.field_id] = (t, header.field_type)
-            t = header.field_type
-        else:
-            t = self.nested(t, f.field_id)
-        return NestedField(f.field_id, header.name, t, header.required, header.doc, f.initial_default,
-                           header.write_default)
-
-    def nested(self, t: IcebergType, owner_id: int) -> IcebergType:
-        if isinstance(t, StructType):
-            return StructType(*self.struct(t.fields, owner_id))
-        if isinstance(t, ListType):
-            element = self.field(t.element_field)
-            return ListType(t.element_id, element.field_type, element.required)
-        if isinstance(t, MapType):
-            value = self.field(t.value_field)
-            return MapType(t.key_id, self.field(t.key_field).field_type, t.value_id, value.field_type,
-                           value.required)
-        return t
-
-
-def _apply_move(fields: list[NestedField], move: _Move) -> list[NestedField]:
-    ids = [f.field_id for f in fields]
-    if move.field_id not in ids or (move.ref_id is not None and move.ref_id not in ids):
-        raise ValidationError("cannot reorder columns: a moved column is no longer in its struct")
-    moving = fields[ids.index(move.field_id)]
-    rest = [f for f in fields if f.field_id != move.field_id]
-    if move.kind == "first":
-        return [moving, *rest]
-    at = [f.field_id for f in rest].index(move.ref_id) + (1 if move.kind == "after" else 0)
-    return [*rest[:at], moving, *rest[at:]]
-
-
-def _check_sources(
-    md: TableMetadata, current: Schema, schema: Schema, promoted: dict[int, tuple[IcebergType, IcebergType]]
-) -> None:
-    """Dropped columns may not feed the current spec or sort order; promotions must keep partition values."""
-    gone = current.field_ids() - schema.field_ids()
-    if gone:
-        for pf in md.spec().fields:
-            for source_id in pf.source_ids or (pf.source_id,):
-                if source_id in gone:
-                    raise ValidationError(
-                        f"cannot delete column {current.find_column_name(source_id)!r}: it is the source of "
-                        f"partition field {pf.name!r} of the current partition spec {md.spec().spec_id} "
-                        "(remove the partition field first)"
-                    )
-        for sf in md.sort_order().fields:
-            for source_id in sf.source_ids or (sf.source_id,):
-                if source_id in gone:
-                    raise ValidationError(
-                        f"cannot delete column {current.find_column_name(source_id)!r}: it is a source of "
-                        f"the table's sort order {md.sort_order().order_id} (change the sort order first)"
-                    )
-    for fid, (old, new) in promoted.items():
-        if not isinstance(old, DateType):
-            continue
-        for spec in md.partition_specs:
-            for pf in spec.fields:
-                if fid in (pf.source_ids or (pf.source_id,)) and isinstance(
-                    pf.transform, IdentityTransform | BucketTransform
-                ):
-                    raise ValidationError(
-                        f"cannot change column {current.find_column_name(fid)!r} from {old} to {new}: "
-                        f"partition field {pf.name!r} ({pf.transform}) of spec {spec.spec_id} would "
-                        "produce different values"
-                    )
-
-
-def _check_identifier(schema: Schema, fid: int) -> None:
-    """Identifier fields: required primitives, not float/double, not in lists, maps or optional structs."""
-    name = schema.find_column_name(fid)
-    path = _path_to(schema.fields, fid)
-    if path is None:  # pragma: no cover - ids come from the schema
-        raise ValidationError(f"identifier field id {fid} is not in the schema")
-    *parents, f = path
-    for p in parents:
-        if not isinstance(p.field_type, StructType):
-            raise ValidationError(f"identifier field {name!r} cannot be nested in a list or map")
-        if not p.required:
-            raise ValidationError(f"identifier field {name!r} cannot be nested in optional struct {p.name!r}")
-    if not isinstance(f.field_type, PrimitiveType):
-        raise ValidationError(f"identifier field {name!r} must be a primitive column, not {f.field_type}")
-    if isinstance(f.field_type, FloatType | DoubleType):
-        raise ValidationError(f"identifier field {name!r} cannot be {f.field_type}")
-    if not f.required:
-        raise ValidationError(f"identifier field {name!r} must be required")
-
-
-def _path_to(fields: tuple[NestedField, ...], fid: int) -> list[NestedField] | None:
-    for f in fields:
-        if f.field_id == fid:
-            return [f]
-        t = f.field_type
-        if isinstance(t, StructType | ListType | MapType):
-            sub = _path_to(t.fields, fid)
-            if sub is not None:
-                return [f, *sub]
-    return None
 
 
 def _parts(path: ColumnPath) -> tuple[str, ...]:
@@ -701,31 +555,3 @@ def _as_type(t: IcebergType | str, name: str) -> IcebergType:
     return t
 
 
-def _nested_ids(t: IcebergType) -> set[int]:
-    out: set[int] = set()
-    if isinstance(t, StructType | ListType | MapType):
-        for f in t.fields:
-            out.add(f.field_id)
-            out |= _nested_ids(f.field_type)
-    return out
-
-
-def _same_shape(a: IcebergType, b: IcebergType) -> bool:
-    if isinstance(a, PrimitiveType) or isinstance(b, PrimitiveType):
-        return a == b
-    return type(a) is type(b)
-
-
-def _remap_field(f: NestedField, fn: Callable[[int], int]) -> NestedField:
-    return replace(f, field_id=fn(f.field_id), field_type=_remap_type(f.field_type, fn))
-
-
-def _remap_type(t: IcebergType, fn: Callable[[int], int]) -> IcebergType:
-    if isinstance(t, StructType):
-        return StructType(*(_remap_field(f, fn) for f in t.fields))
-    if isinstance(t, ListType):
-        return ListType(fn(t.element_id), _remap_type(t.element_type, fn), t.element_required)
-    if isinstance(t, MapType):
-        return MapType(fn(t.key_id), _remap_type(t.key_type, fn), fn(t.value_id),
-                       _remap_type(t.value_type, fn), t.value_required)
-    return t
