@@ -76,9 +76,7 @@ def corpus_tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Table]:
     }
 
 
-CHECKS = [
-    pytest.param(case, check, id=f"{case['case']}-{check['id']}") for case, check in iter_checks()
-]
+CHECKS = [pytest.param(case, check, id=f"{case['case']}-{check['id']}") for case, check in iter_checks()]
 
 
 @pytest.mark.parametrize(("case", "check"), CHECKS)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from icefloe.catalog.table_writes import TableTransaction
-from icefloe.expressions.ast import AlwaysTrue, Expression
+from icefloe.expressions.ast import Expression
 from icefloe.expressions.parser import to_expression
 from icefloe.formats.metadata_file import new_metadata_with_log
 from icefloe.scan.table_scan import TableScan
@@ -186,8 +186,12 @@ class Table:
     ) -> None:
         """Delete the rows matching ``delete_filter`` (files rewritten copy-on-write where needed)."""
         with self.transaction() as tx:
-            tx.delete(delete_filter, branch=branch, snapshot_properties=snapshot_properties,
-                      case_sensitive=case_sensitive)
+            tx.delete(
+                delete_filter,
+                branch=branch,
+                snapshot_properties=snapshot_properties,
+                case_sensitive=case_sensitive,
+            )
 
     def set_properties(self, **properties: Any) -> None:
         """Set table properties (values are stored as strings)."""

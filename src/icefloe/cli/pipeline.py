@@ -145,7 +145,9 @@ def run(rows: int, batches: int, namespace: str = "demo") -> Report:
     increments = max(rows // 20, 1)
     with stage(f"3 incremental appends of {increments:,} rows (late day {DAYS - 1})", report):
         for i in range(3):
-            table.append(generate_trips(rows + i * increments, increments, seed=100 + i, day_range=(DAYS - 1, DAYS)))
+            table.append(
+                generate_trips(rows + i * increments, increments, seed=100 + i, day_range=(DAYS - 1, DAYS))
+            )
 
     with stage("overwrite day 0 with corrected data", report):
         day0 = "pickup_at >= '2026-01-01T00:00:00+00:00' and pickup_at < '2026-01-02T00:00:00+00:00'"

@@ -57,7 +57,10 @@ def plan_copy_on_write(
     specs = md.specs_by_id()
     strict = {
         spec_id: PartitionEvaluator(
-            spec, schema, strict_projection(schema, spec, case_sensitive)(delete_filter), case_sensitive,
+            spec,
+            schema,
+            strict_projection(schema, spec, case_sensitive)(delete_filter),
+            case_sensitive,
             projected=True,
         )
         for spec_id, spec in specs.items()
@@ -102,7 +105,9 @@ def _write_survivors(
 ) -> DataFile:
     """Write surviving rows of one file to a new file of the same spec and partition."""
     f = entry.data_file
-    write_schema = Schema(*schema.fields, ROW_ID, LAST_UPDATED_SEQ, schema_id=schema.schema_id) if lineage else schema
+    write_schema = (
+        Schema(*schema.fields, ROW_ID, LAST_UPDATED_SEQ, schema_id=schema.schema_id) if lineage else schema
+    )
     spec = md.spec_by_id(f.spec_id)
     path = locations.new_data_file_path(spec, schema, f.partition)
     table = pa.Table.from_arrays(

@@ -44,11 +44,11 @@ class _BySequence:
 
     def at_or_after(self, seq: int) -> list[DeleteFileRef]:
         self._sort()
-        return self._refs[bisect.bisect_left(self._seqs, seq):]
+        return self._refs[bisect.bisect_left(self._seqs, seq) :]
 
     def after(self, seq: int) -> list[DeleteFileRef]:
         self._sort()
-        return self._refs[bisect.bisect_right(self._seqs, seq):]
+        return self._refs[bisect.bisect_right(self._seqs, seq) :]
 
 
 class DeleteIndex:

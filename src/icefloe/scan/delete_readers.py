@@ -84,7 +84,7 @@ def apply_equality_deletes(io: FileIO, table: pa.Table, delete_file: DataFile, s
         return table
     names = [schema.find_column_name(i) or str(i) for i in ids]
     left = _null_safe_keys(table, names)
-    right = _null_safe_keys(deletes, names).group_by(left.column_names[-2 * len(names):]).aggregate([])
+    right = _null_safe_keys(deletes, names).group_by(left.column_names[-2 * len(names) :]).aggregate([])
     keys = right.column_names
     kept = left.join(right, keys=keys, join_type="left anti")
     return kept.drop_columns(keys)

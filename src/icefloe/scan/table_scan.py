@@ -77,7 +77,11 @@ class TableScan:
             return schema, extra
         names = [n for n in self.selected_fields if n not in METADATA_COLUMNS]
         meta = tuple(n for n in self.selected_fields if n in METADATA_COLUMNS)
-        if meta and self.metadata.format_version < 3 and set(meta) & {"_row_id", "_last_updated_sequence_number"}:
+        if (
+            meta
+            and self.metadata.format_version < 3
+            and set(meta) & {"_row_id", "_last_updated_sequence_number"}
+        ):
             raise ValidationError("_row_id and _last_updated_sequence_number need format version 3 or later")
         return schema.select(names, self.case_sensitive), meta
 
@@ -99,7 +103,9 @@ class TableScan:
         request = ReadRequest(self.schema(), projected, meta, self.row_filter, self.case_sensitive)
         table = read_tasks(self.io, self.plan_files(), request, limit=self.limit)
         if "*" not in self.selected_fields:
-            table = table.select(_resolve_order(self.selected_fields, table.column_names, self.case_sensitive))
+            table = table.select(
+                _resolve_order(self.selected_fields, table.column_names, self.case_sensitive)
+            )
         return table
 
     def count(self) -> int:
