@@ -245,10 +245,6 @@ def test_end_to_end_branches_tags_and_rollback(tmp_path: Path) -> None:
     assert sorted(read_with_pyiceberg(fresh.metadata_location).column("id").to_pylist()) == [1, 2, 20]
 
 
-@pytest.mark.xfail(
-    reason="txn.producers: a commit to a branch re-creates its ref without the retention settings",
-    strict=False,
-)
 def test_end_to_end_commit_to_a_branch_keeps_its_retention(tmp_path: Path) -> None:
     table = new_table(tmp_path, Schema(NestedField(1, "id", LongType(), True)))
     table.append(pa.table({"id": pa.array([1], pa.int64())}))

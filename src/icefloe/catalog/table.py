@@ -17,12 +17,17 @@ from icefloe.catalog.table_writes import TableTransaction
 from icefloe.expressions.ast import Expression
 from icefloe.expressions.parser import to_expression
 from icefloe.formats.metadata_file import new_metadata_with_log
+from icefloe.scan import metadata_tables
 from icefloe.scan.table_scan import TableScan
 from icefloe.spec.partitioning import PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotLogEntry, SnapshotRef
 from icefloe.spec.sort_order import SortOrder
 from icefloe.spec.table_metadata import TableMetadata
+from icefloe.txn.partition_evolution import UpdateSpec
+from icefloe.txn.refs import ManageSnapshots
+from icefloe.txn.schema_evolution import UpdateSchema
+from icefloe.txn.transaction import Action
 
 if TYPE_CHECKING:
     from icefloe.catalog.base import Catalog
@@ -202,6 +207,34 @@ class Table:
         """Remove table properties."""
         with self.transaction() as tx:
             tx.remove_properties(list(keys))
+
+    # ---- evolution and refs ----------------------------------------------------------------
+    def _commit_action(self, action: Action) -> None:
+        with self.transaction() as tx:
+            tx.add_action(action)
+
+    def update_schema(
+        self, allow_incompatible_changes: bool = False, case_sensitive: bool = True
+    ) -> UpdateSchema:
+        """Schema changes, committed by ``commit()`` or when the ``with`` block exits cleanly."""
+        return UpdateSchema(
+            self.metadata,
+            allow_incompatible_changes=allow_incompatible_changes,
+            case_sensitive=case_sensitive,
+            on_commit=self._commit_action,
+        )
+
+    def update_spec(self, case_sensitive: bool = True) -> UpdateSpec:
+        """Partition spec evolution, committed like ``update_schema``."""
+        return UpdateSpec(self.metadata, case_sensitive=case_sensitive, on_commit=self._commit_action)
+
+    def manage_snapshots(self) -> ManageSnapshots:
+        """Branches, tags, rollback; committed like ``update_schema``."""
+        return ManageSnapshots(self.metadata, on_commit=self._commit_action)
+
+    def metadata_table(self, name: str, snapshot_id: int | None = None) -> pa.Table:
+        """A metadata table as Arrow: snapshots, history, manifests, files, entries, partitions, refs."""
+        return metadata_tables.metadata_table(self.io, self.metadata, name, snapshot_id)
 
     # ---- commit target ---------------------------------------------------------------------
     def load_for_commit(self) -> tuple[TableMetadata, str | None]:

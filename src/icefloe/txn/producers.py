@@ -91,9 +91,17 @@ class SnapshotProducer:
             first_row_id=result.first_row_id if current.format_version >= 3 else None,
             added_rows=result.added_rows if current.format_version >= 3 else None,
         )
+        existing = current.refs.get(self.branch)  # a branch keeps its retention settings
         return [
             AddSnapshot(snapshot),
-            SetSnapshotRef(self.branch, snapshot_id, RefType.BRANCH),
+            SetSnapshotRef(
+                self.branch,
+                snapshot_id,
+                RefType.BRANCH,
+                min_snapshots_to_keep=existing.min_snapshots_to_keep if existing else None,
+                max_snapshot_age_ms=existing.max_snapshot_age_ms if existing else None,
+                max_ref_age_ms=existing.max_ref_age_ms if existing else None,
+            ),
         ]
 
 
@@ -221,7 +229,7 @@ def _validate_no_new_matching_data(
         concurrent = entry.snapshot_id in new_snapshot_ids and entry.data_file.content == FileContent.DATA
         if concurrent and metrics.eval(entry.data_file):
             raise CommitConflict(
-                    f"a concurrent commit (snapshot {entry.snapshot_id}) added data file "
-                    f"{entry.data_file.file_path} that matches the overwrite filter {conflict_filter}",
-                    retryable=False,
-                )
+                f"a concurrent commit (snapshot {entry.snapshot_id}) added data file "
+                f"{entry.data_file.file_path} that matches the overwrite filter {conflict_filter}",
+                retryable=False,
+            )
