@@ -235,3 +235,15 @@ def test_parse_literal_rejects(type_: IcebergType, value: Any) -> None:
         parse_literal(type_, value)
     assert str(type_) in str(info.value)
     assert repr(value) in str(info.value)
+
+
+def test_decimal_38_digits_round_trip_exactly() -> None:
+    from decimal import Decimal
+
+    from icefloe.spec.conversions import decimal_to_unscaled
+    from icefloe.spec.types import DecimalType
+
+    value = Decimal("-1234567890123456789.0123456789")
+    assert decimal_to_unscaled(value, 10) == -12345678901234567890123456789
+    t = DecimalType(38, 10)
+    assert from_bytes(t, to_bytes(t, value)) == value

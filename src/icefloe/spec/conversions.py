@@ -142,14 +142,21 @@ def micros_to_datetime(micros: int, tz: bool = False) -> dt.datetime:
 
 def decimal_to_unscaled(value: Decimal, scale: int) -> int:
     """The unscaled integer of a decimal at ``scale``; raises ValidationError when digits would be lost."""
-    try:
-        scaled = value.scaleb(scale)
-        unscaled = int(scaled)
-    except (InvalidOperation, ValueError, OverflowError) as exc:
-        raise ValidationError(f"{value!r} is not a finite decimal") from exc
-    if scaled != unscaled:
-        raise ValidationError(f"decimal {value} has more than {scale} fraction digits")
-    return unscaled
+    if not value.is_finite():
+        raise ValidationError(f"{value!r} is not a finite decimal")
+    # Exact integer arithmetic on the digit tuple: Decimal.scaleb rounds to the context
+    # precision (28 digits), which would corrupt decimal(38, s) bounds.
+    sign, digits, exponent = value.as_tuple()
+    assert isinstance(exponent, int)
+    magnitude = int("".join(map(str, digits)) or "0")
+    shift = exponent + scale
+    if shift >= 0:
+        unscaled = magnitude * 10**shift
+    else:
+        unscaled, remainder = divmod(magnitude, 10**-shift)
+        if remainder:
+            raise ValidationError(f"decimal {value} has more than {scale} fraction digits")
+    return -unscaled if sign else unscaled
 
 
 def unscaled_to_decimal(unscaled: int, scale: int) -> Decimal:
