@@ -88,6 +88,11 @@ class DataFile:
     # v4 only: the colocated deletion vector of a DATA entry.
     deletion_vector: DeletionVectorRef | None = None
 
+    @property
+    def content_key(self) -> tuple[str, int]:
+        """Identity of this content file: its path, plus the blob offset for DVs sharing a Puffin file."""
+        return (self.file_path, -1 if self.content_offset is None else self.content_offset)
+
     def with_changes(self, **changes: Any) -> DataFile:
         """A copy with some fields changed."""
         return replace(self, **changes)

@@ -153,6 +153,56 @@ class OverwriteFiles(SnapshotProducer):
 
 
 @dataclass
+class RowDelta(SnapshotProducer):
+    """Add data files and row-level delete files (and retire superseded delete files) in one snapshot.
+
+    Operation per Iceberg: ``append`` when only data is added, ``delete`` when only deletes are,
+    else ``overwrite``. Every data file a delete references must still be live at commit time.
+    """
+
+    added_data: list[DataFile] = field(default_factory=list)
+    added_deletes: list[DataFile] = field(default_factory=list)
+    removed_deletes: list[ManifestEntry] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.added_deletes and self.added_data:
+            self.operation = Operation.OVERWRITE
+        elif self.added_deletes or self.removed_deletes:
+            self.operation = Operation.DELETE
+        else:
+            self.operation = Operation.APPEND
+
+    def change(self, ctx: AttemptContext, current: TableMetadata, parent: Snapshot | None) -> TreeChange:
+        """Validate that referenced data files are live and superseded deletes still exist."""
+        _check_specs(current, [*self.added_data, *self.added_deletes])
+        live = _live_by_path(ctx, current, parent)
+        for f in self.added_deletes:
+            target = f.referenced_data_file
+            if (
+                target is not None
+                and target not in live
+                and target not in {d.file_path for d in self.added_data}
+            ):
+                raise CommitConflict(
+                    f"cannot add deletes for {target}: the data file is not live (removed concurrently?)",
+                    retryable=False,
+                )
+        live_deletes = _live_deletes_by_key(ctx, current, parent) if self.removed_deletes else {}
+        retired = []
+        for e in self.removed_deletes:
+            if e.data_file.content_key not in live_deletes:
+                raise CommitConflict(
+                    f"delete file {e.data_file.file_path} was removed by a concurrent commit", retryable=False
+                )
+            retired.append(live_deletes[e.data_file.content_key])
+        return TreeChange(
+            added_data_files=list(self.added_data),
+            added_delete_files=list(self.added_deletes),
+            removed_entries=retired,
+        )
+
+
+@dataclass
 class DeleteFiles(SnapshotProducer):
     """Remove whole files whose rows all match a filter (metadata-only delete)."""
 
@@ -180,9 +230,27 @@ def _check_specs(md: TableMetadata, files: Iterable[DataFile]) -> None:
 def _live_by_path(
     ctx: AttemptContext, md: TableMetadata, parent: Snapshot | None
 ) -> dict[str, ManifestEntry]:
+    """Live data files of the parent by path."""
     if parent is None:
         return {}
-    return {e.data_file.file_path: e for e in live_entries(ctx.io, md, parent)}
+    return {
+        e.data_file.file_path: e
+        for e in live_entries(ctx.io, md, parent)
+        if e.data_file.content == FileContent.DATA
+    }
+
+
+def _live_deletes_by_key(
+    ctx: AttemptContext, md: TableMetadata, parent: Snapshot | None
+) -> dict[tuple[str, int], ManifestEntry]:
+    """Live delete files of the parent by content key (DVs share Puffin files)."""
+    if parent is None:
+        return {}
+    return {
+        e.data_file.content_key: e
+        for e in live_entries(ctx.io, md, parent)
+        if e.data_file.content != FileContent.DATA
+    }
 
 
 def _files_matching_strictly(
