@@ -1,1 +1,46 @@
-"""icefloe.spark layer (see DESIGN.md §2)."""
+"""icefloe.spark: PySpark integration (session helper, fast read/write paths, data source, streaming).
+
+Importing this package does not import pyspark; the functions below import it when called.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from icefloe.spark.context import register, session
+    from icefloe.spark.read import plan_read, read_table
+    from icefloe.spark.sql import create_table, create_view
+    from icefloe.spark.streaming import stream_writer
+    from icefloe.spark.write import write_table
+
+__all__ = [
+    "create_table",
+    "create_view",
+    "plan_read",
+    "read_table",
+    "register",
+    "session",
+    "stream_writer",
+    "write_table",
+]
+
+_EXPORTS = {
+    "session": "icefloe.spark.context",
+    "register": "icefloe.spark.context",
+    "read_table": "icefloe.spark.read",
+    "plan_read": "icefloe.spark.read",
+    "write_table": "icefloe.spark.write",
+    "create_table": "icefloe.spark.sql",
+    "create_view": "icefloe.spark.sql",
+    "stream_writer": "icefloe.spark.streaming",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

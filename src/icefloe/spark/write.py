@@ -1,0 +1,348 @@
+"""Write a Spark DataFrame into an icefloe table: executors write Parquet, the driver commits once.
+
+Route (fastest first, see shared/spark-notes.md):
+
+- **native**: Spark's own Parquet writer, with the table's field ids in the column metadata and
+  ``TIMESTAMP_MICROS``, into a job-unique staging directory ``<data>/spark-<uuid>/`` partitioned by
+  helper columns that hold the exact Iceberg partition values. Spark's commit protocol only moves
+  the output of successful task attempts into that directory, so after the job every Parquet file
+  there belongs to the write. The driver reads their footers for metrics and commits one snapshot.
+- **arrow**: for schemas Spark cannot lay out as Iceberg requires (lists and maps need element
+  field ids; uuid, fixed and time need other physical types), ``mapInArrow`` writes the files with
+  icefloe's Parquet writer and sends the DataFile entries back; files of failed task attempts are
+  found by listing the staging directory and deleted.
+
+Bad input (unknown column, missing required column, lossy type) fails before any file is written;
+a failed job deletes its staging directory; the table only changes in the final commit.
+"""
+
+from __future__ import annotations
+
+import pickle
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from icefloe.errors import ValidationError
+from icefloe.expressions.ast import Expression
+from icefloe.io.fileio import FileIO, split_scheme
+from icefloe.spark.compat import map_in_arrow
+from icefloe.spark.context import resolve_catalog
+from icefloe.spark.footer import data_files_from_footers
+from icefloe.spark.partitioning import parse_partition_dirs, partition_column_name, partition_key_columns
+from icefloe.spark.schema import native_writable, write_projection
+from icefloe.spec.content import DataFile
+from icefloe.spec.snapshots import MAIN_BRANCH, Snapshot
+from icefloe.spec.table_metadata import TableMetadata
+from icefloe.tree.locations import LocationProvider
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from icefloe.catalog.base import Catalog
+    from icefloe.catalog.table import Table
+
+WRITE_CONF = {
+    "spark.sql.parquet.fieldId.write.enabled": "true",
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+}
+DEFAULT_COMPRESSION = "zstd"
+MODES = ("append", "overwrite")
+PARTITION_OVERWRITE_MODES = ("static", "dynamic")
+
+
+@dataclass
+class StagedFiles:
+    """Data files written for one job, not yet part of any snapshot."""
+
+    io: FileIO
+    staging: str
+    files: list[DataFile] = field(default_factory=list)
+    route: str = "native"
+
+    def discard(self) -> None:
+        """Delete everything under the staging directory (the job failed or its commit did)."""
+        delete_tree(self.io, self.staging)
+
+    def tidy(self) -> None:
+        """Delete files in the staging directory that are not data files of this write."""
+        keep = {f.file_path for f in self.files}
+        for path in self.io.list_prefix(self.staging):
+            if path not in keep:
+                self.io.delete(path, missing_ok=True)
+
+
+def write_table(
+    df: DataFrame,
+    identifier: str | tuple[str, ...],
+    mode: str = "append",
+    overwrite_filter: Expression | str | None = None,
+    partition_overwrite: str = "static",
+    catalog: Catalog | dict[str, str] | None = None,
+    branch: str = MAIN_BRANCH,
+    snapshot_properties: dict[str, str] | None = None,
+) -> Snapshot | None:
+    """Write ``df`` into the table and commit one snapshot; returns it (None when nothing changed).
+
+    ``mode="append"`` adds rows. ``mode="overwrite"`` replaces the rows matching ``overwrite_filter``
+    (default: all rows), or with ``partition_overwrite="dynamic"`` every partition that ``df`` has
+    rows for.
+    """
+    _check_mode(mode, partition_overwrite)
+    table = resolve_catalog(df.sparkSession, catalog).load_table(identifier)
+    check_write_arguments(table, mode, overwrite_filter, branch)
+    staged = stage_dataframe(df, table)
+    return commit_staged(
+        table, staged, mode, overwrite_filter, partition_overwrite, branch, snapshot_properties
+    )
+
+
+def _check_mode(mode: str, partition_overwrite: str) -> None:
+    if mode not in MODES:
+        raise ValidationError(f"write mode must be one of {MODES}, got {mode!r}")
+    if partition_overwrite not in PARTITION_OVERWRITE_MODES:
+        raise ValidationError(
+            f"partition_overwrite must be one of {PARTITION_OVERWRITE_MODES}, got {partition_overwrite!r}"
+        )
+
+
+def check_write_arguments(
+    table: Table, mode: str, overwrite_filter: Expression | str | None, branch: str
+) -> None:
+    """Reject a bad filter or a tag as target before any file is written."""
+    from icefloe.expressions.binding import bind
+    from icefloe.expressions.parser import to_expression
+    from icefloe.txn.producers import branch_head
+
+    if overwrite_filter is not None:
+        if mode != "overwrite":
+            raise ValidationError("overwrite_filter only applies to mode='overwrite'")
+        bind(table.schema(), to_expression(overwrite_filter))
+    branch_head(table.metadata, branch)
+
+
+def stage_dataframe(df: DataFrame, table: Table) -> StagedFiles:
+    """Validate ``df`` against the table and write it to a fresh staging directory."""
+    md = table.metadata
+    schema = md.schema()
+    projection = write_projection(schema, df.schema)  # raises before anything is written
+    conformed = df.select(*projection.columns)
+    staging = f"{LocationProvider(md).data_location}/spark-{uuid.uuid4().hex}"
+    staged = StagedFiles(table.io, staging)
+    try:
+        if native_writable(schema.as_struct):
+            _write_native(conformed, md, staged)
+        else:
+            _write_arrow(conformed, md, staged, table.io)
+    except BaseException:
+        staged.discard()
+        raise
+    return staged
+
+
+def commit_staged(
+    table: Table,
+    staged: StagedFiles,
+    mode: str,
+    overwrite_filter: Expression | str | None = None,
+    partition_overwrite: str = "static",
+    branch: str = MAIN_BRANCH,
+    snapshot_properties: dict[str, str] | None = None,
+) -> Snapshot | None:
+    """Commit staged files as one snapshot (deleting them if the commit fails for sure)."""
+    from icefloe.spark.commit import build_action
+
+    try:
+        action = build_action(
+            table, staged.files, mode, overwrite_filter, partition_overwrite, branch, snapshot_properties
+        )
+    except BaseException:
+        staged.discard()
+        raise
+    if action is None:
+        staged.discard()
+        return None
+    with table.transaction() as tx:
+        tx.add_action(action)
+    return table.metadata.snapshot_for_ref(branch)
+
+
+# ---------------------------------------------------------------------------------------------
+# native route
+
+
+def spark_location(location: str) -> str:
+    """A location as Spark's Hadoop file systems spell it (``s3://`` -> ``s3a://``)."""
+    scheme, rest = split_scheme(location)
+    if scheme == "s3":
+        return "s3a:" + rest
+    return location
+
+
+def _write_native(df: DataFrame, md: TableMetadata, staged: StagedFiles) -> None:
+    schema, spec = md.schema(), md.spec()
+    spark = df.sparkSession
+    keys = partition_key_columns(schema, spec) if not spec.is_unpartitioned else []
+    key_names = [partition_column_name(i) for i in range(len(keys))]
+    out = df.select("*", *keys) if keys else df
+    if keys and md.properties.get("write.distribution-mode", "hash").lower() != "none":
+        # cluster rows by partition (few files per partition); REBALANCE lets AQE split skewed ones
+        out = out.hint("rebalance", *key_names)
+    codec = md.properties.get("write.parquet.compression-codec", DEFAULT_COMPRESSION).lower()
+    writer = out.write.mode("errorifexists").option("compression", _spark_codec(codec))
+    row_group = md.properties.get("write.parquet.row-group-size-bytes")
+    if row_group:
+        writer = writer.option("parquet.block.size", row_group)
+    if key_names:
+        writer = writer.partitionBy(*key_names)
+    with _session_conf(spark, WRITE_CONF):
+        writer.parquet(spark_location(staged.staging))
+    staged.route = "native"
+    found: list[tuple[str, tuple[Any, ...]]] = []
+    prefix = staged.staging.rstrip("/") + "/"
+    for path in staged.io.list_prefix(staged.staging):
+        rel = path[len(prefix) :] if path.startswith(prefix) else path
+        parts = rel.split("/")
+        name = parts[-1]
+        if (
+            not name.endswith(".parquet")
+            or name.startswith((".", "_"))
+            or any(p.startswith(("_", ".")) and "=" not in p for p in parts[:-1])
+        ):
+            continue
+        partition = parse_partition_dirs("/".join(parts[:-1]), schema, spec) if keys else ()
+        found.append((path, partition))
+    staged.files = data_files_from_footers(staged.io, found, schema, spec.spec_id, dict(md.properties))
+    staged.files = [f for f in staged.files if f.record_count > 0]
+    staged.tidy()
+
+
+def _spark_codec(codec: str) -> str:
+    return {"uncompressed": "none", "none": "none"}.get(codec, codec)
+
+
+class _session_conf:
+    """Temporarily set Spark SQL confs, restoring the previous values afterwards."""
+
+    def __init__(self, spark: SparkSession, conf: dict[str, str]) -> None:
+        self._spark = spark
+        self._conf = conf
+        self._old: dict[str, str | None] = {}
+
+    def __enter__(self) -> None:
+        for key, value in self._conf.items():
+            self._old[key] = self._spark.conf.get(key, None)
+            self._spark.conf.set(key, value)
+
+    def __exit__(self, *exc: object) -> None:
+        for key, value in self._old.items():
+            if value is None:
+                self._spark.conf.unset(key)
+            else:
+                self._spark.conf.set(key, value)
+
+
+# ---------------------------------------------------------------------------------------------
+# arrow route
+
+
+@dataclass(frozen=True)
+class ArrowWriteJob:
+    """Everything an executor needs to write Arrow batches as data files of one table."""
+
+    metadata: TableMetadata
+    staging: str
+    io_properties: dict[str, str]
+    target_rows: int = 1_000_000
+
+
+def _write_arrow(df: DataFrame, md: TableMetadata, staged: StagedFiles, io: FileIO) -> None:
+    from pyspark.sql import types as T
+
+    job = ArrowWriteJob(md, staged.staging, dict(io.properties))
+    out_schema = T.StructType([T.StructField("data_file", T.BinaryType(), False)])
+    rows = map_in_arrow(df, lambda batches: write_arrow_batches(job, batches), out_schema).collect()
+    staged.route = "arrow"
+    staged.files = [pickle.loads(r["data_file"]) for r in rows]
+    staged.tidy()
+
+
+def write_arrow_batches(job: ArrowWriteJob, batches: Iterator[Any]) -> Iterator[Any]:
+    """Executor side: write batches (table column names) as data files; yield pickled DataFiles."""
+    import pyarrow as pa
+
+    io = _executor_io(job.io_properties, job.metadata.location)
+    pending: list[Any] = []
+    rows = 0
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        pending.append(batch)
+        rows += batch.num_rows
+        if rows >= job.target_rows:
+            files = write_arrow_table(io, job, pa.Table.from_batches(pending))
+            pending, rows = [], 0
+            yield _files_batch(files)
+    if pending:
+        yield _files_batch(write_arrow_table(io, job, pa.Table.from_batches(pending)))
+
+
+def write_arrow_table(io: FileIO, job: ArrowWriteJob, data: Any) -> list[DataFile]:
+    """Conform an Arrow table (Spark types) to the table schema and write one file per partition."""
+    from icefloe.formats.arrow_schema import check_required_no_nulls, to_table_schema
+    from icefloe.formats.parquet_data import write_parquet_data_file
+    from icefloe.formats.partition_arrow import partition_table
+    from icefloe.spark.arrow_bridge import from_spark_arrow
+    from icefloe.tree.locations import partition_path
+
+    md = job.metadata
+    schema, spec = md.schema(), md.spec()
+    table = to_table_schema(from_spark_arrow(data, schema), schema)
+    check_required_no_nulls(schema, table)
+    written: list[DataFile] = []
+    for partition, part in partition_table(table, schema, spec):
+        sub = partition_path(spec, schema, partition)
+        name = f"{uuid.uuid4().hex}.parquet"
+        path = f"{job.staging}/{sub}/{name}" if sub else f"{job.staging}/{name}"
+        written.append(
+            write_parquet_data_file(io, path, part, schema, spec.spec_id, partition, dict(md.properties))
+        )
+    return written
+
+
+def _files_batch(files: list[DataFile]) -> Any:
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_arrays(
+        [pa.array([pickle.dumps(f) for f in files], pa.binary())],
+        schema=pa.schema([pa.field("data_file", pa.binary(), nullable=False)]),
+    )
+
+
+_EXECUTOR_IO: dict[tuple[tuple[str, str], ...], FileIO] = {}
+
+
+def _executor_io(properties: dict[str, str], location: str) -> FileIO:
+    from icefloe.io.fileio import load_file_io
+
+    key = (*sorted(properties.items()), ("__location", split_scheme(location)[0]))
+    io = _EXECUTOR_IO.get(key)
+    if io is None:
+        io = load_file_io(properties, location)
+        _EXECUTOR_IO[key] = io
+    return io
+
+
+def delete_tree(io: FileIO, location: str) -> None:
+    """Delete a directory tree (best effort: leftovers are orphans, never table data)."""
+    try:
+        fs, base = io.filesystem_and_path(location)
+        fs.delete_dir(base)
+        return
+    except FileNotFoundError:
+        return
+    except OSError:
+        pass
+    for path in io.list_prefix(location):
+        io.delete(path, missing_ok=True)
