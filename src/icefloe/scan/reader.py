@@ -141,8 +141,9 @@ def read_task(io: FileIO, task: FileScanTask, request: ReadRequest) -> pa.Table:
     if pos_deletes:
         deleted = _deleted_positions(io, task, pos_deletes)
         if len(deleted):
-            keep = pc.invert(pc.is_in(table.column(_POS_NAME), value_set=pa.array(deleted)))
-            table = table.filter(keep)
+            keep = np.ones(table.num_rows, dtype=bool)  # positions are row indexes of this file
+            keep[deleted[(deleted >= 0) & (deleted < table.num_rows)]] = False
+            table = table.filter(pa.array(keep))
     for d in eq_deletes:
         table = _apply_equality_delete(io, table, d, request.table_schema)
     if not isinstance(residual, AlwaysTrue):
