@@ -117,7 +117,10 @@ def catalog_from_properties(props: dict[str, str]) -> Catalog:
         if cat is None:
             from icefloe.catalog import load_catalog
 
-            cat = load_catalog("spark", **props)
+            # Same catalog name as load_catalog()'s default: the name is part of the JDBC row key,
+            # so tables created from Python must be visible from Spark.
+            rest = dict(props)
+            cat = load_catalog(rest.pop("name", "default"), **rest)
             _CATALOGS[key] = cat
         return cat
 
