@@ -117,7 +117,7 @@ def _spec(partitioning: tuple[str, Transform] | None) -> PartitionSpec:
     return PartitionSpec(PartitionField(source, 1000, transform, f"{column}_part"))
 
 
-@pytest.mark.parametrize("format_version", [1, 2, 3])
+@pytest.mark.parametrize("format_version", [1, 2, 3, 4])
 @pytest.mark.parametrize("partitioning", list(PARTITIONINGS))
 def test_roundtrip_through_every_reader(catalog: Catalog, format_version: int, partitioning: str) -> None:
     table = catalog.create_table(
@@ -159,6 +159,8 @@ def test_roundtrip_through_every_reader(catalog: Catalog, format_version: int, p
     for snapshot_id, want in expected.items():
         want_rows = rows_of(want)
         assert rows_of(table.scan(snapshot_id=snapshot_id).to_arrow()) == want_rows
+        if format_version >= 4:
+            continue  # PyIceberg and DuckDB cannot read v4 (root manifest) tables
         assert rows_of(read_with_pyiceberg(table.metadata_location, snapshot_id=snapshot_id)) == want_rows
         assert rows_of(read_with_duckdb(table.metadata_location, snapshot_id=snapshot_id)) == want_rows
     current = rows_of(state)

@@ -48,6 +48,7 @@ from icefloe.formats.content_entry_schema import (
     filter_positions,
     has_scheme,
     project_by_field_id,
+    prune_null_columns,
     relativize_location,
     resolve_location,
     resolve_table_locations,
@@ -304,6 +305,7 @@ class EntryFileOptions(TypedDict, total=False):
     metadata: Mapping[str, str] | None  # extra footer key/values
     mdv_encoding: str | None  # manifest DV codec name (default Mumbling v1)
     row_lineage: bool  # stats structs for _row_id / _last_updated_sequence_number (default True)
+    compact: bool  # leave out all-null optional columns; no column statistics or dictionaries
 
 
 def encode_content_entries(
@@ -344,8 +346,19 @@ def encode_content_entries(
     for f, col in zip(schema.write_arrow, table.columns, strict=True):
         if not f.nullable and col.null_count:
             raise ValidationError(f"content entry field {f.name} is required but missing")
+    compact = options.get("compact", False)
+    if compact:  # readers project by field id: a missing optional column reads as null
+        table = prune_null_columns(table)
     buf = io.BytesIO()
-    with pq.ParquetWriter(buf, table.schema, compression="zstd", version="2.6", store_schema=False) as out:
+    with pq.ParquetWriter(
+        buf,
+        table.schema,
+        compression="zstd",
+        version="2.6",
+        store_schema=False,
+        write_statistics=not compact,
+        use_dictionary=not compact,
+    ) as out:
         out.write_table(table)
         out.add_key_value_metadata(footer)
     return buf.getvalue()

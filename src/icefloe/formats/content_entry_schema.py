@@ -50,6 +50,7 @@ __all__ = [
     "filter_positions",
     "has_scheme",
     "project_by_field_id",
+    "prune_null_columns",
     "relativize_location",
     "resolve_location",
     "resolve_table_locations",
@@ -404,6 +405,33 @@ def resolve_table_locations(table: pa.Table, table_location: str) -> pa.Table:
                 i, f, pa.StructArray.from_arrays(children, fields=list(f.type), mask=mask)
             )
     return table
+
+
+def _prune(arr: pa.Array, f: pa.Field) -> tuple[pa.Array, pa.Field] | None:
+    """An array without its all-null optional struct members (None when it is all null itself)."""
+    if f.nullable and arr.null_count == len(arr) and len(arr):
+        return None
+    if not pa.types.is_struct(f.type):
+        return arr, f
+    struct = cast(pa.StructArray, arr)
+    members = (_prune(struct.field(i), f.type.field(i)) for i in range(f.type.num_fields))
+    kept = [r for r in members if r is not None]
+    if not kept:
+        return None if f.nullable else (arr, f)
+    mask = struct.is_null() if struct.null_count else None
+    out = pa.StructArray.from_arrays([a for a, _ in kept], fields=[g for _, g in kept], mask=mask)
+    return out, pa.field(f.name, out.type, f.nullable, f.metadata)
+
+
+def prune_null_columns(table: pa.Table) -> pa.Table:
+    """The table without optional columns (and struct members) that hold only nulls."""
+    arrays, fields = [], []
+    for f, col in zip(table.schema, table.columns, strict=True):
+        kept = _prune(col.combine_chunks(), f)
+        if kept is not None:
+            arrays.append(kept[0])
+            fields.append(kept[1])
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=table.schema.metadata))
 
 
 def filter_positions(table: pa.Table, positions: Iterable[int]) -> pa.Table:

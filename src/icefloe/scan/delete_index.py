@@ -90,8 +90,8 @@ class DeleteIndex:
 
     def deletes_for(self, entry: ManifestEntry) -> tuple[DeleteFileRef, ...]:
         """The delete files that apply to one live data entry."""
-        if self._empty:
-            return ()
+        if self._empty:  # a v4 colocated DV needs no delete files elsewhere in the snapshot
+            return (_colocated_dv(entry),) if entry.data_file.deletion_vector is not None else ()
         f = entry.data_file
         seq = entry.sequence_number or 0
         path = normalize_location(f.file_path)

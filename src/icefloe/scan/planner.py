@@ -1,7 +1,8 @@
 """Scan planning: which data files a query must read, with their deletes and residual filters.
 
-Pruning happens in three steps, cheapest first: manifests (partition summaries), entries
-(partition values projected through each spec's transforms), then files (column metrics).
+Pruning happens in three steps, cheapest first: manifests (partition summaries; for v4 leaves,
+their aggregated column stats), entries (partition values projected through each spec's
+transforms), then files (column metrics).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from icefloe.spec.schema import Schema
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.tree.read_seam import live_entries
+from icefloe.tree.v4_read import stats_manifest_filter
 
 
 @dataclass
@@ -61,13 +63,15 @@ def plan_files(
             manifest_evaluators[spec_id] = ManifestEvaluator(spec, schema, row_filter, case_sensitive)
             partition_evaluators[spec_id] = PartitionEvaluator(spec, schema, row_filter, case_sensitive)
     metrics = InclusiveMetricsEvaluator(schema, row_filter, case_sensitive) if filtering else None
+    # v4 leaf references have no partition summaries: prune them on their aggregated stats
+    leaf_stats = stats_manifest_filter(schema, row_filter, case_sensitive) if filtering else None
 
     def keep_manifest(m: ManifestFile) -> bool:
         stats.manifests_total += 1
         if m.content == ManifestContent.DELETES or not filtering:
             return True
         evaluator = manifest_evaluators.get(m.partition_spec_id)
-        keep = evaluator is None or evaluator.eval(m)
+        keep = (evaluator is None or evaluator.eval(m)) and (leaf_stats is None or leaf_stats(m))
         if not keep:
             stats.manifests_skipped += 1
         return keep

@@ -11,7 +11,8 @@ compression of repeated values:
   record counts of the preceding such entries (deleted entries neither take nor advance the
   counter); a manifest without ``first_row_id`` leaves them null.
 
-v4 root manifests will plug in behind the same three functions.
+v4 snapshots (``root-manifest``) and v4 leaf references are handled by
+:mod:`icefloe.tree.v4_read` behind the same three functions.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from icefloe.errors import Unsupported
 from icefloe.formats.avro_manifest import read_manifest_with_header
 from icefloe.formats.avro_manifest_list import read_manifest_list
 from icefloe.spec.content import (
@@ -32,6 +32,7 @@ from icefloe.spec.content import (
 )
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
+from icefloe.tree import v4_read
 
 PARALLEL_MANIFESTS = 4
 """Read manifests with a thread pool once a snapshot has more than this many."""
@@ -44,9 +45,7 @@ EntryFilter = Callable[[ManifestEntry], bool]
 def manifest_refs(io: Any, metadata: TableMetadata, snapshot: Snapshot) -> list[ManifestFile]:
     """The manifests a snapshot references, in list order."""
     if snapshot.root_manifest is not None:
-        raise Unsupported(
-            f"snapshot {snapshot.snapshot_id} uses a v4 root manifest; the v4 tree reader is not available"
-        )
+        return v4_read.manifest_refs(io, metadata, snapshot)
     if snapshot.manifest_list is not None:
         return read_manifest_list(io.new_input(snapshot.manifest_list))
     if snapshot.manifests is not None:
@@ -119,7 +118,7 @@ def inherit(
 def read_entries(io: Any, metadata: TableMetadata, manifest_file: ManifestFile) -> list[ManifestEntry]:
     """Every entry of one manifest (deleted ones included), with inheritance applied."""
     if manifest_file.format_version >= 4:
-        raise Unsupported(f"{manifest_file.manifest_path}: v4 manifests need the v4 tree reader")
+        return v4_read.read_entries(io, metadata, manifest_file)
     header, entries = read_manifest_with_header(
         io.new_input(manifest_file.manifest_path), metadata.specs_by_id(), manifest_file=manifest_file
     )
@@ -156,6 +155,9 @@ def live_entries(
     ``content`` keeps only data or delete manifests; ``manifest_filter`` can skip manifests (e.g. on
     partition summaries) and ``entry_filter`` entries.
     """
+    if snapshot.root_manifest is not None:
+        yield from v4_read.live_entries(io, metadata, snapshot, manifest_filter, entry_filter, content)
+        return
     refs = [
         m
         for m in manifest_refs(io, metadata, snapshot)

@@ -14,7 +14,9 @@ For format versions 1–3 (Avro manifests + a manifest list):
 4. the manifest list is written: unassigned sequence numbers get the snapshot's, and v3 data
    manifests without a ``first_row_id`` get one (the snapshot's ``added-rows``).
 
-The result also carries the standard snapshot summary counters.
+The result also carries the standard snapshot summary counters. Format version 4 tables (one
+root manifest per snapshot, leaves only for large changes) are written by
+:mod:`icefloe.tree.v4_write`.
 """
 
 from __future__ import annotations
@@ -25,11 +27,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from icefloe.errors import IcefloeError, Unsupported, ValidationError
+from icefloe.errors import IcefloeError, ValidationError
 from icefloe.formats.avro_manifest import write_manifest
 from icefloe.formats.avro_manifest_list import write_manifest_list
 from icefloe.spec.content import (
     DataFile,
+    DeletionVectorRef,
     EntryStatus,
     FileContent,
     ManifestContent,
@@ -65,6 +68,8 @@ class TreeChange:
     added_data_sequence_number: int | None = None
     # raise ValidationError when a removed path is not live in the parent
     fail_missing_removals: bool = True
+    # v4: new colocated deletion vectors by data file path (live or added in this change)
+    added_dvs: dict[str, DeletionVectorRef] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -265,9 +270,10 @@ def _value_may_be_in(value: Any, summary: Any, lo: Any, hi: Any) -> bool:
 
 def _remove(
     w: _Writer, parents: list[ManifestFile], removed: Sequence[ManifestEntry]
-) -> tuple[list[ManifestFile], list[ManifestEntry], set[str]]:
+) -> tuple[list[ManifestFile], list[ManifestEntry], set[tuple[str, int]]]:
     """Rewrite the parent manifests holding removed files; returns (manifests, removed, paths)."""
-    wanted: dict[str, ManifestEntry] = {e.data_file.file_path: e for e in removed}
+    # Keyed by content_key: several DVs share one Puffin file and differ only by blob offset.
+    wanted: dict[tuple[str, int], ManifestEntry] = {e.data_file.content_key: e for e in removed}
     by_key: dict[tuple[ManifestContent, int], list[tuple[Any, ...]]] = {}
     for e in removed:
         key = (
@@ -289,15 +295,15 @@ def _remove(
     candidates = [m for m in parents if wanted and candidate(m)]
     rewritten: dict[str, ManifestFile] = {}
     found: list[ManifestEntry] = []
-    found_paths: set[str] = set()
+    found_paths: set[tuple[str, int]] = set()
     for m, entries in zip(candidates, read_entries_many(w.io, w.md, candidates), strict=True):
-        if not any(e.status.is_live and e.data_file.file_path in wanted for e in entries):
+        if not any(e.status.is_live and e.data_file.content_key in wanted for e in entries):
             continue
         new_entries: list[ManifestEntry] = []
         for e in entries:
             if not e.status.is_live:
                 continue
-            path = e.data_file.file_path
+            path = e.data_file.content_key
             if path in wanted:
                 new_entries.append(e.with_changes(status=EntryStatus.DELETED, snapshot_id=w.snapshot_id))
                 found.append(e)
@@ -416,7 +422,23 @@ def write_snapshot_tree(
     """
     fv = metadata.format_version
     if fv >= 4:
-        raise Unsupported("format version 4 trees are written by the v4 tree writer (not available yet)")
+        from icefloe.tree.v4_write import write_v4_tree
+
+        return write_v4_tree(
+            io,
+            metadata,
+            parent,
+            change,
+            snapshot_id,
+            sequence_number,
+            location_provider,
+            properties,
+            merge=merge,
+            attempt=attempt,
+            first_row_id=first_row_id,
+        )
+    if change.added_dvs:
+        raise ValidationError(f"colocated deletion vectors need format version 4, not {fv}")
     _validate_added(metadata, change)
     props = {**metadata.properties, **(properties or {})}
     target_size = int(props.get(MANIFEST_TARGET_SIZE, DEFAULT_MANIFEST_TARGET_SIZE))
@@ -431,7 +453,7 @@ def write_snapshot_tree(
             missing = [
                 e.data_file.file_path
                 for e in change.removed_entries
-                if e.data_file.file_path not in found_paths
+                if e.data_file.content_key not in found_paths
             ]
             if missing:
                 raise ValidationError(

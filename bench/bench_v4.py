@@ -1,0 +1,490 @@
+"""Format v4 (root manifest + Parquet leaves) against v3 (manifest list + Avro manifests), one run.
+
+    python -m bench.bench_v4            # full: 100,000 / 1,000,000 files; 10 and 2,000 snapshots
+    python -m bench.bench_v4 --quick    # a few minutes: 20,000 / 100,000 files; 10 and 200 snapshots
+
+The same workload runs on a format-version 3 and a format-version 4 table (SQLite catalog, local
+files, default table properties; v3 appends use merge-append, as ``Table.append`` does):
+
+(a) Metadata written per small append. A table of ``--files-a`` synthetic data files (committed
+    in chunks of ``--chunk`` files) gets ``--appends`` more one-file appends; the new files under
+    ``metadata/`` are counted and sized per append (tree files, then metadata.json).
+(b) Commit latency. Tables with 10 and ``--history`` snapshots (built in one transaction of
+    one-file appends) get ``--runs`` ``Table.append`` calls of 10 rows (data file, tree, metadata
+    file, catalog swap); median and p90, and the growth from the small to the large history.
+(c) Deleting one data file from a ``--files-cd`` file table: bytes and time of the tree files
+    written by the write seam for v4 (manifest DV on the leaf's reference), v4 forced to
+    rewrite the leaf (``write.v4.leaf.min-live-ratio=1``) and v3 (manifest rewrite).
+(d) Planning the ``--files-cd`` file table: ``plan_files()`` with no filter, an ``id`` filter that
+    matches one file (v4 skips leaves on aggregated stats; v3 has only partition summaries) and a
+    ``day`` filter (partition column). Warm-up once, median of ``--runs``.
+
+Synthetic data files need not exist: only metadata is read. ``--dir`` keeps the work directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shlex
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from icefloe.catalog import load_catalog
+from icefloe.expressions.parser import parse
+from icefloe.spec.content import DataFile
+from icefloe.spec.partitioning import PartitionField, PartitionSpec
+from icefloe.spec.schema import Schema
+from icefloe.spec.transforms import IdentityTransform
+from icefloe.spec.types import DateType, LongType, NestedField, StringType
+from icefloe.tree.locations import LocationProvider
+from icefloe.tree.read_seam import manifest_refs, read_entries
+from icefloe.tree.write_seam import TreeChange, write_snapshot_tree
+from icefloe.txn.producers import AppendFiles
+
+SCHEMA = Schema(
+    NestedField(1, "id", LongType(), True),
+    NestedField(2, "day", DateType(), False),
+    NestedField(3, "payload", StringType(), False),
+)
+SPEC = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "day"))
+ROWS_PER_FILE = 1000
+FILES_PER_DAY = 1000
+VERSIONS = (3, 4)
+
+NAMESPACE = "bench"
+
+
+# ---------------------------------------------------------------- reporting and timing helpers
+
+
+def log(message: str) -> None:
+    """Progress on stderr, so stdout stays the report."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """A plain-text table, columns padded to their widest cell."""
+    cells = [[str(h) for h in headers], *[[str(c) for c in r] for r in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    print(f"## {title}")
+    for n, r in enumerate(cells):
+        print(
+            "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+        )
+        if n == 0:
+            print("  ".join("-" * w for w in widths))
+    print(flush=True)
+
+
+def print_environment(settings: dict[str, Any]) -> None:
+    """Title, command, machine, versions and settings."""
+    import pyarrow
+
+    import icefloe
+
+    print("# icefloe format v4 vs v3")
+    print("command:  python -m bench.bench_v4 " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
+    print(f"machine:  {platform.machine()} {platform.system()} {platform.release()}, {os.cpu_count()} CPUs")
+    versions = (
+        f"python {platform.python_version()}, icefloe {icefloe.__version__}, pyarrow {pyarrow.__version__}"
+    )
+    print(f"versions: {versions}")
+    print("settings: " + ", ".join(f"{k}={v}" for k, v in settings.items()))
+    print(flush=True)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Timed calls, in seconds."""
+
+    samples: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        """Median of the samples."""
+        return statistics.median(self.samples)
+
+    @property
+    def p90(self) -> float:
+        """90th percentile (nearest rank)."""
+        ordered = sorted(self.samples)
+        return ordered[max(1, -(-9 * len(ordered) // 10)) - 1]
+
+
+def time_calls(fn: Callable[[], Any], runs: int) -> Timing:
+    """One untimed warm-up call, then ``runs`` timed calls."""
+    fn()
+    samples = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return Timing(tuple(samples))
+
+
+def fmt_ms(seconds: float) -> str:
+    """Milliseconds."""
+    ms = seconds * 1000
+    return f"{ms:,.0f} ms" if ms >= 100 else f"{ms:.1f} ms"
+
+
+def fmt_s(seconds: float) -> str:
+    """Seconds, or milliseconds below one second."""
+    return f"{seconds:.2f} s" if seconds >= 1 else fmt_ms(seconds)
+
+
+def ratio(slow: float, fast: float) -> str:
+    """``slow / fast`` as ``12.3x``."""
+    return "n/a" if fast <= 0 else f"{slow / fast:.1f}x"
+
+
+def local_path(location: str) -> str:
+    """A local filesystem path from a ``file:`` location."""
+    return location.removeprefix("file://").removeprefix("file:")
+
+
+@contextmanager
+def workspace(path: str | None) -> Iterator[str]:
+    """``path`` (created, kept) or a temporary directory (removed afterwards)."""
+    if path:
+        os.makedirs(path, exist_ok=True)
+        yield os.path.abspath(path)
+        return
+    tmp = tempfile.mkdtemp(prefix="icefloe-bench-v4-")
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def icefloe_catalog(work: str) -> Any:
+    """A SQLite catalog in the work directory, with the ``bench`` namespace."""
+    catalog = load_catalog("bench", uri=f"sqlite:///{work}/catalog.db", warehouse=f"{work}/warehouse")
+    if not catalog.namespace_exists((NAMESPACE,)):
+        catalog.create_namespace((NAMESPACE,))
+    return catalog
+
+
+def synthetic_files(location: str, start: int, count: int) -> list[DataFile]:
+    """Files ``start .. start+count-1``: file k holds ids [1000k, 1000k+999] of day k // 1000."""
+    out = []
+    for k in range(start, start + count):
+        day = 19_000 + k // FILES_PER_DAY
+        lo, hi = k * ROWS_PER_FILE, k * ROWS_PER_FILE + ROWS_PER_FILE - 1
+        out.append(
+            DataFile(
+                file_path=f"{location}/data/day={day}/f{k:08d}.parquet",
+                file_format="parquet",
+                record_count=ROWS_PER_FILE,
+                file_size_in_bytes=40_000 + k % 1000,
+                spec_id=0,
+                partition=(day,),
+                column_sizes={1: 8000, 2: 100, 3: 20_000},
+                value_counts={1: ROWS_PER_FILE, 2: ROWS_PER_FILE, 3: ROWS_PER_FILE},
+                null_value_counts={1: 0, 2: 0, 3: 0},
+                lower_bounds={1: lo.to_bytes(8, "little"), 2: day.to_bytes(4, "little"), 3: b"aaa"},
+                upper_bounds={1: hi.to_bytes(8, "little"), 2: day.to_bytes(4, "little"), 3: b"zzz"},
+            )
+        )
+    return out
+
+
+def commit_files(table: Any, files: list[DataFile]) -> None:
+    """One append snapshot of synthetic files (merge-append, like ``Table.append``)."""
+    with table.transaction() as tx:
+        tx.add_action(AppendFiles(files=files, merge_manifests=True))
+
+
+def build_table(
+    catalog: Any, name: str, version: int, files: int, chunk: int, properties: dict[str, str] | None = None
+) -> Any:
+    """A table of ``files`` synthetic data files, appended ``chunk`` at a time in one transaction."""
+    props = {"format-version": str(version), **(properties or {})}
+    table = catalog.create_table(f"{NAMESPACE}.{name}", SCHEMA, partition_spec=SPEC, properties=props)
+    t0 = time.perf_counter()
+    with table.transaction() as tx:
+        for start in range(0, files, chunk):
+            batch = synthetic_files(table.location(), start, min(chunk, files - start))
+            tx.add_action(AppendFiles(files=batch, merge_manifests=True))
+    table.refresh()
+    log(
+        f"  built {name}: {files:,} files in {-(-files // chunk):,} appends, {time.perf_counter() - t0:.1f} s"
+    )
+    return table
+
+
+def metadata_listing(table: Any) -> dict[str, int]:
+    """Files under the table's metadata directory with their sizes."""
+    meta = local_path(table.location()) + "/metadata"
+    return {e.name: e.stat().st_size for e in os.scandir(meta)} if os.path.isdir(meta) else {}
+
+
+# ---------------------------------------------------------------- (a) bytes per small append
+
+
+VARIANTS_A = (
+    ("v3 merge-append", 3, None),
+    ("v3 fast-append", 3, {"commit.manifest-merge.enabled": "false"}),
+    ("v4", 4, None),
+)
+
+
+def bench_small_appends(work: str, files: int, chunk: int, appends: int) -> list[list[str]]:
+    """Files and bytes of metadata written per one-file append, v3 and v4."""
+    catalog = icefloe_catalog(work)
+    stats = []
+    for i, (label, v, props) in enumerate(VARIANTS_A):
+        table = build_table(catalog, f"a{i}_v{v}", v, files, chunk, props)
+        n_files = tree = meta_json = 0
+        for k in range(appends):
+            before = metadata_listing(table)
+            commit_files(table, synthetic_files(table.location(), files + k, 1))
+            new = {name: size for name, size in metadata_listing(table).items() if name not in before}
+            n_files += len(new)
+            meta_json += sum(size for name, size in new.items() if name.endswith(".metadata.json"))
+            tree += sum(size for name, size in new.items() if not name.endswith(".metadata.json"))
+        stats.append((label, n_files / appends, tree / appends, meta_json / appends))
+    v4 = stats[-1]
+    return [
+        [
+            label,
+            f"{n:.1f}",
+            f"{t:,.0f}",
+            ratio(t, v4[2]),
+            f"{j:,.0f}",
+            f"{t + j:,.0f}",
+            ratio(t + j, v4[2] + v4[3]),
+        ]
+        for label, n, t, j in stats
+    ]
+
+
+# ---------------------------------------------------------------- (b) commit latency
+
+
+def small_batch(start: int) -> pa.Table:
+    """10 rows."""
+    ids = list(range(start, start + 10))
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "day": pa.array([19_000] * 10, pa.date32()),
+            "payload": pa.array([f"p{i}" for i in ids]),
+        }
+    )
+
+
+@contextmanager
+def timed_tree_writes() -> Iterator[list[float]]:
+    """Record how long each ``write_snapshot_tree`` call of the snapshot producers takes."""
+    from icefloe.txn import producers
+
+    original = producers.write_snapshot_tree
+    samples: list[float] = []
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            samples.append(time.perf_counter() - t0)
+
+    producers.write_snapshot_tree = timed
+    try:
+        yield samples
+    finally:
+        producers.write_snapshot_tree = original
+
+
+def bench_latency(work: str, histories: Sequence[int], runs: int) -> list[list[str]]:
+    """Median / p90 append latency at each history size, and the tree-writing part of it."""
+    catalog = icefloe_catalog(work)
+    medians: dict[tuple[int, int], float] = {}
+    tree_medians: dict[tuple[int, int], float] = {}
+    rows = []
+    for v in VERSIONS:
+        for history in histories:
+            name = f"b_v{v}_{history}"
+            table = catalog.create_table(
+                f"{NAMESPACE}.{name}", SCHEMA, partition_spec=SPEC, properties={"format-version": str(v)}
+            )
+            t0 = time.perf_counter()
+            with table.transaction() as tx:
+                for k in range(history):
+                    tx.add_action(
+                        AppendFiles(files=synthetic_files(table.location(), k, 1), merge_manifests=True)
+                    )
+            table.refresh()
+            log(f"  built {name} ({history} snapshots) in {time.perf_counter() - t0:.1f} s")
+            counter = iter(range(10**9))
+
+            def append(t: Any = table, c: Iterator[int] = counter) -> None:
+                t.append(small_batch(10 * next(c)))
+
+            with timed_tree_writes() as tree:
+                timing = time_calls(append, runs)
+            tree_median = statistics.median(tree[1:])  # the first call is the warm-up
+            medians[(v, history)], tree_medians[(v, history)] = timing.median, tree_median
+            rows.append(
+                [f"v{v}", f"{history:,}", fmt_ms(timing.median), fmt_ms(timing.p90), fmt_ms(tree_median)]
+            )
+    for v in VERSIONS:
+        small, large = (v, histories[0]), (v, histories[-1])
+        rows.append(
+            [
+                f"v{v} growth",
+                f"{histories[0]} -> {histories[-1]:,}",
+                f"{medians[large] / medians[small]:.2f}x",
+                "",
+                f"{tree_medians[large] / tree_medians[small]:.2f}x",
+            ]
+        )
+    return rows
+
+
+# ---------------------------------------------------------------- (c) delete one file, (d) planning
+
+
+def delete_one(table: Any, properties: dict[str, str] | None) -> tuple[int, int, float]:
+    """Write (not commit) the tree removing one file from the middle; (files, bytes, seconds)."""
+    md, snap = table.metadata, table.current_snapshot()
+    refs = manifest_refs(table.io, md, snap)
+    victim = next(e for e in read_entries(table.io, md, refs[len(refs) // 2]) if e.is_live)
+    t0 = time.perf_counter()
+    result = write_snapshot_tree(
+        table.io,
+        md,
+        snap,
+        TreeChange(removed_entries=[victim]),
+        snapshot_id=1,
+        sequence_number=md.last_sequence_number + 1,
+        location_provider=LocationProvider(md),
+        properties=properties,
+    )
+    seconds = time.perf_counter() - t0
+    sizes = [os.path.getsize(local_path(p)) for p in result.written_files]
+    for p in result.written_files:
+        table.io.delete(p)
+    return len(sizes), sum(sizes), seconds
+
+
+def bench_big_table(work: str, files: int, chunk: int, runs: int) -> tuple[list[list[str]], list[list[str]]]:
+    """(c) bytes to delete one file and (d) planning times, on ``files``-file tables."""
+    catalog = icefloe_catalog(work)
+    tables = {v: build_table(catalog, f"cd_v{v}", v, files, chunk) for v in VERSIONS}
+    deletes = []
+    for label, v, props in (
+        ("v4 manifest DV", 4, None),
+        ("v4 leaf rewrite", 4, {"write.v4.leaf.min-live-ratio": "1"}),
+        ("v3 manifest rewrite", 3, None),
+    ):
+        n, size, seconds = delete_one(tables[v], props)
+        deletes.append([label, str(n), f"{size:,}", fmt_ms(seconds)])
+    mdv = int(deletes[0][2].replace(",", ""))
+    for row in deletes[1:]:
+        row.append(ratio(int(row[2].replace(",", "")), mdv))
+    deletes[0].append("1.0x")
+
+    target = files // 2
+    filters = {
+        "none": None,
+        f"id = {target * ROWS_PER_FILE + 7}": parse(f"id = {target * ROWS_PER_FILE + 7}"),
+        "one day": parse(f"day = '{_date(19_000 + target // FILES_PER_DAY)}'"),
+    }
+    plans = []
+    for label, expr in filters.items():
+        times = {}
+        counts = {}
+        for v in VERSIONS:
+            table = tables[v]
+
+            def plan(t: Any = table, e: Any = expr) -> None:
+                t.scan(row_filter=e).plan_files()
+
+            timing = time_calls(plan, runs)
+            times[v] = timing.median
+            counts[v] = len(table.scan(row_filter=expr).plan_files())
+        if counts[3] != counts[4]:
+            raise RuntimeError(f"plans differ for {label}: v3 {counts[3]} files, v4 {counts[4]}")
+        plans.append([label, f"{counts[4]:,}", fmt_s(times[3]), fmt_s(times[4]), ratio(times[3], times[4])])
+    return deletes, plans
+
+
+def _date(days: int) -> str:
+    import datetime as dt
+
+    return (dt.date(1970, 1, 1) + dt.timedelta(days=days)).isoformat()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the four measurements and print their tables."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="reduced sizes (a few minutes)")
+    parser.add_argument("--files-a", type=int, default=None)
+    parser.add_argument("--files-cd", type=int, default=None)
+    parser.add_argument("--history", type=int, default=None)
+    parser.add_argument("--chunk", type=int, default=100_000, help="files per append building (c, d)")
+    parser.add_argument("--chunk-a", type=int, default=100, help="files per append building (a)")
+    parser.add_argument("--appends", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=5, help="timed appends in (b)")
+    parser.add_argument("--plan-runs", type=int, default=3, help="timed plans in (d)")
+    parser.add_argument("--dir", default=None, help="work directory to keep (default: a temporary one)")
+    args = parser.parse_args(argv)
+    files_a = args.files_a or (20_000 if args.quick else 100_000)
+    files_cd = args.files_cd or (100_000 if args.quick else 1_000_000)
+    history = args.history or (200 if args.quick else 2_000)
+    chunk = min(args.chunk, files_cd)
+    settings = {
+        "files_a": files_a,
+        "files_cd": files_cd,
+        "histories": f"10,{history}",
+        "chunk_a": args.chunk_a,
+        "chunk": chunk,
+        "appends": args.appends,
+        "runs": args.runs,
+        "plan_runs": args.plan_runs,
+    }
+    print_environment(settings)
+    with workspace(args.dir) as work:
+        log("(a) metadata per small append ...")
+        a = bench_small_appends(work, files_a, args.chunk_a, args.appends)
+        print_table(
+            f"(a) metadata written per one-file append to a {files_a:,}-file table built by appends of "
+            f"{args.chunk_a} files (mean of {args.appends})",
+            ["table", "files", "tree bytes", "vs v4", "metadata.json bytes", "total bytes", "vs v4"],
+            a,
+        )
+        log("(b) commit latency ...")
+        b = bench_latency(work, (10, history), args.runs)
+        print_table(
+            f"(b) Table.append latency (10 rows), median of {args.runs}",
+            ["format", "snapshots", "median", "p90", "tree write (median)"],
+            b,
+        )
+        log("(c, d) a large table ...")
+        c, d = bench_big_table(work, files_cd, chunk, args.plan_runs)
+        print_table(
+            f"(c) tree files written to delete one data file from a {files_cd:,}-file table",
+            ["strategy", "files", "bytes", "time", "bytes vs MDV"],
+            c,
+        )
+        print_table(
+            f"(d) plan_files() on a {files_cd:,}-file table, median of {args.plan_runs}",
+            ["filter", "files planned", "v3 (Avro)", "v4 (Parquet)", "v3 / v4"],
+            d,
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,298 @@
+"""Writing the files of a v4 tree: leaf manifests with their root references, roots, legacy rewrites.
+
+Leaf rows written here follow facts §4.2: rows ADDED by the commit leave ``snapshot_id``, both
+sequence numbers (unless an explicit data sequence number was asked for) and ``first_row_id``
+null, to be inherited from the reference; every other row carries explicit, materialised values.
+A reference to a new leaf is ADDED with the commit's snapshot id and sequence number as both
+sequence numbers, per-status counts, ``min_sequence_number`` over live rows, the spec id when all
+rows share one, and ``content_stats`` aggregated over the live rows. Its ``first_row_id`` is
+assigned when the root is written (``unassigned_rows`` says how many row ids the leaf needs).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+from collections.abc import Sequence
+from typing import Any, cast
+
+from icefloe.errors import IcefloeError, ValidationError
+from icefloe.formats.avro_manifest import write_manifest
+from icefloe.formats.content_entry import ContentRow, write_content_entries
+from icefloe.formats.content_stats import (
+    NAN_VALUE_COUNT,
+    ColumnStats,
+    ContentStats,
+    StatsLayout,
+    content_stats_type,
+)
+from icefloe.spec.content import (
+    DataFile,
+    EntryStatus,
+    FileContent,
+    ManifestContent,
+    ManifestEntry,
+    ManifestFile,
+)
+from icefloe.spec.table_metadata import TableMetadata
+from icefloe.spec.types import StructType
+from icefloe.tree.locations import LocationProvider
+from icefloe.tree.v4_policy import V4Policy
+from icefloe.tree.v4_read import table_location
+
+logger = logging.getLogger(__name__)
+
+_LEAF_CONTENT = {
+    ManifestContent.DATA: FileContent.DATA,
+    ManifestContent.DELETES: FileContent.EQUALITY_DELETES,
+}
+
+
+def materialised(e: ManifestEntry) -> ManifestEntry:
+    """A carried live entry as an EXISTING row with every tracking value written out."""
+    return e if e.status == EntryStatus.EXISTING else e.with_changes(status=EntryStatus.EXISTING)
+
+
+def unassigned_rows(rows: list[ManifestEntry]) -> int:
+    """Row ids a leaf's reference must provide: non-deleted DATA rows without a first_row_id."""
+    return sum(
+        e.data_file.record_count
+        for e in rows
+        if e.data_file.content == FileContent.DATA
+        and e.status != EntryStatus.DELETED
+        and e.data_file.first_row_id is None
+    )
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
+def aggregate_metrics(files: Sequence[DataFile], layout: StatsLayout) -> ContentStats:
+    """``aggregate_content_stats`` of the files' metric maps, without per-file stats objects.
+
+    Same rules: counts summed when every file has them, bounds min / max unless a file lacks
+    them (an all-null column excepted), ``tight_bounds`` false (v1–v3 bounds may be truncated).
+    """
+    if not files:
+        return {}
+    out: ContentStats = {}
+    n = len(files)
+    vcs = [f.value_counts or {} for f in files]
+    ncs = [f.null_value_counts or {} for f in files]
+    nans = [f.nan_value_counts or {} for f in files]
+    los = [f.lower_bounds or {} for f in files]
+    his = [f.upper_bounds or {} for f in files]
+    present: set[int] = set()
+    for maps in (vcs, ncs, nans, los, his):
+        for m in maps:
+            present.update(m)
+    for col in sorted(present):
+        where = layout.columns.get(col)
+        if where is None:
+            continue
+        base, _, members = where
+        decode = layout.codecs[col][0]
+        has_nan = base + NAN_VALUE_COUNT in members
+        v = [m.get(col) for m in vcs]
+        nc = [m.get(col) for m in ncs]
+        nan = [m.get(col) for m in nans] if has_nan else [None] * n
+        if not any(
+            x is not None for x in (*v, *nc, *nan, *(m.get(col) for m in los), *(m.get(col) for m in his))
+        ):
+            continue
+        lows: list[Any] = []
+        highs: list[Any] = []
+        known = True
+        for i in range(n):
+            lo_b, hi_b = los[i].get(col), his[i].get(col)
+            lo = None if lo_b is None else decode(lo_b)
+            if lo is None or hi_b is None or _is_nan(lo):
+                known = known and v[i] is not None and nc[i] == v[i]
+                continue
+            lows.append(lo)
+            highs.append(decode(hi_b))
+        bounded = known and bool(lows)
+        cs = ColumnStats(
+            lower_bound=min(lows) if bounded else None,
+            upper_bound=max(highs) if bounded else None,
+            tight_bounds=False if bounded else None,
+            value_count=None if None in v else sum(cast(list[int], v)),
+            null_value_count=None if None in nc else sum(cast(list[int], nc)),
+            nan_value_count=None if None in nan else sum(cast(list[int], nan)),
+        )
+        if not cs.is_empty:
+            out[col] = cs
+    return out
+
+
+class TreeFiles:
+    """Writes the leaves and the root of one v4 commit attempt and remembers what it wrote."""
+
+    def __init__(
+        self,
+        io: Any,
+        metadata: TableMetadata,
+        locations: LocationProvider,
+        snapshot_id: int,
+        sequence_number: int,
+        policy: V4Policy,
+    ) -> None:
+        self.io = io
+        self.md = metadata
+        self.locations = locations
+        self.snapshot_id = snapshot_id
+        self.seq = sequence_number
+        self.policy = policy
+        self.schema = metadata.schema()
+        self.specs = metadata.specs_by_id()
+        self.layout = StatsLayout(content_stats_type(self.schema))
+        self.written: list[str] = []
+        self.unassigned: dict[str, int] = {}
+        self._counter = itertools.count()
+
+    def _options(self) -> dict[str, Any]:
+        return {
+            "table_schema": self.schema,
+            "specs": self.specs,
+            "table_location": table_location(self.md),
+            "mdv_encoding": self.policy.mdv_encoding,
+            "compact": True,  # all-null optional columns left out: roots stay a few KB
+        }
+
+    def new_leaf_path(self) -> str:
+        """``<metadata>/<commit-uuid>-l<N>.parquet``."""
+        return self.locations.new_metadata_file_path(
+            f"{self.locations.commit_uuid}-l{next(self._counter)}.parquet"
+        )
+
+    def write_leaves(self, rows: list[ManifestEntry], content: ManifestContent) -> list[ManifestFile]:
+        """Write rows into as many leaves as ``write.v4.leaf.target-entries`` asks for."""
+        size = self.policy.leaf_target_entries
+        return [self.write_leaf(rows[i : i + size], content) for i in range(0, len(rows), size)]
+
+    def write_leaf(self, rows: list[ManifestEntry], content: ManifestContent) -> ManifestFile:
+        """Write one leaf and return its (ADDED) root reference, first_row_id still unassigned."""
+        path = self.new_leaf_path()
+        length = write_content_entries(
+            self.io.new_output(path),
+            rows,
+            kind="leaf",
+            leaf_content=_LEAF_CONTENT[content],
+            **self._options(),
+        )
+        self.written.append(path)
+        ref = self.reference(path, length, rows, content)
+        self.unassigned[path] = unassigned_rows(rows) if content == ManifestContent.DATA else 0
+        return ref
+
+    def reference(
+        self, path: str, length: int, rows: list[ManifestEntry], content: ManifestContent
+    ) -> ManifestFile:
+        """The root reference of a leaf written by this commit."""
+        files = dict.fromkeys(EntryStatus, 0)
+        records = dict.fromkeys(EntryStatus, 0)
+        for e in rows:
+            files[e.status] += 1
+            records[e.status] += e.data_file.record_count
+        live = [e for e in rows if e.is_live]
+        seqs = [self.seq if e.sequence_number is None else e.sequence_number for e in live]
+        spec_ids = {e.data_file.spec_id for e in rows}
+        return ManifestFile(
+            manifest_path=path,
+            manifest_length=length,
+            partition_spec_id=spec_ids.pop() if len(spec_ids) == 1 else -1,
+            content=content,
+            sequence_number=self.seq,
+            min_sequence_number=min(seqs, default=self.seq),
+            added_snapshot_id=self.snapshot_id,
+            added_files_count=files[EntryStatus.ADDED],
+            existing_files_count=files[EntryStatus.EXISTING],
+            deleted_files_count=files[EntryStatus.DELETED],
+            added_rows_count=records[EntryStatus.ADDED],
+            existing_rows_count=records[EntryStatus.EXISTING],
+            deleted_rows_count=records[EntryStatus.DELETED],
+            format_version=4,
+            status=EntryStatus.ADDED,
+            replaced_files_count=files[EntryStatus.REPLACED],
+            replaced_rows_count=records[EntryStatus.REPLACED],
+            modified_files_count=files[EntryStatus.MODIFIED],
+            modified_rows_count=records[EntryStatus.MODIFIED],
+            record_count=len(rows),
+            content_stats=self.aggregate(live) or None,
+        )
+
+    def aggregate(self, live: list[ManifestEntry]) -> ContentStats:
+        """Aggregated content stats of a leaf's live rows (empty when nothing is known)."""
+        return aggregate_metrics([e.data_file for e in live], self.layout)
+
+    def write_legacy_deletes(self, entries: list[ManifestEntry], spec_id: int) -> ManifestFile:
+        """Rewrite a legacy delete manifest that still holds position deletes as a v3 Avro manifest.
+
+        v4 content entries cannot hold position deletes (content 1), so what remains of a legacy
+        delete manifest after a removal stays an Avro manifest, referenced with format_version 0.
+        """
+        spec = self.specs.get(spec_id)
+        if spec is None:
+            raise ValidationError(f"partition spec {spec_id} is not in the table metadata")
+        ptype = _partition_type(self.md, spec_id)
+        path = self.locations.new_manifest_path()
+        mf = write_manifest(
+            self.io.new_output(path),
+            entries,
+            spec,
+            self.schema,
+            3,
+            ManifestContent.DELETES,
+            self.snapshot_id,
+            path=path,
+            partition_type=ptype,
+        )
+        self.written.append(path)
+        live = [e for e in entries if e.is_live]
+        return mf.with_changes(
+            sequence_number=self.seq,
+            min_sequence_number=min((e.sequence_number or self.seq for e in live), default=self.seq),
+            added_snapshot_id=self.snapshot_id,
+            status=EntryStatus.ADDED,
+            first_row_id=None,
+            record_count=len(entries),
+            format_version=3,
+        )
+
+    def write_root(self, rows: list[ContentRow], parent_snapshot_id: int | None, attempt: int) -> str:
+        """Write the root manifest of the snapshot; returns its location."""
+        name = f"snap-{self.snapshot_id}-{attempt}-{self.locations.commit_uuid}-root.parquet"
+        path = self.locations.new_metadata_file_path(name)
+        write_content_entries(
+            self.io.new_output(path),
+            rows,
+            kind="root",
+            snapshot_id=self.snapshot_id,
+            parent_snapshot_id=parent_snapshot_id,
+            sequence_number=self.seq,
+            **self._options(),
+        )
+        self.written.append(path)
+        return path
+
+    def cleanup(self) -> None:
+        """Delete everything this attempt wrote (it will never be committed)."""
+        for path in self.written:
+            try:
+                self.io.delete(path)
+            except Exception:  # best effort: an orphan file is harmless
+                logger.warning("could not delete %s after a failed v4 tree write", path)
+
+
+def _partition_type(md: TableMetadata, spec_id: int) -> StructType:
+    """A spec's partition type, bound to the current schema or (for dropped sources) an older one."""
+    spec = md.specs_by_id()[spec_id]
+    error: Exception | None = None
+    for schema in sorted(md.schemas, key=lambda s: (s.schema_id != md.current_schema_id, -s.schema_id)):
+        try:
+            return spec.partition_type(schema)
+        except IcefloeError as exc:
+            error = exc
+    raise ValidationError(f"cannot derive the partition type of spec {spec_id}: {error}")

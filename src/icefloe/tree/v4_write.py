@@ -1,0 +1,528 @@
+"""The v4 half of the write seam: one new root per commit, leaves only when the change is large.
+
+Given the parent's live tree (``v4_upgrade.parent_tree``: references + inline root entries, or a
+v1–v3 snapshot's manifests as format_version 0 references) and a ``TreeChange``:
+
+1. **inline entries** — a removed inline entry is dropped from the new root (no DELETED root
+   row, facts Q4); a new deletion vector for an inline file becomes a REPLACED row (prior DV,
+   stamped with the new snapshot) plus a MODIFIED row (new DV, ``dv_snapshot_id`` = new snapshot,
+   original ``snapshot_id``, facts Q5);
+2. **files in leaves** — found by a columnar scan of the candidate leaves' ``location`` column.
+   Per leaf (``v4_policy``): when its live entries stay at or above
+   ``write.v4.leaf.min-live-ratio`` the reference gets a cumulative manifest DV with this
+   snapshot's delta in ``deleted_positions`` / ``replaced_positions``, status MODIFIED,
+   ``dv_snapshot_id`` = new snapshot and its original tracking (Q5); a file getting a new DV
+   then lives on as a MODIFIED root-level entry. Otherwise the leaf is rewritten (removed rows
+   DELETED, REPLACED + MODIFIED pairs for new DVs, other live rows EXISTING with materialised
+   tracking); a leaf left without live rows is dropped. Legacy (format_version 0) manifests cannot
+   carry MDVs and are always rewritten;
+3. **added files** — ADDED entries (a file born with a DV carries it, ``dv_snapshot_id`` = new
+   snapshot). Root-level entries stay inline while they fit ``write.v4.root.max-inline-entries``
+   (a single-file commit); otherwise all of them are flushed into new leaves. Equality delete
+   files always go to leaves; position delete files are refused (v4 DVs are colocated);
+4. **compaction** — once the root references ``write.v4.compaction.min-small-leaves`` small
+   leaves of one content, their live rows are merged (EXISTING, materialised tracking) into the
+   new leaves of this commit;
+5. **row ids** — in root order, references without ``first_row_id`` and inline DATA entries
+   without one get ranges from the snapshot's ``first-row-id`` counter; ``added-rows`` is the
+   counter's advance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from icefloe.errors import IcefloeError, ValidationError
+from icefloe.formats.bitmaps import manifest_dv_codec
+from icefloe.formats.content_entry import ContentRow
+from icefloe.formats.content_stats import ContentStats, StatsLayout
+from icefloe.formats.roaring64 import PositionBitmap
+from icefloe.spec.content import (
+    DataFile,
+    DeletionVectorRef,
+    EntryStatus,
+    FileContent,
+    ManifestContent,
+    ManifestEntry,
+    ManifestFile,
+)
+from icefloe.spec.snapshots import Snapshot
+from icefloe.spec.table_metadata import TableMetadata
+from icefloe.tree.locations import LocationProvider
+from icefloe.tree.summary import snapshot_summary
+from icefloe.tree.v4_leaves import TreeFiles, materialised
+from icefloe.tree.v4_policy import MODIFIED_KEEPS_SNAPSHOT_ID, V4Policy
+from icefloe.tree.v4_read import leaf_rows, live_leaf_entries, locate, positions
+from icefloe.tree.v4_upgrade import ParentTree, parent_tree
+from icefloe.tree.write_seam import TreeChange, TreeResult
+
+BOUNDS_PRUNING_LIMIT = 1000
+"""Removals of more files than this look in every leaf of the right content and spec."""
+
+
+@dataclass
+class _Commit:
+    """The state of one v4 commit attempt while the new root is assembled."""
+
+    files: TreeFiles
+    removed: dict[str, ManifestEntry]
+    dvs: dict[str, DeletionVectorRef]
+    refs: list[ManifestFile] = field(default_factory=list)  # carried / MDV / rewritten references
+    new_refs: list[ManifestFile] = field(default_factory=list)  # leaves written by this commit
+    root_live: list[ManifestEntry] = field(default_factory=list)  # live root-level entries
+    root_replaced: list[ManifestEntry] = field(default_factory=list)  # REPLACED root rows
+    found: list[ManifestEntry] = field(default_factory=list)  # removed entries as they were live
+    superseded: list[ManifestEntry] = field(default_factory=list)  # DVs that stop applying
+    done: set[str] = field(default_factory=set)  # removed / DV paths handled
+    dv_targets: dict[str, DataFile] = field(default_factory=dict)  # existing files getting a new DV
+
+    @property
+    def snapshot_id(self) -> int:
+        """The new snapshot's id."""
+        return self.files.snapshot_id
+
+
+def _dv_file(data_file: DataFile, dv: DeletionVectorRef) -> DataFile:
+    """A colocated DV seen as a Puffin position-delete file (for summary counters)."""
+    return DataFile(
+        file_path=dv.location,
+        file_format="puffin",
+        record_count=dv.cardinality,
+        file_size_in_bytes=dv.size_in_bytes,
+        content=FileContent.POSITION_DELETES,
+        spec_id=data_file.spec_id,
+        partition=data_file.partition,
+        referenced_data_file=data_file.file_path,
+        content_offset=dv.offset,
+        content_size_in_bytes=dv.size_in_bytes,
+    )
+
+
+def _retire_dv(c: _Commit, e: ManifestEntry) -> None:
+    """Count the DV of an entry that is removed or gets a new DV as removed."""
+    dv = e.data_file.deletion_vector
+    if dv is not None:
+        c.superseded.append(e.with_changes(status=EntryStatus.DELETED, data_file=_dv_file(e.data_file, dv)))
+
+
+def _dv_pair(c: _Commit, e: ManifestEntry, dv: DeletionVectorRef) -> tuple[ManifestEntry, ManifestEntry]:
+    """REPLACED (prior DV kept) and MODIFIED (new DV) rows for a live entry getting a new DV."""
+    _retire_dv(c, e)
+    replaced = e.with_changes(status=EntryStatus.REPLACED, snapshot_id=c.snapshot_id)
+    modified = e.with_changes(
+        status=EntryStatus.MODIFIED,
+        snapshot_id=e.snapshot_id if MODIFIED_KEEPS_SNAPSHOT_ID else c.snapshot_id,
+        data_file=e.data_file.with_changes(deletion_vector=dv),
+        dv_snapshot_id=c.snapshot_id,
+    )
+    c.done.add(e.data_file.file_path)
+    c.dv_targets[e.data_file.file_path] = e.data_file
+    return replaced, modified
+
+
+def _remove(c: _Commit, e: ManifestEntry) -> ManifestEntry:
+    """Record a removal; returns the DELETED row a rewritten leaf keeps for it."""
+    c.found.append(e)
+    c.done.add(e.data_file.file_path)
+    _retire_dv(c, e)
+    return e.with_changes(status=EntryStatus.DELETED, snapshot_id=c.snapshot_id)
+
+
+def _apply_to_inline(c: _Commit, inline: list[ManifestEntry]) -> None:
+    for e in inline:
+        path = e.data_file.file_path
+        if path in c.removed and path not in c.done:
+            _remove(c, e)
+        elif path in c.dvs and path not in c.done:
+            replaced, modified = _dv_pair(c, e, c.dvs[path])
+            c.root_replaced.append(replaced)
+            c.root_live.append(modified)
+        else:
+            c.root_live.append(e)
+
+
+def _live_count(ref: ManifestFile, mdv: set[int]) -> int:
+    live = (ref.added_files_count or 0) + (ref.existing_files_count or 0) + ref.modified_files_count
+    return live - len(mdv)
+
+
+def _loose(stats: dict[int, Any] | None) -> dict[int, Any] | None:
+    """Aggregated stats under a manifest DV: still valid bounds, no longer tight (facts Q15)."""
+    if not stats:
+        return stats
+    out: ContentStats = {}
+    for fid, cs in stats.items():
+        out[fid] = cs if not cs.tight_bounds else replace(cs, tight_bounds=False)
+    return out
+
+
+def _locate_all(c: _Commit, refs: list[ManifestFile], pending: set[str]) -> dict[str, dict[str, int]]:
+    """For each candidate reference, the pending paths it holds live (leaf position or index)."""
+    from icefloe.tree.read_seam import read_entries
+
+    io, md = c.files.io, c.files.md
+    out: dict[str, dict[str, int]] = {}
+    for ref in refs:
+        if not pending:
+            break
+        if ref.format_version < 4:
+            hits = {
+                e.data_file.file_path: i
+                for i, e in enumerate(read_entries(io, md, ref))
+                if e.is_live and e.data_file.file_path in pending
+            }
+        else:
+            hits = locate(io, md, ref, pending)
+        if hits:
+            out[ref.manifest_path] = hits
+            pending -= hits.keys()
+    return out
+
+
+def _may_hold(ref: ManifestFile, f: DataFile, layout: StatsLayout) -> bool:
+    """False when the reference's aggregated bounds exclude one of the file's own bounds."""
+    stats = ref.content_stats
+    if not stats or not f.lower_bounds or not f.upper_bounds:
+        return True
+    for col, cs in stats.items():
+        lo_b, hi_b = f.lower_bounds.get(col), f.upper_bounds.get(col)
+        if lo_b is None or hi_b is None or cs.lower_bound is None or cs.upper_bound is None:
+            continue
+        if col not in layout.codecs:
+            continue
+        decode = layout.codecs[col][0]
+        try:
+            if decode(hi_b) < cs.lower_bound or decode(lo_b) > cs.upper_bound:
+                return False
+        except (TypeError, ValueError, IcefloeError):
+            continue
+    return True
+
+
+def _candidates(c: _Commit, refs: list[ManifestFile], pending: set[str]) -> list[ManifestFile]:
+    """References that may hold a pending path: right content, spec and (for removals) bounds.
+
+    A file getting a new DV is known only by its path, so every data reference may hold it.
+    """
+    by_path = [c.removed[p].data_file if p in c.removed else None for p in pending]
+    use_bounds = len(by_path) <= BOUNDS_PRUNING_LIMIT
+    out = []
+    for ref in refs:
+        data_ref = ref.content == ManifestContent.DATA
+        for f in by_path:
+            if f is None:
+                if data_ref:
+                    break
+                continue
+            if (f.content == FileContent.DATA) != data_ref:
+                continue
+            if ref.partition_spec_id >= 0 and ref.partition_spec_id != f.spec_id:
+                continue
+            if not use_bounds or _may_hold(ref, f, c.files.layout):
+                break
+        else:
+            continue
+        out.append(ref)
+    return out
+
+
+def _apply_to_leaves(c: _Commit, parent: ParentTree) -> None:
+    pending = {p for p in (*c.removed, *c.dvs) if p not in c.done}
+    if not pending:
+        c.refs = list(parent.refs)
+        return
+    hits = _locate_all(c, _candidates(c, parent.refs, pending), set(pending))
+    codec = manifest_dv_codec(c.files.policy.mdv_encoding)
+    for ref in parent.refs:
+        here = hits.get(ref.manifest_path)
+        if not here:
+            c.refs.append(ref)
+            continue
+        if ref.format_version < 4:
+            _rewrite(c, ref, set(), legacy=True)
+            continue
+        mdv = positions(codec, ref.mdv, ref.manifest_path)
+        live_after = _live_count(ref, mdv) - len(here)
+        ratio = live_after / ref.record_count if ref.record_count else 0.0
+        if live_after > 0 and ratio < c.files.policy.min_live_ratio:
+            _rewrite(c, ref, mdv, legacy=False)
+        else:
+            _mark(c, ref, here, mdv, drop=live_after <= 0)
+
+
+def _mark(c: _Commit, ref: ManifestFile, here: dict[str, int], mdv: set[int], drop: bool) -> None:
+    """Remove / replace leaf rows through the reference's manifest DV (or drop a dead leaf)."""
+    deleted = {pos for path, pos in here.items() if path in c.removed}
+    replaced = {pos for path, pos in here.items() if path not in c.removed}
+    for path in here:
+        if path in c.removed:
+            _remove(c, c.removed[path])
+    if replaced:
+        files = c.files
+        for pos, e in leaf_rows(files.io, files.md, ref):
+            if pos in replaced:
+                c.root_live.append(_dv_pair(c, e, c.dvs[e.data_file.file_path])[1])
+    if drop:
+        return
+    codec = manifest_dv_codec(c.files.policy.mdv_encoding)
+    c.refs.append(
+        ref.with_changes(
+            status=EntryStatus.MODIFIED,
+            mdv=codec.encode(PositionBitmap(sorted(mdv | deleted | replaced))),
+            deleted_positions=codec.encode(PositionBitmap(sorted(deleted))) if deleted else None,
+            replaced_positions=codec.encode(PositionBitmap(sorted(replaced))) if replaced else None,
+            dv_snapshot_id=c.snapshot_id,
+            content_stats=_loose(ref.content_stats),
+        )
+    )
+
+
+def _rewrite(c: _Commit, ref: ManifestFile, mdv: set[int], legacy: bool) -> None:
+    """Copy-on-write a leaf: DELETED / REPLACED + MODIFIED rows for this commit, the rest EXISTING."""
+    from icefloe.tree.read_seam import read_entries
+
+    files = c.files
+    if legacy:
+        rows = list(enumerate(read_entries(files.io, files.md, ref)))
+    else:
+        rows = leaf_rows(files.io, files.md, ref)
+    out: list[ManifestEntry] = []
+    for pos, e in rows:
+        if not e.is_live or pos in mdv:
+            continue
+        path = e.data_file.file_path
+        if path in c.removed and path not in c.done:
+            out.append(_remove(c, e))
+        elif path in c.dvs and path not in c.done:
+            out.extend(_dv_pair(c, e, c.dvs[path]))
+        else:
+            out.append(materialised(e))
+    if not any(e.is_live for e in out):
+        return
+    content = ManifestContent(ref.content)
+    if any(e.data_file.content == FileContent.POSITION_DELETES for e in out):
+        c.new_refs.append(files.write_legacy_deletes(out, ref.partition_spec_id))
+    else:
+        c.new_refs.extend(files.write_leaves(out, content))
+
+
+def _added_entries(
+    c: _Commit, added: list[DataFile], inline: bool, data_seq: int | None
+) -> list[ManifestEntry]:
+    """ADDED entries for new data files: explicit tracking inline, inherited in leaves."""
+    seq = c.files.seq
+    out = []
+    for f in added:
+        dv = c.dvs.get(f.file_path)
+        if dv is not None:
+            f = f.with_changes(deletion_vector=dv)
+            c.done.add(f.file_path)
+        dv_sid = c.snapshot_id if dv is not None else None
+        if inline:
+            out.append(ManifestEntry(EntryStatus.ADDED, c.snapshot_id, data_seq or seq, seq, f, dv_sid))
+        else:
+            out.append(ManifestEntry(EntryStatus.ADDED, None, data_seq, None, f, dv_sid))
+    return out
+
+
+def _small_tier(c: _Commit, ref: ManifestFile) -> int | None:
+    """The size tier of a small leaf (None when the leaf is not small or cannot be merged).
+
+    Tier ``t`` holds leaves with ``k**t <= live entries < k**(t+1)``, ``k`` =
+    ``write.v4.compaction.min-small-leaves``: merging ``k`` leaves of one tier makes a leaf of the
+    next tier, so each entry is rewritten about log_k(small-leaf-entries) times at most.
+    """
+    if ref.format_version < 4 and ref.content != ManifestContent.DATA:
+        return None  # legacy delete manifests may hold position deletes, which leaves cannot
+    policy = c.files.policy
+    mdv = positions(manifest_dv_codec(policy.mdv_encoding), ref.mdv, ref.manifest_path)
+    live = _live_count(ref, mdv)
+    if live >= policy.small_leaf_entries:
+        return None
+    tier, size = 0, policy.min_small_leaves
+    while size <= live:
+        tier, size = tier + 1, size * policy.min_small_leaves
+    return tier
+
+
+def _compact(c: _Commit, content: ManifestContent) -> list[ManifestEntry]:
+    """Live rows of the small leaves merged away by this commit (their references are dropped)."""
+    from icefloe.tree.read_seam import read_entries
+
+    policy = c.files.policy
+    if not policy.compaction_enabled:
+        return []
+    tiers: dict[int, list[ManifestFile]] = {}
+    for ref in c.refs:
+        if ref.content == content and (tier := _small_tier(c, ref)) is not None:
+            tiers.setdefault(tier, []).append(ref)
+    merged = [ref for group in tiers.values() if len(group) >= policy.min_small_leaves for ref in group]
+    if not merged:
+        return []
+    io, md = c.files.io, c.files.md
+    rows: list[ManifestEntry] = []
+    for ref in merged:
+        if ref.format_version < 4:
+            rows += [materialised(e) for e in read_entries(io, md, ref) if e.is_live]
+        else:
+            rows += [materialised(e) for e in live_leaf_entries(io, md, ref)]
+    gone = {r.manifest_path for r in merged}
+    c.refs = [r for r in c.refs if r.manifest_path not in gone]
+    return rows
+
+
+def _validate(md: TableMetadata, change: TreeChange, dvs: Mapping[str, DeletionVectorRef]) -> None:
+    for f in change.added_data_files:
+        if f.content != FileContent.DATA:
+            raise ValidationError(f"{f.file_path} is a delete file; add it with added_delete_files")
+    for f in change.added_delete_files:
+        if f.content == FileContent.DATA:
+            raise ValidationError(f"{f.file_path} is a data file; add it with added_data_files")
+        if f.content == FileContent.POSITION_DELETES:
+            raise ValidationError(
+                f"{f.file_path}: format version 4 tables take deletion vectors through "
+                "TreeChange.added_dvs (colocated with their data file), not position delete files"
+            )
+    both = set(dvs) & {e.data_file.file_path for e in change.removed_entries}
+    if both:
+        raise ValidationError(
+            f"cannot both remove a data file and give it a deletion vector: {sorted(both)[0]}"
+        )
+
+
+def _assign_row_ids(
+    c: _Commit, refs: list[ManifestFile], inline: list[ManifestEntry], start: int
+) -> tuple[list[ManifestFile], list[ManifestEntry], int]:
+    counter = start
+    out_refs = []
+    for ref in refs:
+        if ref.content == ManifestContent.DATA and ref.first_row_id is None:
+            if ref.manifest_path in c.files.unassigned:
+                need = c.files.unassigned[ref.manifest_path]
+            else:  # legacy v2 manifest (v3 rule: existing + added rows)
+                need = (ref.added_rows_count or 0) + (ref.existing_rows_count or 0)
+            ref = ref.with_changes(first_row_id=counter)
+            counter += need
+        out_refs.append(ref)
+    out_inline = []
+    for e in inline:
+        df = e.data_file
+        if df.content == FileContent.DATA and df.first_row_id is None:
+            e = e.with_changes(data_file=df.with_changes(first_row_id=counter))
+            counter += df.record_count
+        out_inline.append(e)
+    return out_refs, out_inline, counter
+
+
+def write_v4_tree(
+    io: Any,
+    metadata: TableMetadata,
+    parent: Snapshot | None,
+    change: TreeChange,
+    snapshot_id: int,
+    sequence_number: int,
+    location_provider: LocationProvider | None = None,
+    properties: Mapping[str, str] | None = None,
+    *,
+    merge: bool = False,
+    attempt: int = 1,
+    first_row_id: int | None = None,
+) -> TreeResult:
+    """Write the root (and any leaves) of a v4 snapshot.
+
+    ``change`` is a ``write_seam.TreeChange`` (its ``added_dvs`` maps data file paths to new
+    colocated deletion vectors). ``merge`` is accepted for symmetry: v4 compaction is governed by
+    ``write.v4.compaction.*``. On failure every file written by the attempt is deleted.
+    """
+    props = {**metadata.properties, **(properties or {})}
+    policy = V4Policy.from_properties(props)
+    manifest_dv_codec(policy.mdv_encoding)  # fail early on an unknown encoding
+    dvs = dict(change.added_dvs)
+    _validate(metadata, change, dvs)
+    files = TreeFiles(
+        io, metadata, location_provider or LocationProvider(metadata), snapshot_id, sequence_number, policy
+    )
+    c = _Commit(files, {e.data_file.file_path: e for e in change.removed_entries}, dvs)
+    added_paths = {f.file_path for f in change.added_data_files}
+    try:
+        tree = parent_tree(io, metadata, parent)
+        _apply_to_inline(c, tree.inline)
+        _apply_to_leaves(c, tree)
+        missing_dvs = [p for p in dvs if p not in c.done and p not in added_paths]
+        if missing_dvs:
+            raise ValidationError(f"cannot add a deletion vector for {missing_dvs[0]}: not a live data file")
+        if change.fail_missing_removals:
+            missing = [p for p in c.removed if p not in c.done]
+            if missing:
+                raise ValidationError(
+                    f"cannot remove {len(missing)} file(s) that are not live in the parent snapshot, "
+                    f"e.g. {missing[0]}"
+                )
+        root_rows = _place(c, change)
+        start = first_row_id if first_row_id is not None else (metadata.next_row_id or 0)
+        refs, inline, end = _assign_row_ids(c, [*c.new_refs, *c.refs], root_rows, start)
+        rows: list[ContentRow] = [*refs, *c.root_replaced, *inline]
+        root_path = files.write_root(rows, parent.snapshot_id if parent else None, attempt)
+    except BaseException:
+        files.cleanup()
+        raise
+    summary = _summary(parent, change, c)
+    return TreeResult(
+        manifest_list_location=None,
+        root_manifest_location=root_path,
+        manifests=refs,
+        first_row_id=start,
+        added_rows=end - start,
+        summary=summary,
+        written_files=list(files.written),
+        removed_entries=list(c.found),
+    )
+
+
+def _place(c: _Commit, change: TreeChange) -> list[ManifestEntry]:
+    """Decide inline vs leaves for root-level entries, run compaction; returns the inline rows."""
+    policy = c.files.policy
+    data_seq = change.added_data_sequence_number
+    n_data = sum(1 for e in c.root_live if e.data_file.content == FileContent.DATA) + len(
+        change.added_data_files
+    )
+    inline = policy.max_inline_entries > 0 and n_data <= policy.max_inline_entries
+    data_rows: list[ManifestEntry] = _compact(c, ManifestContent.DATA)
+    delete_rows: list[ManifestEntry] = _compact(c, ManifestContent.DELETES)
+    root: list[ManifestEntry] = []
+    if inline and not data_rows:
+        root = [*c.root_live, *_added_entries(c, list(change.added_data_files), True, data_seq)]
+    else:
+        for e in c.root_live:
+            (data_rows if e.data_file.content == FileContent.DATA else delete_rows).append(
+                materialised_row(e)
+            )
+        data_rows += _added_entries(c, list(change.added_data_files), False, data_seq)
+    delete_rows += [
+        ManifestEntry(EntryStatus.ADDED, None, data_seq, None, f) for f in change.added_delete_files
+    ]
+    if data_rows:
+        c.new_refs.extend(c.files.write_leaves(data_rows, ManifestContent.DATA))
+    if delete_rows:
+        c.new_refs.extend(c.files.write_leaves(delete_rows, ManifestContent.DELETES))
+    return root
+
+
+def materialised_row(e: ManifestEntry) -> ManifestEntry:
+    """A root-level entry moved into a leaf: MODIFIED rows of this commit stay MODIFIED."""
+    return e if e.status == EntryStatus.MODIFIED else materialised(e)
+
+
+def _summary(parent: Snapshot | None, change: TreeChange, c: _Commit) -> dict[str, str]:
+    """Standard counters; colocated DVs count as DV delete files (added / superseded)."""
+    targets = {f.file_path: f for f in change.added_data_files}
+    targets.update(c.dv_targets)
+    added_dvs = [_dv_file(targets[path], dv) for path, dv in c.dvs.items() if path in targets]
+    return snapshot_summary(
+        parent,
+        list(change.added_data_files),
+        [*change.added_delete_files, *added_dvs],
+        [*c.found, *c.superseded],
+    )
