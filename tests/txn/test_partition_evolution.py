@@ -328,6 +328,12 @@ def test_end_to_end_partition_evolution(tmp_path: Path, format_version: int) -> 
     assert sorted(r["id"] for r in static.scan(row_filter="cat == 'x'").to_arrow().to_pylist()) == [1, 3, 4]
     assert sorted(r["id"] for r in static.scan(snapshot_id=s2).to_arrow().to_pylist()) == [1, 2, 3, 4, 5]
     assert [s.spec_id for s in static.metadata.partition_specs] == [0, 1, 2]
+    from tests.support.interop import read_with_duckdb
+
+    duck = read_with_duckdb(table.metadata_location)
+    assert sorted(duck["id"].to_pylist()) == [1, 2, 3, 4, 5, 6]
+    duck_s2 = read_with_duckdb(table.metadata_location, snapshot_id=s2)
+    assert sorted(duck_s2["id"].to_pylist()) == [1, 2, 3, 4, 5]
 
 
 def test_existing_fields_named_like_columns_do_not_block_evolution() -> None:

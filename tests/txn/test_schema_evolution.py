@@ -666,6 +666,11 @@ def test_end_to_end_evolution_reads_every_snapshot(tmp_path: Path) -> None:
     assert pyiceberg_rows(table, s1) == at_s1
     assert pyiceberg_rows(table, s2) == at_s2
     assert pyiceberg_rows(table) == at_s3
+    # ... and so does DuckDB
+    from tests.support.interop import read_with_duckdb
+
+    for snapshot_id, want in ((s1, at_s1), (s2, at_s2), (s3, at_s3)):
+        assert rows(read_with_duckdb(table.metadata_location, snapshot_id=snapshot_id)) == want
     # field ids were kept; new ids came after last-column-id
     fresh = table.catalog.load_table("db.t")
     assert [(f.field_id, f.name) for f in fresh.schema().fields] == [
