@@ -68,10 +68,15 @@ def plan_files(
 
     def keep_manifest(m: ManifestFile) -> bool:
         stats.manifests_total += 1
-        if m.content == ManifestContent.DELETES or not filtering:
+        if not filtering:
             return True
         evaluator = manifest_evaluators.get(m.partition_spec_id)
-        keep = (evaluator is None or evaluator.eval(m)) and (leaf_stats is None or leaf_stats(m))
+        keep = evaluator is None or evaluator.eval(m)
+        # Deletes apply only within their own spec and partition (or everywhere, for an
+        # unpartitioned spec, whose evaluator keeps everything), so partition pruning is safe for
+        # them; column stats of delete files say nothing about the data rows, so only data skip on them.
+        if m.content != ManifestContent.DELETES:
+            keep = keep and (leaf_stats is None or leaf_stats(m))
         if not keep:
             stats.manifests_skipped += 1
         return keep
@@ -79,7 +84,10 @@ def plan_files(
     def keep_entry(e: ManifestEntry) -> bool:
         f = e.data_file
         if f.content != FileContent.DATA:
-            return True
+            if not filtering:
+                return True
+            delete_evaluator = partition_evaluators.get(f.spec_id)
+            return delete_evaluator is None or delete_evaluator.eval(f.partition)
         stats.files_considered += 1
         if not filtering:
             return True
