@@ -102,3 +102,11 @@ def test_missing_delete_file_names_the_file(catalog: Catalog) -> None:
     Path(local_path(delete_path)).unlink()
     with pytest.raises(NotFound, match=Path(local_path(delete_path)).name):
         table.to_arrow()
+
+
+def test_empty_projection_keeps_the_row_count(catalog: Catalog) -> None:
+    table = _table(catalog, 3)
+    _delete_positions(table, {0: [5, 6]})  # ids 5 and 6
+    scan = table.scan(selected_fields=(), row_filter="id >= 5")  # ids 7..19 remain
+    assert scan.to_arrow().num_rows == 13
+    assert scan.to_arrow().num_columns == 0

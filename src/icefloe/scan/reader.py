@@ -105,7 +105,11 @@ def read_tasks(
             break
     if not batches:
         return out_schema.empty_table()
-    result = pa.concat_tables(batches)
+    if not len(out_schema):
+        # concat_tables drops the row count of column-less tables; rebuild it from the total.
+        result = pa.table({"_": pa.nulls(total)}).select([])
+    else:
+        result = pa.concat_tables(batches)
     return result.slice(0, limit) if limit is not None else result
 
 
@@ -172,6 +176,8 @@ def _finish(table: pa.Table, task: FileScanTask, request: ReadRequest) -> pa.Tab
             seq = task.data_sequence_number if task.data_file.first_row_id is not None else None
             default = pa.scalar(seq, pa.int64())
             columns.append(pc.coalesce(table.column(LAST_UPDATED_SEQ.name), default))
+    if not columns:
+        return table.select([])  # no columns selected: keep the row count (e.g. for count(*))
     stored = pa.schema([f.with_type(c.type) for f, c in zip(out_schema, columns, strict=True)])
     table = pa.Table.from_arrays(columns, schema=stored)
     return table if stored == out_schema else table.cast(out_schema)
