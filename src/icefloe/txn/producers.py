@@ -16,13 +16,14 @@ from icefloe.errors import CommitConflict, NotFound, ValidationError
 from icefloe.expressions.ast import AlwaysTrue, Expression
 from icefloe.expressions.evaluators import InclusiveMetricsEvaluator, PartitionEvaluator
 from icefloe.expressions.projection import strict_projection
-from icefloe.spec.content import DataFile, FileContent, ManifestEntry
+from icefloe.spec.content import DataFile, DeletionVectorRef, FileContent, ManifestEntry
 from icefloe.spec.snapshots import MAIN_BRANCH, Operation, RefType, Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.updates import AddSnapshot, SetSnapshotRef, TableUpdate
 from icefloe.tree.locations import LocationProvider
 from icefloe.tree.read_seam import live_entries
 from icefloe.tree.write_seam import TreeChange, write_snapshot_tree
+from icefloe.txn.isolation import IsolationLevel
 from icefloe.txn.transaction import AttemptContext
 
 
@@ -131,6 +132,7 @@ class OverwriteFiles(SnapshotProducer):
     added: list[DataFile] = field(default_factory=list)
     base_snapshot_id: int | None = None
     conflict_filter: Expression | None = None
+    isolation_level: IsolationLevel = IsolationLevel.SERIALIZABLE
 
     def change(self, ctx: AttemptContext, current: TableMetadata, parent: Snapshot | None) -> TreeChange:
         """Validate that removed files are still live and no conflicting data was added."""
@@ -163,11 +165,18 @@ class RowDelta(SnapshotProducer):
     added_data: list[DataFile] = field(default_factory=list)
     added_deletes: list[DataFile] = field(default_factory=list)
     removed_deletes: list[ManifestEntry] = field(default_factory=list)
+    # v4: new colocated deletion vectors by data file path (merged with the file's earlier deletes)
+    added_dvs: dict[str, DeletionVectorRef] = field(default_factory=dict)
+    # conflict validation: the snapshot the change was computed from, the rows it looked at
+    base_snapshot_id: int | None = None
+    conflict_filter: Expression | None = None
+    isolation_level: IsolationLevel = IsolationLevel.SERIALIZABLE
 
     def __post_init__(self) -> None:
-        if self.added_deletes and self.added_data:
+        has_deletes = bool(self.added_deletes or self.added_dvs)
+        if has_deletes and self.added_data:
             self.operation = Operation.OVERWRITE
-        elif self.added_deletes or self.removed_deletes:
+        elif has_deletes or self.removed_deletes:
             self.operation = Operation.DELETE
         else:
             self.operation = Operation.APPEND
@@ -176,13 +185,10 @@ class RowDelta(SnapshotProducer):
         """Validate that referenced data files are live and superseded deletes still exist."""
         _check_specs(current, [*self.added_data, *self.added_deletes])
         live = _live_by_path(ctx, current, parent)
-        for f in self.added_deletes:
-            target = f.referenced_data_file
-            if (
-                target is not None
-                and target not in live
-                and target not in {d.file_path for d in self.added_data}
-            ):
+        added_paths = {d.file_path for d in self.added_data}
+        targets = [f.referenced_data_file for f in self.added_deletes] + list(self.added_dvs)
+        for target in targets:
+            if target is not None and target not in live and target not in added_paths:
                 raise CommitConflict(
                     f"cannot add deletes for {target}: the data file is not live (removed concurrently?)",
                     retryable=False,
@@ -199,6 +205,7 @@ class RowDelta(SnapshotProducer):
             added_data_files=list(self.added_data),
             added_delete_files=list(self.added_deletes),
             removed_entries=retired,
+            added_dvs=dict(self.added_dvs),
         )
 
 
