@@ -7,13 +7,16 @@ none); malformed input raises ``CorruptMetadata`` and ``format-version`` above 4
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from icefloe.errors import CorruptMetadata, IcefloeError, Unsupported, ValidationError
 from icefloe.spec.conversions import from_json_value, to_json_value
+from icefloe.spec.json_fragments import COMPACT, Fragments, RawArray, fragments_for
 from icefloe.spec.partitioning import PARTITION_FIELD_ID_START, PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.snapshots import (
@@ -311,11 +314,43 @@ def sort_order_from_dict(data: Any) -> SortOrder:
 
 
 # ---------------------------------------------------------------------------------------------
+# locations (format version 4 writes metadata locations relative to the table location)
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+
+
+def relative_location(location: str, table_location: str) -> str:
+    """``location`` relative to ``table_location`` when it lies under it (Java
+    ``LocationUtil.relativizeLocation``); unchanged otherwise or without a table location."""
+    if table_location and not table_location.endswith("/") and location.startswith(table_location + "/"):
+        return location[len(table_location) + 1 :]
+    return location
+
+
+def resolve_location(location: str, table_location: str) -> str:
+    """A metadata location as an absolute one: a location without a URI scheme is relative to the
+    table location (spec "Path Resolution": joined with one ``/``, nothing normalised)."""
+    if not table_location or _SCHEME.match(location):
+        return location
+    return f"{table_location}/{location}"
+
+
+def _resolved_root(snapshot: Snapshot, table_location: str) -> Snapshot:
+    root = snapshot.root_manifest
+    if root is None or _SCHEME.match(root):
+        return snapshot
+    return dataclasses.replace(snapshot, root_manifest=resolve_location(root, table_location))
+
+
+# ---------------------------------------------------------------------------------------------
 # snapshots and refs
 
 
-def snapshot_to_dict(snapshot: Snapshot, format_version: int = 2) -> dict[str, Any]:
-    """JSON object of a snapshot, with the keys the format version writes."""
+def snapshot_to_dict(snapshot: Snapshot, format_version: int = 2, table_location: str = "") -> dict[str, Any]:
+    """JSON object of a snapshot, with the keys the format version writes.
+
+    From format version 4 on, a ``root-manifest`` under ``table_location`` is written relative to it.
+    """
     out: dict[str, Any] = {}
     if format_version >= 2:
         out["sequence-number"] = snapshot.sequence_number
@@ -326,7 +361,11 @@ def snapshot_to_dict(snapshot: Snapshot, format_version: int = 2) -> dict[str, A
     if snapshot.summary or format_version >= 2:
         out["summary"] = dict(snapshot.summary)
     if snapshot.root_manifest is not None:
-        out["root-manifest"] = snapshot.root_manifest
+        out["root-manifest"] = (
+            relative_location(snapshot.root_manifest, table_location)
+            if format_version >= 4
+            else snapshot.root_manifest
+        )
     if snapshot.manifest_list is not None:
         out["manifest-list"] = snapshot.manifest_list
     if snapshot.manifests is not None:
@@ -344,6 +383,51 @@ def snapshot_to_dict(snapshot: Snapshot, format_version: int = 2) -> dict[str, A
 
 def snapshot_from_dict(data: Any) -> Snapshot:
     """Parse a snapshot object (v1 ``manifests`` list, v3 row lineage, v4 ``root-manifest``)."""
+    fast = _snapshot_from_dict_fast(data)
+    return fast if fast is not None else _snapshot_from_dict_checked(data)
+
+
+def _snapshot_from_dict_fast(data: Any) -> Snapshot | None:
+    """The common well-formed case without per-field checks (None: take the checked path)."""
+    if type(data) is not dict or "manifests" in data:
+        return None
+    get = data.get
+    snapshot_id, timestamp_ms, summary = get("snapshot-id"), get("timestamp-ms"), get("summary")
+    parent, seq, schema_id = get("parent-snapshot-id"), get("sequence-number"), get("schema-id")
+    first_row_id, added_rows = get("first-row-id"), get("added-rows")
+    manifest_list, root_manifest, key_id = get("manifest-list"), get("root-manifest"), get("key-id")
+    if type(snapshot_id) is not int or type(timestamp_ms) is not int:
+        return None
+    for number in (parent, seq, schema_id, first_row_id, added_rows):
+        if number is not None and type(number) is not int:
+            return None
+    for text in (manifest_list, root_manifest, key_id):
+        if text is not None and type(text) is not str:
+            return None
+    if manifest_list is None and root_manifest is None:
+        return None
+    if summary is None:
+        summary = {}
+    elif type(summary) is not dict:
+        return None
+    else:
+        summary = {k: v if type(v) is str else str(v) for k, v in summary.items()}
+    return Snapshot(
+        snapshot_id=snapshot_id,
+        timestamp_ms=timestamp_ms,
+        summary=summary,
+        parent_snapshot_id=parent,
+        sequence_number=seq or 0,
+        manifest_list=manifest_list,
+        root_manifest=root_manifest,
+        schema_id=schema_id,
+        first_row_id=first_row_id,
+        added_rows=added_rows,
+        key_id=key_id,
+    )
+
+
+def _snapshot_from_dict_checked(data: Any) -> Snapshot:
     what = "snapshot"
     snapshot_id = _req_int(data, "snapshot-id", what)
     what = f"snapshot {snapshot_id}"
@@ -499,6 +583,9 @@ def _table_metadata_from_dict(data: Mapping[str, Any]) -> TableMetadata:
         default_sort_order_id = orders[0].order_id if orders else 0
 
     snapshots = tuple(snapshot_from_dict(s) for s in _opt_list(data, "snapshots", what))
+    table_location = data.get("location")
+    if fv >= 4 and isinstance(table_location, str) and table_location:
+        snapshots = tuple(_resolved_root(s, table_location) for s in snapshots)
     current_snapshot_id = _opt_int(data, "current-snapshot-id", what)
     if current_snapshot_id == -1:
         current_snapshot_id = None
@@ -512,20 +599,13 @@ def _table_metadata_from_dict(data: Mapping[str, Any]) -> TableMetadata:
     if MAIN_BRANCH not in refs and current_snapshot_id is not None:
         refs[MAIN_BRANCH] = SnapshotRef(current_snapshot_id, RefType.BRANCH)
 
-    snapshot_log = tuple(
-        SnapshotLogEntry(
-            _req_int(e, "timestamp-ms", "snapshot-log entry"),
-            _req_int(e, "snapshot-id", "snapshot-log entry"),
+    snapshot_log = _log_entries(data, "snapshot-log", "snapshot-id", SnapshotLogEntry)
+    metadata_log = _log_entries(data, "metadata-log", "metadata-file", MetadataLogEntry)
+    if fv >= 4 and isinstance(table_location, str) and table_location:
+        metadata_log = tuple(
+            MetadataLogEntry(e.timestamp_ms, resolve_location(e.metadata_file, table_location))
+            for e in metadata_log
         )
-        for e in _opt_list(data, "snapshot-log", what)
-    )
-    metadata_log = tuple(
-        MetadataLogEntry(
-            _req_int(e, "timestamp-ms", "metadata-log entry"),
-            str(_req(e, "metadata-file", "metadata-log entry")),
-        )
-        for e in _opt_list(data, "metadata-log", what)
-    )
 
     properties = data.get("properties") or {}
     if not isinstance(properties, dict):
@@ -583,8 +663,46 @@ def _table_metadata_from_dict(data: Mapping[str, Any]) -> TableMetadata:
     )
 
 
+def _log_entries(
+    data: Mapping[str, Any], key: str, value_key: str, cls: Callable[[int, Any], Any]
+) -> tuple[Any, ...]:
+    """Parse ``snapshot-log`` / ``metadata-log`` entries (``timestamp-ms`` plus one value each)."""
+    what = f"{key} entry"
+    value_type = int if value_key == "snapshot-id" else str
+    out = []
+    for e in _opt_list(data, key, "table metadata"):
+        if type(e) is dict and type(e.get("timestamp-ms")) is int and type(e.get(value_key)) is value_type:
+            out.append(cls(e["timestamp-ms"], e[value_key]))
+        elif value_type is int:
+            out.append(cls(_req_int(e, "timestamp-ms", what), _req_int(e, value_key, what)))
+        else:
+            out.append(cls(_req_int(e, "timestamp-ms", what), str(_req(e, value_key, what))))
+    return tuple(out)
+
+
 def table_metadata_to_dict(md: TableMetadata) -> dict[str, Any]:
     """JSON object of table metadata, with the keys and omissions of its format version."""
+    return _metadata_members(md, None)
+
+
+def _schema_id(s: Schema) -> int:
+    return s.schema_id
+
+
+def _spec_id(s: PartitionSpec) -> int:
+    return s.spec_id
+
+
+def _order_id(o: SortOrder) -> int:
+    return o.order_id
+
+
+def _snapshot_id(s: Snapshot) -> int:
+    return s.snapshot_id
+
+
+def _metadata_members(md: TableMetadata, fragments: Fragments | None) -> dict[str, Any]:
+    """The top-level members in file order; with ``fragments`` the big lists are pre-encoded JSON."""
     fv = md.format_version
     out: dict[str, Any] = {"format-version": fv}
     if md.table_uuid or fv >= 2:
@@ -598,14 +716,23 @@ def table_metadata_to_dict(md: TableMetadata) -> dict[str, Any]:
     if fv == 1:
         out["schema"] = schema_to_dict(md.schema())
     out["current-schema-id"] = md.current_schema_id
-    out["schemas"] = [schema_to_dict(s) for s in md.schemas]
+    if fragments is None:
+        out["schemas"] = [schema_to_dict(s) for s in md.schemas]
+    else:
+        out["schemas"] = fragments.join("schema", md.schemas, _schema_id, _encoder(schema_to_dict))
     if fv == 1:
         out["partition-spec"] = [_partition_field_to_dict(f) for f in md.spec().fields]
     out["default-spec-id"] = md.default_spec_id
-    out["partition-specs"] = [spec_to_dict(s) for s in md.partition_specs]
+    if fragments is None:
+        out["partition-specs"] = [spec_to_dict(s) for s in md.partition_specs]
+    else:
+        out["partition-specs"] = fragments.join("spec", md.partition_specs, _spec_id, _encoder(spec_to_dict))
     out["last-partition-id"] = md.last_partition_id
     out["default-sort-order-id"] = md.default_sort_order_id
-    out["sort-orders"] = [sort_order_to_dict(o) for o in md.sort_orders]
+    if fragments is None:
+        out["sort-orders"] = [sort_order_to_dict(o) for o in md.sort_orders]
+    else:
+        out["sort-orders"] = fragments.join("order", md.sort_orders, _order_id, _encoder(sort_order_to_dict))
     out["properties"] = dict(md.properties)
     if md.current_snapshot_id is not None:
         out["current-snapshot-id"] = md.current_snapshot_id
@@ -614,14 +741,27 @@ def table_metadata_to_dict(md: TableMetadata) -> dict[str, Any]:
     if fv >= 3:
         out["next-row-id"] = md.next_row_id or 0
     out["refs"] = {name: ref_to_dict(r) for name, r in md.refs.items()}
-    out["snapshots"] = [snapshot_to_dict(s, fv) for s in md.snapshots]
+    if fragments is None:
+        out["snapshots"] = [snapshot_to_dict(s, fv, md.location) for s in md.snapshots]
+    else:
+        out["snapshots"] = fragments.join(
+            f"snapshot-v{fv}-{md.location}",
+            md.snapshots,
+            _snapshot_id,
+            _encoder(lambda s: snapshot_to_dict(s, fv, md.location)),
+        )
     out["statistics"] = list(md.statistics)
     out["partition-statistics"] = list(md.partition_statistics)
-    out["snapshot-log"] = [
-        {"timestamp-ms": e.timestamp_ms, "snapshot-id": e.snapshot_id} for e in md.snapshot_log
-    ]
+    if fragments is None:
+        out["snapshot-log"] = [
+            {"timestamp-ms": e.timestamp_ms, "snapshot-id": e.snapshot_id} for e in md.snapshot_log
+        ]
+    else:
+        out["snapshot-log"] = fragments.join("snapshot-log", md.snapshot_log, None, _snapshot_log_entry_json)
+    relative = md.location if fv >= 4 else ""
     out["metadata-log"] = [
-        {"timestamp-ms": e.timestamp_ms, "metadata-file": e.metadata_file} for e in md.metadata_log
+        {"timestamp-ms": e.timestamp_ms, "metadata-file": relative_location(e.metadata_file, relative)}
+        for e in md.metadata_log
     ]
     if md.encryption_keys:
         out["encryption-keys"] = list(md.encryption_keys)
@@ -631,6 +771,50 @@ def table_metadata_to_dict(md: TableMetadata) -> dict[str, Any]:
 
 
 def table_metadata_to_json(md: TableMetadata, indent: int | None = None) -> str:
-    """Serialise table metadata to JSON text (compact unless ``indent`` is given)."""
-    separators = (",", ":") if indent is None else (",", ": ")
-    return json.dumps(table_metadata_to_dict(md), indent=indent, separators=separators, ensure_ascii=False)
+    """Serialise table metadata to JSON text (compact unless ``indent`` is given).
+
+    The compact form is what metadata files hold. Its snapshots, schemas, partition specs, sort
+    orders and snapshot-log are encoded once per table and reused by later writes of the same
+    table (they are immutable), so a commit to a table with a long history mostly joins cached
+    strings. The text is exactly ``json.dumps(table_metadata_to_dict(md), separators=(",", ":"),
+    ensure_ascii=False)``.
+    """
+    if indent is not None:
+        return json.dumps(
+            table_metadata_to_dict(md), indent=indent, separators=(",", ": "), ensure_ascii=False
+        )
+    return "".join(table_metadata_json_chunks(md))
+
+
+def table_metadata_json_chunks(md: TableMetadata) -> list[str]:
+    """The compact JSON text of ``md`` (``table_metadata_to_json``) in pieces, for incremental codecs.
+
+    The odd-numbered chunks are the bodies of the memoised arrays (snapshots, snapshot-log,
+    schemas, specs, sort orders) without their closing ``]``: from one commit of a table to the
+    next such a body usually only grows at its end. The even-numbered chunks are the text around
+    them.
+    """
+    encode = COMPACT.encode
+    chunks: list[str] = []
+    pending: list[str] = []
+    for key, value in _metadata_members(md, fragments_for(md)).items():
+        pending += (",", encode(key), ":")
+        if type(value) is RawArray:
+            chunks += ("".join(pending), value.body)
+            pending = ["]"]
+        else:
+            pending.append(encode(value))
+    pending.append("}")
+    chunks.append("".join(pending))
+    chunks[0] = "{" + chunks[0][1:]
+    return chunks
+
+
+def _encoder(to_dict: Callable[[Any], Any]) -> Callable[[Any], str]:
+    return lambda item: COMPACT.encode(to_dict(item))
+
+
+def _snapshot_log_entry_json(e: SnapshotLogEntry) -> str:
+    if type(e.timestamp_ms) is int and type(e.snapshot_id) is int:
+        return f'{{"timestamp-ms":{e.timestamp_ms},"snapshot-id":{e.snapshot_id}}}'
+    return COMPACT.encode({"timestamp-ms": e.timestamp_ms, "snapshot-id": e.snapshot_id})

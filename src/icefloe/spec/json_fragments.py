@@ -1,0 +1,148 @@
+"""Memoised JSON of table metadata: the text of snapshots, schemas, specs, sort orders and the
+snapshot-log is kept per table and reused by the table's next write (see ``Fragments``).
+
+Used by ``json_codec.table_metadata_to_json``; nothing here changes the text written.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from icefloe.spec.snapshots import Snapshot
+from icefloe.spec.table_metadata import TableMetadata
+
+COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+_FRAGMENT_TABLES = 32
+_FRAGMENT_CHARS = 64 * 1024 * 1024  # beyond this much kept text, the least recent tables are dropped
+
+
+class RawArray:
+    """An already-encoded JSON array: ``body`` is its text without the closing ``]``."""
+
+    __slots__ = ("body",)
+
+    def __init__(self, body: str) -> None:
+        self.body = body
+
+
+class _EncodedList:
+    """One JSON array as last written: its items, its text, and each item's text by id."""
+
+    __slots__ = ("body", "by_key", "items")
+
+    def __init__(self, items: tuple[Any, ...], body: str, by_key: dict[int, tuple[Any, str]]) -> None:
+        self.items = items
+        self.body = body  # the array's text without its closing "]"
+        self.by_key = by_key
+
+
+_EMPTY_LIST = _EncodedList((), "[", {})
+
+
+class Fragments:
+    """Encoded JSON of one table's snapshots, schemas, specs, sort orders and snapshot-log.
+
+    New metadata usually holds the very objects of the previous write plus a few at the end (the
+    tuples only grow between commits): then the previous array text is extended. Otherwise each
+    item is looked up by id, and its text reused when the same object (or, for snapshots, an
+    equal one with the same summary order, e.g. after a reload) was written under that id. Texts
+    of items no longer present are dropped.
+    """
+
+    def __init__(self) -> None:
+        self._lists: dict[str, _EncodedList] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def chars(self) -> int:
+        """How much encoded text is kept."""
+        with self._lock:
+            return sum(len(kept.body) for kept in self._lists.values())
+
+    def join(
+        self,
+        kind: str,
+        items: tuple[Any, ...],
+        key: Callable[[Any], int] | None,
+        to_json: Callable[[Any], str],
+    ) -> RawArray:
+        """The JSON array of ``items``, each encoded at most once while it stays in the metadata."""
+        with self._lock:
+            last = self._lists.get(kind, _EMPTY_LIST)
+        items = tuple(items)
+        known = len(last.items)
+        if known and len(items) >= known and all(map(operator.is_, last.items, items[:known])):
+            fresh = self._extended(last, items, key, to_json)
+        else:
+            fresh = self._rebuilt(last, items, key, to_json)
+        with self._lock:
+            self._lists[kind] = fresh
+        return RawArray(fresh.body)
+
+    @staticmethod
+    def _extended(
+        last: _EncodedList,
+        items: tuple[Any, ...],
+        key: Callable[[Any], int] | None,
+        to_json: Callable[[Any], str],
+    ) -> _EncodedList:
+        added = items[len(last.items) :]
+        if not added:
+            return last
+        texts = [to_json(item) for item in added]
+        by_key = dict(last.by_key)
+        if key is not None:
+            by_key.update((key(item), (item, text)) for item, text in zip(added, texts, strict=True))
+        return _EncodedList(items, last.body + "," + ",".join(texts), by_key)
+
+    @staticmethod
+    def _rebuilt(
+        last: _EncodedList,
+        items: tuple[Any, ...],
+        key: Callable[[Any], int] | None,
+        to_json: Callable[[Any], str],
+    ) -> _EncodedList:
+        texts = []
+        by_key: dict[int, tuple[Any, str]] = {}
+        for item in items:
+            k = key(item) if key is not None else None
+            hit = last.by_key.get(k) if k is not None else None
+            if hit is not None and (hit[0] is item or _same_json(hit[0], item)):
+                text = hit[1]
+            else:
+                text = to_json(item)
+            if k is not None:
+                by_key[k] = (item, text)
+            texts.append(text)
+        return _EncodedList(items, "[" + ",".join(texts), by_key)
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """Whether two equal-looking objects encode alike: snapshots only (their summary order matters)."""
+    return type(a) is Snapshot and a == b and list(a.summary) == list(b.summary)
+
+
+_fragments: OrderedDict[str, Fragments] = OrderedDict()
+_fragments_lock = threading.Lock()
+
+
+def fragments_for(md: TableMetadata) -> Fragments:
+    """The fragment memo of ``md``'s table (by uuid; the most recently written tables are kept, at
+    most ``_FRAGMENT_TABLES`` of them and ``_FRAGMENT_CHARS`` of text)."""
+    key = md.table_uuid or md.location
+    with _fragments_lock:
+        found = _fragments.get(key)
+        if found is None:
+            found = _fragments[key] = Fragments()
+            while len(_fragments) > _FRAGMENT_TABLES:
+                _fragments.popitem(last=False)
+        else:
+            _fragments.move_to_end(key)
+        while len(_fragments) > 1 and sum(f.chars for f in _fragments.values()) > _FRAGMENT_CHARS:
+            _fragments.popitem(last=False)
+        return found
