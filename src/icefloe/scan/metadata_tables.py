@@ -251,8 +251,10 @@ def entries_table(io: FileIO, md: TableMetadata, snapshot_id: int | None = None)
     layout = _Layout(md)
     files = [e.data_file for e in entries]
     data_file = layout.files(files).combine_chunks()
-    struct = pa.StructArray.from_arrays([c.chunk(0) if c.num_chunks else pa.array([], c.type)
-                                         for c in data_file.columns], fields=list(data_file.schema))
+    struct = pa.StructArray.from_arrays(
+        [c.chunk(0) if c.num_chunks else pa.array([], c.type) for c in data_file.columns],
+        fields=list(data_file.schema),
+    )
     return pa.table(
         {
             "status": pa.array([int(e.status) for e in entries], pa.int32()),
