@@ -3,7 +3,8 @@
 Each producer describes *what* changes (files added, live entries removed) and hands that to
 the write seam, which decides *how* the metadata tree changes for the table's format version.
 Producers are re-applied on every commit attempt against the freshly loaded metadata, so all
-validation happens inside ``apply``.
+validation happens inside ``apply``. Row-level producers (``OverwriteFiles``, ``RowDelta``) check
+what the commits made since their base snapshot did with :mod:`icefloe.txn.validation`.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from icefloe.errors import CommitConflict, NotFound, ValidationError
+from icefloe.errors import CommitConflict, ValidationError
 from icefloe.expressions.ast import AlwaysTrue, Expression
-from icefloe.expressions.evaluators import InclusiveMetricsEvaluator, PartitionEvaluator
+from icefloe.expressions.evaluators import PartitionEvaluator
 from icefloe.expressions.projection import strict_projection
 from icefloe.spec.content import DataFile, DeletionVectorRef, FileContent, ManifestEntry
 from icefloe.spec.snapshots import MAIN_BRANCH, Operation, RefType, Snapshot
@@ -22,7 +23,8 @@ from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.updates import AddSnapshot, SetSnapshotRef, TableUpdate
 from icefloe.tree.locations import LocationProvider
 from icefloe.tree.read_seam import live_entries
-from icefloe.tree.write_seam import TreeChange, write_snapshot_tree
+from icefloe.tree.write_seam import TreeChange, TreeResult, write_snapshot_tree
+from icefloe.txn import validation
 from icefloe.txn.isolation import IsolationLevel
 from icefloe.txn.transaction import AttemptContext
 
@@ -61,13 +63,17 @@ class SnapshotProducer:
         """Data files written on the user's behalf (deleted if the commit finally fails)."""
         return list(self.owned_files)
 
-    def apply(self, ctx: AttemptContext, current: TableMetadata) -> list[TableUpdate]:
-        """Build the new snapshot and return AddSnapshot + SetSnapshotRef."""
-        parent = branch_head(current, self.branch)
-        change = self.change(ctx, current, parent)
-        snapshot_id = new_snapshot_id()
-        sequence_number = current.last_sequence_number + 1 if current.format_version >= 2 else 0
-        result = write_snapshot_tree(
+    def write_tree(
+        self,
+        ctx: AttemptContext,
+        current: TableMetadata,
+        parent: Snapshot | None,
+        change: TreeChange,
+        snapshot_id: int,
+        sequence_number: int,
+    ) -> TreeResult:
+        """Hand the change to the write seam (subclasses may translate its errors)."""
+        return write_snapshot_tree(
             ctx.io,
             current,
             parent,
@@ -77,7 +83,19 @@ class SnapshotProducer:
             location_provider=LocationProvider(current),
             merge=self.merge_manifests,
         )
+
+    def check_written(self, result: TreeResult) -> None:
+        """Validate what the write seam did (its files are already registered for cleanup)."""
+
+    def apply(self, ctx: AttemptContext, current: TableMetadata) -> list[TableUpdate]:
+        """Build the new snapshot and return AddSnapshot + SetSnapshotRef."""
+        parent = branch_head(current, self.branch)
+        change = self.change(ctx, current, parent)
+        snapshot_id = new_snapshot_id()
+        sequence_number = current.last_sequence_number + 1 if current.format_version >= 2 else 0
+        result = self.write_tree(ctx, current, parent, change, snapshot_id, sequence_number)
         ctx.written_files.extend(result.written_files)
+        self.check_written(result)
         timestamp_ms = ctx.now_ms if parent is None else max(ctx.now_ms, parent.timestamp_ms + 1)
         summary = {"operation": self.operation.value, **result.summary, **self.snapshot_properties}
         snapshot = Snapshot(
@@ -119,47 +137,99 @@ class AppendFiles(SnapshotProducer):
 
 
 @dataclass
-class OverwriteFiles(SnapshotProducer):
+class RowLevelProducer(SnapshotProducer):
+    """What copy-on-write and merge-on-read commits share: the base and the conflict-validation inputs.
+
+    ``base_snapshot_id`` is the branch head the change was planned from (None: an empty branch, so
+    the whole history counts as concurrent); ``conflict_filter`` the rows the operation read;
+    ``isolation_level`` SERIALIZABLE also fails on concurrently added data matching the filter.
+    """
+
+    base_snapshot_id: int | None = None
+    conflict_filter: Expression | None = None
+    isolation_level: IsolationLevel = IsolationLevel.SERIALIZABLE
+    case_sensitive: bool = True
+
+    def _checks_new_data(self) -> bool:
+        return self.isolation_level is IsolationLevel.SERIALIZABLE and self.conflict_filter is not None
+
+    def _history(
+        self, ctx: AttemptContext, current: TableMetadata, parent: Snapshot | None
+    ) -> validation.ConcurrentHistory:
+        """The concurrent snapshots' changes (nothing read when the head is still the base)."""
+        own = {s.snapshot_id for s in current.snapshots} - {s.snapshot_id for s in ctx.base.snapshots}
+        snapshots = validation.concurrent_snapshots(
+            current, parent, self.base_snapshot_id, self.branch, skip=own
+        )
+        if not snapshots:
+            return validation.ConcurrentHistory()
+        return validation.read_concurrent_history(
+            ctx.io, current, snapshots, include_appends=self._checks_new_data()
+        )
+
+    def _check_new_data(
+        self, history: validation.ConcurrentHistory, current: TableMetadata, action: str
+    ) -> None:
+        if self._checks_new_data() and self.conflict_filter is not None:
+            validation.check_no_new_matching_data(
+                history, current, self.conflict_filter, action, self.case_sensitive
+            )
+
+    def _action(self) -> str:
+        base = "none" if self.base_snapshot_id is None else str(self.base_snapshot_id)
+        return f"cannot commit {self.operation.value} (planned from snapshot {base})"
+
+
+@dataclass
+class OverwriteFiles(RowLevelProducer):
     """Remove some live files and add others in one snapshot (copy-on-write overwrite/delete).
 
-    ``removed`` lists the entries that were live in ``base_snapshot_id``; each must still be live
-    at commit time, and with ``conflict_filter`` set no concurrent commit may have added data that
-    matches it (serializable isolation).
+    ``removed`` lists the entries that were live in ``base_snapshot_id``. At commit time, whatever
+    the isolation level: each must still be live, and no concurrent commit may have added a delete
+    (position delete, DV, v4 DV change, equality delete in scope) that applies to a removed data
+    file, since rewriting it would bring those rows back. Under serializable isolation with a
+    ``conflict_filter``, no concurrent commit may have added data that may match the filter.
     """
 
     operation: Operation = Operation.OVERWRITE
     removed: list[ManifestEntry] = field(default_factory=list)
     added: list[DataFile] = field(default_factory=list)
-    base_snapshot_id: int | None = None
-    conflict_filter: Expression | None = None
-    isolation_level: IsolationLevel = IsolationLevel.SERIALIZABLE
 
     def change(self, ctx: AttemptContext, current: TableMetadata, parent: Snapshot | None) -> TreeChange:
-        """Validate that removed files are still live and no conflicting data was added."""
+        """Validate against the commits made since the base; describe the swap of files."""
         _check_specs(current, self.added)
-        if parent is None and self.removed:
-            raise CommitConflict("the table was emptied concurrently", retryable=False)
-        live = _live_by_path(ctx, current, parent)
-        missing = [e.data_file.file_path for e in self.removed if e.data_file.file_path not in live]
-        if missing:
-            raise CommitConflict(
-                f"cannot commit {self.operation.value}: file {missing[0]} was removed by a concurrent commit",
-                retryable=False,
-            )
-        if self.conflict_filter is not None and parent is not None:
-            _validate_no_new_matching_data(ctx, current, parent, self.base_snapshot_id, self.conflict_filter)
+        if self.removed or self._checks_new_data():
+            history = self._history(ctx, current, parent)
+            if not history.is_empty:
+                action = self._action()
+                removed_data = [e.data_file for e in self.removed if e.data_file.content == FileContent.DATA]
+                validation.check_still_live(history, (e.data_file.content_key for e in self.removed), action)
+                validation.check_no_new_deletes(
+                    history, (validation.Target.of(f) for f in removed_data), action
+                )
+                validation.check_no_new_equality_deletes(history, current, removed_data, action)
+                self._check_new_data(history, current, action)
         return TreeChange(
             added_data_files=list(self.added),
-            removed_entries=[live[e.data_file.file_path] for e in self.removed],
+            removed_entries=list(self.removed),
+            fail_missing_removals=False,
         )
+
+    def check_written(self, result: TreeResult) -> None:
+        """A removed file the seam did not find live was removed concurrently (unrecorded in v4)."""
+        _check_all_removed(self.removed, result, self._action(), self.branch)
 
 
 @dataclass
-class RowDelta(SnapshotProducer):
+class RowDelta(RowLevelProducer):
     """Add data files and row-level delete files (and retire superseded delete files) in one snapshot.
 
     Operation per Iceberg: ``append`` when only data is added, ``delete`` when only deletes are,
-    else ``overwrite``. Every data file a delete references must still be live at commit time.
+    else ``overwrite``. At commit time, whatever the isolation level: every data file a new delete
+    or DV references must still be live, no concurrent commit may have added a DV / position delete
+    for it (or, v4, changed its colocated DV), and retired delete files must still be live. Under
+    serializable isolation with a ``conflict_filter``, no concurrent commit may have added data that
+    may match the filter.
     """
 
     added_data: list[DataFile] = field(default_factory=list)
@@ -167,10 +237,7 @@ class RowDelta(SnapshotProducer):
     removed_deletes: list[ManifestEntry] = field(default_factory=list)
     # v4: new colocated deletion vectors by data file path (merged with the file's earlier deletes)
     added_dvs: dict[str, DeletionVectorRef] = field(default_factory=dict)
-    # conflict validation: the snapshot the change was computed from, the rows it looked at
-    base_snapshot_id: int | None = None
-    conflict_filter: Expression | None = None
-    isolation_level: IsolationLevel = IsolationLevel.SERIALIZABLE
+    _targets: list[validation.Target] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         has_deletes = bool(self.added_deletes or self.added_dvs)
@@ -182,31 +249,70 @@ class RowDelta(SnapshotProducer):
             self.operation = Operation.APPEND
 
     def change(self, ctx: AttemptContext, current: TableMetadata, parent: Snapshot | None) -> TreeChange:
-        """Validate that referenced data files are live and superseded deletes still exist."""
+        """Validate against the commits made since the base; describe the added and retired files."""
         _check_specs(current, [*self.added_data, *self.added_deletes])
-        live = _live_by_path(ctx, current, parent)
-        added_paths = {d.file_path for d in self.added_data}
-        targets = [f.referenced_data_file for f in self.added_deletes] + list(self.added_dvs)
-        for target in targets:
-            if target is not None and target not in live and target not in added_paths:
-                raise CommitConflict(
-                    f"cannot add deletes for {target}: the data file is not live (removed concurrently?)",
-                    retryable=False,
-                )
-        live_deletes = _live_deletes_by_key(ctx, current, parent) if self.removed_deletes else {}
-        retired = []
-        for e in self.removed_deletes:
-            if e.data_file.content_key not in live_deletes:
-                raise CommitConflict(
-                    f"delete file {e.data_file.file_path} was removed by a concurrent commit", retryable=False
-                )
-            retired.append(live_deletes[e.data_file.content_key])
+        targets = self.delete_targets(ctx)
+        if targets or self.removed_deletes or self._checks_new_data():
+            history = self._history(ctx, current, parent)
+            if not history.is_empty:
+                action = self._action()
+                retired = [e.data_file.content_key for e in self.removed_deletes]
+                validation.check_still_live(history, ((t.path, -1) for t in targets), action)
+                validation.check_no_new_deletes(history, targets, action, ignore=retired)
+                validation.check_still_live(history, retired, action)
+                self._check_new_data(history, current, action)
         return TreeChange(
             added_data_files=list(self.added_data),
             added_delete_files=list(self.added_deletes),
-            removed_entries=retired,
+            removed_entries=list(self.removed_deletes),
             added_dvs=dict(self.added_dvs),
+            fail_missing_removals=False,
         )
+
+    def delete_targets(self, ctx: AttemptContext) -> list[validation.Target]:
+        """The existing data files the new deletes apply to (computed once, kept across attempts)."""
+        if self._targets is None:
+            added = {f.file_path for f in self.added_data}
+            found: dict[str, validation.Target] = {}
+            for f in self.added_deletes:
+                if f.content != FileContent.POSITION_DELETES:
+                    continue
+                for path in validation.referenced_data_paths(ctx.io, f):
+                    found.setdefault(path, validation.Target(path, f.spec_id, tuple(f.partition)))
+            for path in self.added_dvs:
+                found.setdefault(path, validation.Target(path))
+            self._targets = [t for p, t in found.items() if p not in added]
+        return self._targets
+
+    def write_tree(
+        self,
+        ctx: AttemptContext,
+        current: TableMetadata,
+        parent: Snapshot | None,
+        change: TreeChange,
+        snapshot_id: int,
+        sequence_number: int,
+    ) -> TreeResult:
+        """The v4 seam refuses DVs for files that are not live: that is a concurrent removal."""
+        try:
+            return super().write_tree(ctx, current, parent, change, snapshot_id, sequence_number)
+        except ValidationError as exc:
+            if not self.added_dvs:
+                raise
+            added = {f.file_path for f in self.added_data}
+            wanted = [p for p in self.added_dvs if p not in added]
+            missing = validation.missing_live_data_files(ctx.io, current, parent, wanted)
+            if not missing:
+                raise
+            raise CommitConflict(
+                f"{self._action()}: data file {missing[0]} is no longer live on branch {self.branch!r} "
+                "(removed by a concurrent commit)",
+                retryable=False,
+            ) from exc
+
+    def check_written(self, result: TreeResult) -> None:
+        """A retired delete file the seam did not find live was removed concurrently."""
+        _check_all_removed(self.removed_deletes, result, self._action(), self.branch)
 
 
 @dataclass
@@ -234,30 +340,16 @@ def _check_specs(md: TableMetadata, files: Iterable[DataFile]) -> None:
             raise ValidationError(f"data file {f.file_path} uses unknown partition spec {f.spec_id}")
 
 
-def _live_by_path(
-    ctx: AttemptContext, md: TableMetadata, parent: Snapshot | None
-) -> dict[str, ManifestEntry]:
-    """Live data files of the parent by path."""
-    if parent is None:
-        return {}
-    return {
-        e.data_file.file_path: e
-        for e in live_entries(ctx.io, md, parent)
-        if e.data_file.content == FileContent.DATA
-    }
-
-
-def _live_deletes_by_key(
-    ctx: AttemptContext, md: TableMetadata, parent: Snapshot | None
-) -> dict[tuple[str, int], ManifestEntry]:
-    """Live delete files of the parent by content key (DVs share Puffin files)."""
-    if parent is None:
-        return {}
-    return {
-        e.data_file.content_key: e
-        for e in live_entries(ctx.io, md, parent)
-        if e.data_file.content != FileContent.DATA
-    }
+def _check_all_removed(wanted: list[ManifestEntry], result: TreeResult, action: str, branch: str) -> None:
+    found = {e.data_file.content_key for e in result.removed_entries}
+    for e in wanted:
+        if e.data_file.content_key not in found:
+            kind = "data file" if e.data_file.content == FileContent.DATA else "delete file"
+            raise CommitConflict(
+                f"{action}: {kind} {e.data_file.file_path} is no longer live on branch {branch!r} "
+                "(removed by a concurrent commit)",
+                retryable=False,
+            )
 
 
 def _files_matching_strictly(
@@ -278,33 +370,3 @@ def _files_matching_strictly(
         evaluator = evaluators[entry.data_file.spec_id]
         if evaluator.eval(entry.data_file.partition):
             yield entry
-
-
-def _validate_no_new_matching_data(
-    ctx: AttemptContext,
-    md: TableMetadata,
-    parent: Snapshot,
-    base_snapshot_id: int | None,
-    conflict_filter: Expression,
-) -> None:
-    """Serializable isolation: fail if a commit after the base added data matching the filter."""
-    new_snapshot_ids = set()
-    snap: Snapshot | None = parent
-    while snap is not None and snap.snapshot_id != base_snapshot_id:
-        new_snapshot_ids.add(snap.snapshot_id)
-        try:
-            snap = md.snapshot_by_id(snap.parent_snapshot_id) if snap.parent_snapshot_id else None
-        except NotFound:
-            snap = None
-    if not new_snapshot_ids:
-        return
-    schema = md.schema()
-    metrics = InclusiveMetricsEvaluator(schema, conflict_filter)
-    for entry in live_entries(ctx.io, md, parent):
-        concurrent = entry.snapshot_id in new_snapshot_ids and entry.data_file.content == FileContent.DATA
-        if concurrent and metrics.eval(entry.data_file):
-            raise CommitConflict(
-                f"a concurrent commit (snapshot {entry.snapshot_id}) added data file "
-                f"{entry.data_file.file_path} that matches the overwrite filter {conflict_filter}",
-                retryable=False,
-            )
