@@ -1,23 +1,26 @@
 """The user-facing Table: a catalog identifier bound to its current metadata.
 
-Reads go through ``scan()``; writes (``append``, ``overwrite``, ``delete``, property changes)
-each commit one transaction, or several at once inside ``with table.transaction() as tx:``.
+Reads go through ``scan()``; writes (``append``, ``overwrite``, row-level ``delete`` / ``update`` /
+``merge`` / ``upsert``, property changes) each commit one transaction, or several at once inside
+``with table.transaction() as tx:``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from icefloe.catalog.table_writes import TableTransaction
 from icefloe.expressions.ast import Expression
 from icefloe.expressions.parser import to_expression
 from icefloe.formats.metadata_file import new_metadata_with_log
 from icefloe.scan import metadata_tables
+from icefloe.scan.row_level import RowLevelResult
 from icefloe.scan.table_scan import TableScan
 from icefloe.spec.partitioning import PartitionSpec
 from icefloe.spec.schema import Schema
@@ -185,18 +188,102 @@ class Table:
     def delete(
         self,
         delete_filter: Expression | str,
+        mode: str | None = None,
         branch: str = MAIN_BRANCH,
         snapshot_properties: dict[str, str] | None = None,
         case_sensitive: bool = True,
-    ) -> None:
-        """Delete the rows matching ``delete_filter`` (files rewritten copy-on-write where needed)."""
+    ) -> RowLevelResult:
+        """Delete the rows matching ``delete_filter`` (no snapshot when nothing matches).
+
+        ``mode``: ``copy-on-write`` (rewrite the touched files) or ``merge-on-read`` (write
+        position deletes / deletion vectors); None uses the table property ``write.delete.mode``.
+        """
         with self.transaction() as tx:
-            tx.delete(
+            result = tx.delete(
                 delete_filter,
+                mode=mode,
                 branch=branch,
                 snapshot_properties=snapshot_properties,
                 case_sensitive=case_sensitive,
             )
+        return result
+
+    def update(
+        self,
+        set: Mapping[str, Any],
+        update_filter: Expression | str | None = None,
+        mode: str | None = None,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: dict[str, str] | None = None,
+        case_sensitive: bool = True,
+    ) -> RowLevelResult:
+        """``UPDATE table SET ... WHERE update_filter`` (default: every row).
+
+        ``set`` maps column names to literals or ``pyarrow.compute`` expressions over the row's
+        current values, e.g. ``{"price": pc.field("price") * 2, "note": "sale"}``.
+        ``mode``: None uses ``write.update.mode``.
+        """
+        with self.transaction() as tx:
+            result = tx.update(
+                set,
+                update_filter,
+                mode=mode,
+                branch=branch,
+                snapshot_properties=snapshot_properties,
+                case_sensitive=case_sensitive,
+            )
+        return result
+
+    def merge(
+        self,
+        source: pa.Table,
+        on: list[str] | str,
+        when_matched_update: bool | Mapping[str, Any] = True,
+        when_matched_delete: bool | pc.Expression = False,
+        when_not_matched_insert: bool = True,
+        when_not_matched_by_source_delete: bool | pc.Expression = False,
+        mode: str | None = None,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: dict[str, str] | None = None,
+        case_sensitive: bool = True,
+    ) -> RowLevelResult:
+        """``MERGE INTO table USING source ON on``: update or delete matched rows, insert the others.
+
+        ``when_matched_update``: True copies every source column, or a dict of column values
+        (literals or expressions; ``pc.field("x")`` is the target's ``x``, ``pc.field("source.x")``
+        the source's); ``when_matched_delete``: True or a condition over the matched pair;
+        ``when_not_matched_insert``: insert source rows without a match;
+        ``when_not_matched_by_source_delete``: True or a condition over target rows without a match.
+        A target row matched by several source rows raises ``ValidationError``.
+        ``mode``: None uses ``write.merge.mode``.
+        """
+        with self.transaction() as tx:
+            result = tx.merge(
+                source,
+                on,
+                when_matched_update=when_matched_update,
+                when_matched_delete=when_matched_delete,
+                when_not_matched_insert=when_not_matched_insert,
+                when_not_matched_by_source_delete=when_not_matched_by_source_delete,
+                mode=mode,
+                branch=branch,
+                snapshot_properties=snapshot_properties,
+                case_sensitive=case_sensitive,
+            )
+        return result
+
+    def upsert(
+        self,
+        df: pa.Table,
+        on: list[str] | str,
+        mode: str | None = None,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: dict[str, str] | None = None,
+    ) -> RowLevelResult:
+        """Replace the rows whose ``on`` key appears in ``df`` by ``df``'s rows and insert the rest."""
+        with self.transaction() as tx:
+            result = tx.upsert(df, on, mode=mode, branch=branch, snapshot_properties=snapshot_properties)
+        return result
 
     def set_properties(self, **properties: Any) -> None:
         """Set table properties (values are stored as strings)."""
@@ -207,6 +294,22 @@ class Table:
         """Remove table properties."""
         with self.transaction() as tx:
             tx.remove_properties(list(keys))
+
+    def upgrade_format_version(self, format_version: int) -> None:
+        """Raise the table's format version (1 to 4; metadata only, see ``txn.format_upgrade``).
+
+        Checked against the table's latest metadata: nothing is committed when the table already
+        has that version; a lower or unknown version is refused (ValidationError / Unsupported)
+        and the table is left as it was.
+        """
+        from icefloe.txn.format_upgrade import UpgradeFormat, checked_format_version
+
+        self.refresh()
+        version = checked_format_version(self.name, self.format_version, format_version)
+        if version == self.format_version:
+            return
+        with self.transaction() as tx:
+            tx.add_action(UpgradeFormat(self.name, version))
 
     # ---- evolution and refs ----------------------------------------------------------------
     def _commit_action(self, action: Action) -> None:

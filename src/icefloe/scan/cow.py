@@ -8,33 +8,38 @@ surviving rows. On format v3+ the surviving rows keep their ``_row_id`` and
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-
-import pyarrow as pa
+from dataclasses import dataclass, field
 
 from icefloe.expressions.arrow import to_arrow_expression
-from icefloe.expressions.ast import AlwaysTrue, Expression
+from icefloe.expressions.ast import Expression
 from icefloe.expressions.evaluators import PartitionEvaluator
 from icefloe.expressions.projection import strict_projection
-from icefloe.formats.arrow_schema import schema_to_arrow
-from icefloe.formats.parquet_data import write_parquet_data_file
 from icefloe.io.fileio import FileIO
 from icefloe.scan.planner import plan_files
-from icefloe.scan.reader import LAST_UPDATED_SEQ, ROW_ID, ReadRequest, read_task
-from icefloe.spec.content import DataFile, ManifestEntry
-from icefloe.spec.schema import Schema
+from icefloe.scan.row_changes import read_for_change, write_survivors
+from icefloe.scan.row_deletes import deletes_only_for
+from icefloe.scan.tasks import FileScanTask
+from icefloe.spec.content import DataFile, EntryStatus, FileContent, ManifestEntry
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
-from icefloe.tree.locations import LocationProvider
 
 
 @dataclass
 class RewritePlan:
-    """Entries to remove, files that replace part of them, and how many rows went away."""
+    """Entries to remove, files that replace part of them, and how many rows went away.
+
+    ``removed`` holds the data files and the delete files that applied to them alone (their DVs,
+    file-scoped position deletes): a removed data file takes its deletes with it.
+    """
 
     removed: list[ManifestEntry] = field(default_factory=list)
     added: list[DataFile] = field(default_factory=list)
     deleted_rows: int = 0
+
+    @property
+    def removed_data_files(self) -> int:
+        """How many data files are removed."""
+        return sum(1 for e in self.removed if e.data_file.content == FileContent.DATA)
 
     @property
     def rewrites_files(self) -> bool:
@@ -65,12 +70,8 @@ def plan_copy_on_write(
         )
         for spec_id, spec in specs.items()
     }
-    lineage = md.format_version >= 3
-    meta_cols = (ROW_ID.name, LAST_UPDATED_SEQ.name) if lineage else ()
-    request = ReadRequest(schema, schema, meta_cols, case_sensitive=case_sensitive)
-    match_expr = to_arrow_expression(delete_filter, schema)
+    match_expr = to_arrow_expression(delete_filter, schema, case_sensitive)
     keep_expr = ~match_expr | match_expr.is_null()
-    locations = LocationProvider(md)
     try:
         for task in plan_files(io, md, snapshot, delete_filter, case_sensitive=case_sensitive):
             f = task.data_file
@@ -79,38 +80,26 @@ def plan_copy_on_write(
                 plan.deleted_rows += f.record_count
                 continue
             # Read every live row of the file: the residual would drop exactly the rows we keep.
-            rows = read_task(io, replace(task, residual=AlwaysTrue()), request)
+            rows = read_for_change(io, md, task, case_sensitive)
             kept = rows.filter(keep_expr)
             if kept.num_rows == rows.num_rows:
                 continue  # nothing matched; leave the file and its deletes alone
             plan.removed.append(task.entry)
+            plan.removed.extend(retired_deletes(io, md, task))
             plan.deleted_rows += rows.num_rows - kept.num_rows
             if kept.num_rows:
-                plan.added.append(_write_survivors(io, md, schema, task.entry, kept, lineage, locations))
+                plan.added.append(write_survivors(io, md, task, kept))
     except BaseException:
         for f in plan.added:
-            io.delete(f.file_path)
+            io.delete(f.file_path, missing_ok=True)
         raise
     return plan
 
 
-def _write_survivors(
-    io: FileIO,
-    md: TableMetadata,
-    schema: Schema,
-    entry: ManifestEntry,
-    rows: pa.Table,
-    lineage: bool,
-    locations: LocationProvider,
-) -> DataFile:
-    """Write surviving rows of one file to a new file of the same spec and partition."""
-    f = entry.data_file
-    write_schema = (
-        Schema(*schema.fields, ROW_ID, LAST_UPDATED_SEQ, schema_id=schema.schema_id) if lineage else schema
-    )
-    spec = md.spec_by_id(f.spec_id)
-    path = locations.new_data_file_path(spec, schema, f.partition)
-    table = pa.Table.from_arrays(
-        [rows.column(field.name) for field in write_schema.fields], schema=schema_to_arrow(write_schema)
-    )
-    return write_parquet_data_file(io, path, table, write_schema, f.spec_id, f.partition, md.properties)
+def retired_deletes(io: FileIO, md: TableMetadata, task: FileScanTask) -> list[ManifestEntry]:
+    """Entries for the delete files that go away with the task's data file."""
+    seqs = {ref.delete_file.content_key: ref.data_sequence_number for ref in task.deletes}
+    return [
+        ManifestEntry(EntryStatus.EXISTING, None, seqs.get(f.content_key), None, f)
+        for f in deletes_only_for(io, md, task)
+    ]

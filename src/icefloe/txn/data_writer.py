@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pyarrow as pa
 
@@ -11,6 +12,8 @@ from icefloe.formats.parquet_data import write_parquet_data_file
 from icefloe.formats.partition_arrow import partition_table
 from icefloe.io.fileio import FileIO
 from icefloe.spec.content import DataFile
+from icefloe.spec.partitioning import PartitionSpec
+from icefloe.spec.schema import Schema
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.tree.locations import LocationProvider
 
@@ -29,11 +32,17 @@ def prepare_arrow_table(md: TableMetadata, table: pa.Table) -> pa.Table:
     return prepared
 
 
-def write_data_files(io: FileIO, md: TableMetadata, table: pa.Table) -> list[DataFile]:
-    """Write ``table`` (already prepared) as data files of the default spec; return their entries."""
+def write_data_files(
+    io: FileIO, md: TableMetadata, table: pa.Table, schema: Schema | None = None
+) -> list[DataFile]:
+    """Write ``table`` (already prepared) as data files of the default spec; return their entries.
+
+    ``schema`` is the file schema when it differs from the table schema (e.g. the table schema plus
+    the row-lineage columns); it must contain the partition source columns.
+    """
     if table.num_rows == 0:
         return []
-    schema = md.schema()
+    schema = schema or md.schema()
     spec = md.spec()
     locations = LocationProvider(md)
     target = md.int_property("write.target-file-size-bytes", DEFAULT_TARGET_FILE_SIZE)
@@ -46,10 +55,44 @@ def write_data_files(io: FileIO, md: TableMetadata, table: pa.Table) -> list[Dat
                     write_parquet_data_file(io, path, chunk, schema, spec.spec_id, partition, md.properties)
                 )
     except BaseException:
-        for f in written:
-            io.delete(f.file_path)
+        _delete_all(io, written)
         raise
     return written
+
+
+def write_partition_files(
+    io: FileIO,
+    md: TableMetadata,
+    table: pa.Table,
+    schema: Schema,
+    spec: PartitionSpec,
+    partition: tuple[Any, ...],
+    split: bool = True,
+) -> list[DataFile]:
+    """Write ``table`` into one given partition of ``spec`` (rows are not re-partitioned).
+
+    With ``split`` the rows are cut into files of about ``write.target-file-size-bytes``.
+    """
+    if table.num_rows == 0:
+        return []
+    locations = LocationProvider(md)
+    target = md.int_property("write.target-file-size-bytes", DEFAULT_TARGET_FILE_SIZE)
+    written: list[DataFile] = []
+    try:
+        for chunk in _split_by_size(table, target) if split else [table]:
+            path = locations.new_data_file_path(spec, md.schema(), partition)
+            written.append(
+                write_parquet_data_file(io, path, chunk, schema, spec.spec_id, partition, md.properties)
+            )
+    except BaseException:
+        _delete_all(io, written)
+        raise
+    return written
+
+
+def _delete_all(io: FileIO, files: list[DataFile]) -> None:
+    for f in files:
+        io.delete(f.file_path, missing_ok=True)
 
 
 def _split_by_size(table: pa.Table, target_bytes: int) -> Iterator[pa.Table]:
