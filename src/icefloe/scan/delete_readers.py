@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -83,11 +85,15 @@ def apply_equality_deletes(io: FileIO, table: pa.Table, delete_file: DataFile, s
     if deletes.num_rows == 0 or table.num_rows == 0:
         return table
     names = [schema.find_column_name(i) or str(i) for i in ids]
-    left = _null_safe_keys(table, names)
-    right = _null_safe_keys(deletes, names).group_by(left.column_names[-2 * len(names) :]).aggregate([])
-    keys = right.column_names
+    # Join the key columns and a row index only: Acero joins cannot carry struct/list/map columns.
+    with_keys = _null_safe_keys(table, names)
+    keys = with_keys.column_names[-2 * len(names) :]
+    left = with_keys.select(keys)
+    left = left.append_column(f"{_KEY_PREFIX}row", pa.array(np.arange(table.num_rows, dtype=np.int64)))
+    right = _null_safe_keys(deletes, names).select(keys).group_by(keys).aggregate([])
     kept = left.join(right, keys=keys, join_type="left anti")
-    return kept.drop_columns(keys)
+    rows = np.sort(np.asarray(kept.column(f"{_KEY_PREFIX}row").to_numpy(), dtype=np.int64))
+    return table.take(pa.array(rows))
 
 
 def _null_safe_keys(table: pa.Table, names: list[str]) -> pa.Table:
@@ -118,4 +124,8 @@ def _zero_of(dtype: pa.DataType) -> pa.Scalar:
         return pa.scalar(b"", dtype)
     if pa.types.is_boolean(dtype):
         return pa.scalar(False, dtype)
+    if pa.types.is_decimal(dtype):
+        return pa.scalar(Decimal(0), dtype)
+    if pa.types.is_date32(dtype):
+        return pa.scalar(0, pa.int32()).cast(dtype)
     return pa.scalar(0).cast(dtype)
