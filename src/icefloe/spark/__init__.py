@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from icefloe.spark.context import register, session
     from icefloe.spark.read import plan_read, read_table
+    from icefloe.spark.rewrite import rewrite_data_files
+    from icefloe.spark.row_level import delete_rows, merge_into, update_rows
     from icefloe.spark.sql import create_table, create_view
     from icefloe.spark.streaming import stream_writer
     from icefloe.spark.write import write_table
@@ -17,11 +19,15 @@ if TYPE_CHECKING:
 __all__ = [
     "create_table",
     "create_view",
+    "delete_rows",
+    "merge_into",
     "plan_read",
     "read_table",
     "register",
+    "rewrite_data_files",
     "session",
     "stream_writer",
+    "update_rows",
     "write_table",
 ]
 
@@ -34,6 +40,10 @@ _EXPORTS = {
     "create_table": "icefloe.spark.sql",
     "create_view": "icefloe.spark.sql",
     "stream_writer": "icefloe.spark.streaming",
+    "delete_rows": "icefloe.spark.row_level",
+    "update_rows": "icefloe.spark.row_level",
+    "merge_into": "icefloe.spark.row_level",
+    "rewrite_data_files": "icefloe.spark.rewrite",
 }
 
 
