@@ -3,11 +3,19 @@
 Pruning happens in three steps, cheapest first: manifests (partition summaries; for v4 leaves,
 their aggregated column stats), entries (partition values projected through each spec's
 transforms), then files (column metrics).
+
+v1–v3 snapshots are planned columnarly when DataFusion (the Avro-to-Arrow decoder) is installed:
+manifests are decoded to Arrow and pruned there, and objects are built for the selected entries
+only (:mod:`icefloe.scan.columnar_planner`). The object path (fastavro, one object per entry) is
+the reference, the fallback for manifests the Arrow decoder cannot read, and the path of v4 trees.
+Both select the same entries; ``columnar=False`` forces the object path.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import repeat
+from typing import Any
 
 from icefloe.expressions.ast import AlwaysTrue, Expression
 from icefloe.expressions.evaluators import (
@@ -16,14 +24,17 @@ from icefloe.expressions.evaluators import (
     PartitionEvaluator,
 )
 from icefloe.expressions.residuals import residual_for
+from icefloe.formats.avro_columnar import decoder_available
 from icefloe.io.fileio import FileIO
+from icefloe.scan.columnar_planner import EntryFilters, select_entries
 from icefloe.scan.delete_index import DeleteIndex
 from icefloe.scan.tasks import FileScanTask
 from icefloe.spec.content import FileContent, ManifestContent, ManifestEntry, ManifestFile
+from icefloe.spec.partitioning import PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
-from icefloe.tree.read_seam import live_entries
+from icefloe.tree.read_seam import live_entries, live_manifest_refs
 from icefloe.tree.v4_read import stats_manifest_filter
 
 
@@ -36,6 +47,10 @@ class PlanStats:
     files_considered: int = 0
     files_selected: int = 0
     delete_files: int = 0
+    manifests_columnar: int = 0
+    """Manifests decoded to Arrow and pruned columnarly."""
+    manifests_fallback: int = 0
+    """Manifests the columnar path handed to the object reader (the Arrow decoder could not read them)."""
 
 
 def plan_files(
@@ -46,8 +61,15 @@ def plan_files(
     schema: Schema | None = None,
     case_sensitive: bool = True,
     stats: PlanStats | None = None,
+    *,
+    columnar: bool | None = None,
 ) -> list[FileScanTask]:
-    """Plan a scan of ``snapshot``: the data files that may hold rows matching ``row_filter``."""
+    """Plan a scan of ``snapshot``: the data files that may hold rows matching ``row_filter``.
+
+    ``columnar`` chooses how v1–v3 manifests are read: None (default) columnarly when the Arrow
+    decoder is installed, False through the object path, True columnarly (manifests the decoder
+    cannot read still fall back to the object path).
+    """
     if snapshot is None:
         return []
     row_filter = row_filter if row_filter is not None else AlwaysTrue()
@@ -98,21 +120,50 @@ def plan_files(
 
     data_entries: list[ManifestEntry] = []
     delete_entries: list[ManifestEntry] = []
-    for entry in live_entries(io, md, snapshot, manifest_filter=keep_manifest, entry_filter=keep_entry):
-        if entry.data_file.content == FileContent.DATA:
-            data_entries.append(entry)
-        else:
-            delete_entries.append(entry)
+    if snapshot.root_manifest is None and (columnar or (columnar is None and decoder_available())):
+        filters = EntryFilters(partition_evaluators, metrics)
+        selected = select_entries(io, md, live_manifest_refs(io, md, snapshot, keep_manifest), filters)
+        data_entries, delete_entries = selected.data, selected.deletes
+        stats.files_considered += selected.files_considered
+        stats.manifests_columnar += selected.manifests_columnar
+        stats.manifests_fallback += selected.manifests_fallback
+    else:
+        for entry in live_entries(io, md, snapshot, manifest_filter=keep_manifest, entry_filter=keep_entry):
+            if entry.data_file.content == FileContent.DATA:
+                data_entries.append(entry)
+            else:
+                delete_entries.append(entry)
     stats.delete_files = len(delete_entries)
-    index = DeleteIndex(delete_entries, specs)
+    tasks = _tasks(
+        data_entries, DeleteIndex(delete_entries, specs), specs, schema, row_filter, case_sensitive
+    )
+    stats.files_selected = len(tasks)
+    return tasks
+
+
+def _tasks(
+    data_entries: list[ManifestEntry],
+    index: DeleteIndex,
+    specs: dict[int, PartitionSpec],
+    schema: Schema,
+    row_filter: Expression,
+    case_sensitive: bool,
+) -> list[FileScanTask]:
+    """One task per data entry: its deletes and its residual (computed once per distinct partition)."""
+    if isinstance(row_filter, AlwaysTrue):
+        everything = AlwaysTrue()
+        n = len(data_entries)
+        if index.is_empty and all(e.data_file.deletion_vector is None for e in data_entries):
+            return list(map(FileScanTask, data_entries, repeat((), n), repeat(everything, n)))
+        return [FileScanTask(e, index.deletes_for(e), everything) for e in data_entries]
+    residuals: dict[tuple[int, Any], Expression] = {}
     tasks = []
     for entry in data_entries:
-        spec = specs[entry.data_file.spec_id]
-        residual = (
-            residual_for(spec, schema, row_filter, entry.data_file.partition, case_sensitive)
-            if filtering
-            else AlwaysTrue()
-        )
+        f = entry.data_file
+        key = (f.spec_id, f.partition)
+        residual = residuals.get(key)
+        if residual is None:
+            residual = residual_for(specs[f.spec_id], schema, row_filter, f.partition, case_sensitive)
+            residuals[key] = residual
         tasks.append(FileScanTask(entry, index.deletes_for(entry), residual))
-    stats.files_selected = len(tasks)
     return tasks

@@ -11,16 +11,26 @@ compression of repeated values:
   record counts of the preceding such entries (deleted entries neither take nor advance the
   counter); a manifest without ``first_row_id`` leaves them null.
 
+:func:`inherit_columns` applies the same rules to a manifest decoded to Arrow columns
+(:mod:`icefloe.formats.avro_columnar`), for the columnar planner.
+
 v4 snapshots (``root-manifest``) and v4 leaf references are handled by
 :mod:`icefloe.tree.v4_read` behind the same three functions.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icefloe.formats import avro_columnar as ac
 from icefloe.formats.avro_manifest import read_manifest_with_header
 from icefloe.formats.avro_manifest_list import read_manifest_list
 from icefloe.spec.content import (
@@ -47,10 +57,36 @@ def manifest_refs(io: Any, metadata: TableMetadata, snapshot: Snapshot) -> list[
     if snapshot.root_manifest is not None:
         return v4_read.manifest_refs(io, metadata, snapshot)
     if snapshot.manifest_list is not None:
-        return read_manifest_list(io.new_input(snapshot.manifest_list))
+        return _cached_manifest_list(io, snapshot.manifest_list)
     if snapshot.manifests is not None:
         return [_v1_manifest_ref(io, metadata, path, snapshot) for path in snapshot.manifests]
     return []
+
+
+MANIFEST_LIST_CACHE_SIZE = 32
+"""Manifest lists kept decoded (they never change once written: a new snapshot writes a new one)."""
+_manifest_lists: OrderedDict[tuple[str, int], tuple[ManifestFile, ...]] = OrderedDict()
+_manifest_lists_lock = threading.Lock()
+
+
+def _cached_manifest_list(io: Any, location: str) -> list[ManifestFile]:
+    """``read_manifest_list``, remembered by location and size for repeated plans of a snapshot."""
+    source = io.new_input(location)
+    length = getattr(source, "length", None)
+    if not isinstance(length, int):
+        return read_manifest_list(source)
+    key = (location, length)
+    with _manifest_lists_lock:
+        cached = _manifest_lists.get(key)
+        if cached is not None:
+            _manifest_lists.move_to_end(key)
+            return list(cached)
+    manifests = read_manifest_list(source)
+    with _manifest_lists_lock:
+        _manifest_lists[key] = tuple(manifests)
+        while len(_manifest_lists) > MANIFEST_LIST_CACHE_SIZE:
+            _manifest_lists.popitem(last=False)
+    return manifests
 
 
 def _v1_manifest_ref(io: Any, metadata: TableMetadata, path: str, snapshot: Snapshot) -> ManifestFile:
@@ -115,6 +151,52 @@ def inherit(
     return out
 
 
+def inherit_columns(columns: ac.ManifestColumns, manifest: ManifestFile) -> ac.ManifestColumns:
+    """:func:`inherit` on a manifest decoded to Arrow columns: the same rules, a column at a time."""
+    n = columns.num_rows
+    status = columns.column(ac.STATUS)
+    if status is None:
+        return columns
+    seq = 0 if columns.header.format_version == 1 else manifest.sequence_number
+    seq_for_all = columns.header.format_version == 1 or seq == 0
+    added = pc.equal(status, int(EntryStatus.ADDED))
+    changes: dict[int, pa.Array] = {
+        ac.SNAPSHOT_ID: _filled(columns.column(ac.SNAPSHOT_ID), manifest.added_snapshot_id, n, None)
+    }
+    for fid in (ac.SEQUENCE_NUMBER, ac.FILE_SEQUENCE_NUMBER):
+        changes[fid] = _filled(columns.column(fid), seq, n, None if seq_for_all else added)
+    if manifest.content == ManifestContent.DATA and manifest.first_row_id is not None:
+        changes[ac.FIRST_ROW_ID] = _inherited_first_row_ids(columns, manifest.first_row_id)
+    return columns.with_columns(changes)
+
+
+def _filled(arr: pa.Array | None, value: int, n: int, only_where: pa.Array | None) -> pa.Array:
+    """``arr`` (all null when missing), nulls replaced by ``value`` (only where ``only_where`` holds)."""
+    if arr is None:
+        arr = pa.nulls(n, pa.int64())
+    if only_where is None:
+        return pc.fill_null(arr, pa.scalar(value, pa.int64()))
+    fill = pc.and_(pc.is_null(arr), only_where)
+    return pc.if_else(fill, pa.scalar(value, pa.int64()), arr)
+
+
+def _inherited_first_row_ids(columns: ac.ManifestColumns, first_row_id: int) -> pa.Array:
+    """First row ids of a data manifest's live DATA entries that have none, counted from the manifest's."""
+    frid = columns.column(ac.FIRST_ROW_ID)
+    n = columns.num_rows
+    if frid is None:
+        frid = pa.nulls(n, pa.int64())
+    status = columns.numpy(ac.STATUS, -1)
+    content = columns.numpy(ac.CONTENT, int(FileContent.DATA))
+    missing = pc.is_null(frid).to_numpy(zero_copy_only=False)
+    assign = (content == int(FileContent.DATA)) & (status != int(EntryStatus.DELETED)) & missing
+    if not assign.any():
+        return frid
+    counts = np.where(assign, columns.numpy(ac.RECORD_COUNT, 0), 0)
+    before = np.cumsum(counts) - counts
+    return pc.if_else(pa.array(assign), pa.array(before + first_row_id, pa.int64()), frid)
+
+
 def read_entries(io: Any, metadata: TableMetadata, manifest_file: ManifestFile) -> list[ManifestEntry]:
     """Every entry of one manifest (deleted ones included), with inheritance applied."""
     if manifest_file.format_version >= 4:
@@ -142,6 +224,23 @@ def may_have_live_entries(manifest: ManifestFile) -> bool:
     return manifest.has_added_files() or manifest.has_existing_files()
 
 
+def live_manifest_refs(
+    io: Any,
+    metadata: TableMetadata,
+    snapshot: Snapshot,
+    manifest_filter: ManifestFilter | None = None,
+    content: ManifestContent | None = None,
+) -> list[ManifestFile]:
+    """The v1–v3 manifests of a snapshot that may hold live entries and pass ``manifest_filter``."""
+    return [
+        m
+        for m in manifest_refs(io, metadata, snapshot)
+        if (content is None or m.content == content)
+        and may_have_live_entries(m)
+        and (manifest_filter is None or manifest_filter(m))
+    ]
+
+
 def live_entries(
     io: Any,
     metadata: TableMetadata,
@@ -158,13 +257,7 @@ def live_entries(
     if snapshot.root_manifest is not None:
         yield from v4_read.live_entries(io, metadata, snapshot, manifest_filter, entry_filter, content)
         return
-    refs = [
-        m
-        for m in manifest_refs(io, metadata, snapshot)
-        if (content is None or m.content == content)
-        and may_have_live_entries(m)
-        and (manifest_filter is None or manifest_filter(m))
-    ]
+    refs = live_manifest_refs(io, metadata, snapshot, manifest_filter, content)
     for entries in read_entries_many(io, metadata, refs):
         for e in entries:
             if e.status.is_live and (entry_filter is None or entry_filter(e)):

@@ -1,0 +1,181 @@
+"""Columnar entry selection for v1–v3 snapshots: decode manifests to Arrow, prune, then build objects.
+
+For every manifest that survives manifest pruning, a worker thread decodes it to Arrow columns
+(DataFusion releases the GIL while it decodes), applies inheritance and liveness, and computes
+which entries may match (partition filter per distinct partition tuple, a vectorised metrics
+pre-filter). The planning thread then builds ``ManifestEntry`` objects for those rows only, and
+runs the exact metrics evaluator on the data files among them. The selected entries are the ones
+the object path (:func:`icefloe.tree.read_seam.live_entries` with the planner's filters) yields,
+in the same order.
+
+A manifest the Arrow decoder cannot read is read with the fastavro reader and filtered entry by
+entry, exactly as the object path does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import numpy as np
+
+from icefloe.errors import CorruptMetadata
+from icefloe.expressions.ast import AlwaysTrue, Expression
+from icefloe.expressions.evaluators import InclusiveMetricsEvaluator, PartitionEvaluator
+from icefloe.formats import avro_columnar as ac
+from icefloe.scan.arrow_pruning import metrics_may_match, partition_mask
+from icefloe.spec.content import FileContent, ManifestEntry, ManifestFile
+from icefloe.spec.table_metadata import TableMetadata
+from icefloe.tree.read_seam import inherit_columns, read_entries
+
+DECODE_THREADS = 4
+"""Manifests decoded at the same time (measured on 2 cores: 4 threads keep both busy)."""
+
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass
+class EntryFilters:
+    """The planner's entry-level filters (None / empty when the scan has no row filter)."""
+
+    partition: Mapping[int, PartitionEvaluator] = field(default_factory=dict)
+    metrics: InclusiveMetricsEvaluator | None = None
+
+    @property
+    def filtering(self) -> bool:
+        """True when some entry may be pruned."""
+        return bool(self.partition) or self.metrics is not None
+
+    def keep(self, entry: ManifestEntry) -> bool:
+        """The object path's rule for one live entry: partition for every file, metrics for data."""
+        f = entry.data_file
+        evaluator = self.partition.get(f.spec_id)
+        if evaluator is not None and not evaluator.eval(f.partition):
+            return False
+        return f.content != FileContent.DATA or self.metrics is None or self.metrics.eval(f)
+
+
+@dataclass
+class SelectedEntries:
+    """Live entries that may match, split by content, plus what was looked at."""
+
+    data: list[ManifestEntry] = field(default_factory=list)
+    deletes: list[ManifestEntry] = field(default_factory=list)
+    files_considered: int = 0
+    manifests_columnar: int = 0
+    manifests_fallback: int = 0
+
+
+@dataclass(frozen=True)
+class _Selection:
+    """One manifest after decoding: its columns and the rows to materialise, or a fallback."""
+
+    manifest: ManifestFile
+    columns: ac.ManifestColumns | None = None
+    rows: np.ndarray | None = None
+    all_rows: bool = False
+    considered: int = 0
+    fallback: bool = False
+    only_data: bool = False
+
+    def without_unused_columns(self) -> _Selection:
+        """Drop the decoded columns when no row is selected (frees memory before materialising)."""
+        if self.all_rows or self.rows is None or len(self.rows):
+            return self
+        return _Selection(self.manifest, None, self.rows, considered=self.considered)
+
+
+def select_entries(
+    io: Any, metadata: TableMetadata, manifests: Sequence[ManifestFile], filters: EntryFilters
+) -> SelectedEntries:
+    """The live entries of ``manifests`` (v1–v3 Avro) that pass ``filters``, with inheritance applied."""
+    out = SelectedEntries()
+    specs = metadata.specs_by_id()
+    metrics_expr = filters.metrics.expr if filters.metrics is not None else None
+    if metrics_expr is not None and isinstance(metrics_expr, AlwaysTrue):
+        metrics_expr = None
+
+    def select(m: ManifestFile) -> _Selection:
+        if m.format_version >= 4:
+            return _Selection(m, fallback=True)
+        try:
+            cols = inherit_columns(
+                ac.read_manifest_columns(io, m.manifest_path, specs, spec_id=m.partition_spec_id), m
+            )
+            return _select_rows(cols, m, filters, metrics_expr).without_unused_columns()
+        except (ac.ColumnarUnsupported, CorruptMetadata):
+            return _Selection(m, fallback=True)  # the reference reader decides (and reports a corrupt file)
+
+    # Decode everything first, then build objects: building objects is pure Python, and running it
+    # while decoder threads also want the GIL measured ~1.5x slower than the two phases in turn.
+    selections: list[_Selection | None] = list(_parallel_map(select, manifests))
+    for i, sel in enumerate(selections):
+        selections[i] = None  # release the decoded columns as soon as they are used
+        assert sel is not None
+        if sel.fallback:
+            out.manifests_fallback += 1
+            _add_fallback(io, metadata, sel.manifest, filters, out)
+            continue
+        out.manifests_columnar += 1
+        out.files_considered += sel.considered
+        if sel.columns is None:
+            continue
+        entries = sel.columns.entries(None if sel.all_rows else sel.rows)
+        if sel.only_data and filters.metrics is None:
+            out.data.extend(entries)
+            continue
+        for e in entries:
+            if e.data_file.content == FileContent.DATA:
+                if filters.metrics is None or filters.metrics.eval(e.data_file):
+                    out.data.append(e)
+            else:
+                out.deletes.append(e)
+    return out
+
+
+def _select_rows(
+    cols: ac.ManifestColumns, m: ManifestFile, filters: EntryFilters, metrics_expr: Expression | None
+) -> _Selection:
+    status = cols.numpy(ac.STATUS, -1)
+    content = cols.numpy(ac.CONTENT, 0)
+    if not ((status >= 0) & (status <= 2) & (content >= 0) & (content <= 2)).all():
+        return _Selection(m, fallback=True)
+    keep = status != 2
+    is_data = content == 0
+    considered = int(np.count_nonzero(keep & is_data))
+    only_data = bool(is_data.all())
+    if not filters.filtering:
+        return _Selection(m, cols, np.flatnonzero(keep), bool(keep.all()), considered, only_data=only_data)
+    evaluator = filters.partition.get(cols.spec_id)
+    if evaluator is not None:
+        keep &= partition_mask(cols, evaluator, np.flatnonzero(keep))
+    if metrics_expr is not None and keep.any():
+        keep &= ~is_data | metrics_may_match(cols, metrics_expr)
+    return _Selection(m, cols, np.flatnonzero(keep), bool(keep.all()), considered, only_data=only_data)
+
+
+def _add_fallback(
+    io: Any, metadata: TableMetadata, m: ManifestFile, filters: EntryFilters, out: SelectedEntries
+) -> None:
+    """The object path for one manifest: fastavro (or the v4 reader), then filters entry by entry."""
+    for e in read_entries(io, metadata, m):
+        if not e.status.is_live:
+            continue
+        is_data = e.data_file.content == FileContent.DATA
+        if is_data:
+            out.files_considered += 1
+        if filters.filtering and not filters.keep(e):
+            continue
+        (out.data if is_data else out.deletes).append(e)
+
+
+def _parallel_map(fn: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
+    """``map(fn, items)`` on a few threads (DataFusion decodes without the GIL), results in order."""
+    if len(items) <= 1:
+        return iter(list(map(fn, items)))
+    with ThreadPoolExecutor(max_workers=min(DECODE_THREADS, len(items))) as pool:
+        return iter(list(pool.map(fn, items)))
