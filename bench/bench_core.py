@@ -13,10 +13,12 @@
     ``--files`` synthetic data files, ``--files-per-manifest`` per Avro manifest (one day per
     manifest, so ``day`` has files/per distinct values), each entry with full column metrics for
     its 4 columns; written with icefloe's ``write_manifest``, committed as one snapshot, loaded
-    by both libraries from the same catalog. Times ``table.scan(row_filter=...).plan_files()``
-    with one partition selected, no filter, and (``--cases metrics``; on by default with
-    ``--quick``) a filter on the bucketed ``id`` column: every manifest read, column metrics
-    evaluated per entry. One warm-up plan per library, then the libraries in turns; medians.
+    by both libraries from the same catalog (icefloe plans v1–v3 manifests columnarly, decoding
+    them to Arrow with DataFusion; the log says how many manifests took that path). Times
+    ``table.scan(row_filter=...).plan_files()`` with one partition selected, no filter, and
+    (``--cases metrics``; on by default with ``--quick``) a filter on the bucketed ``id``
+    column: every manifest read, column metrics evaluated per entry. One warm-up plan per
+    library, then the libraries in turns; medians.
 
 ``--dir`` keeps the work directory and reuses the planning table on the next run.
 """
@@ -54,6 +56,7 @@ from bench._common import (
     time_interleaved,
     workspace,
 )
+from icefloe.scan.planner import PlanStats
 from icefloe.spec.content import DataFile, EntryStatus, ManifestContent, ManifestEntry, ManifestFile
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
@@ -293,10 +296,13 @@ def bench_planning(
     ice_table = icefloe_catalog(work).load_table(name)
     py_table = pyiceberg_catalog(work).load_table(name)
     counts: dict[str, int] = {}
+    paths: dict[str, int] = {}
 
     def ice_plan(c: PlanCase) -> None:
         scan = ice_table.scan(row_filter=c.row_filter) if c.row_filter else ice_table.scan()
-        counts["icefloe"] = len(scan.plan_files())
+        stats = PlanStats()
+        counts["icefloe"] = len(scan.plan_files(stats))
+        paths["columnar"], paths["fallback"] = stats.manifests_columnar, stats.manifests_fallback
 
     def py_plan(c: PlanCase) -> None:
         scan = py_table.scan(row_filter=c.row_filter) if c.row_filter else py_table.scan()
@@ -311,6 +317,10 @@ def bench_planning(
         log(f"planning: {case.label}, {n} run(s) per library ...")
         ice, py = time_interleaved([lambda c=case: ice_plan(c), lambda c=case: py_plan(c)], n, warmup=0)
         out.append(PlanResult(case, ice, py, counts["icefloe"], counts["pyiceberg"]))
+        log(
+            f"planning: icefloe read {paths['columnar']} manifest(s) through Arrow (DataFusion), "
+            f"{paths['fallback']} through fastavro"
+        )
         gc.collect()
     return out
 

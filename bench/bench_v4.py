@@ -7,11 +7,21 @@ The same workload runs on a format-version 3 and a format-version 4 table (SQLit
 files, default table properties; v3 appends use merge-append, as ``Table.append`` does):
 
 (a) Metadata written per small append. A table of ``--files-a`` synthetic data files (committed
-    in chunks of ``--chunk`` files) gets ``--appends`` more one-file appends; the new files under
-    ``metadata/`` are counted and sized per append (tree files, then metadata.json).
+    in chunks of ``--chunk-a`` files, so it also has a history of snapshots) gets ``--appends``
+    more one-file appends; the new files under ``metadata/`` are counted and sized per append
+    (tree files, then metadata.json). The mean runs over enough appends to include the periodic
+    work of each format: v3 merge-append's manifest merges (every ``commit.manifest.min-count-
+    to-merge`` appends) and v4's flushes of inline root entries into a leaf (every
+    ``write.v4.root.max-inline-entries``) and leaf compactions; the largest single append is
+    reported too. Variants with ``write.metadata.compression-codec=gzip`` show the metadata.json
+    part compressed.
 (b) Commit latency. Tables with 10 and ``--history`` snapshots (built in one transaction of
-    one-file appends) get ``--runs`` ``Table.append`` calls of 10 rows (data file, tree, metadata
-    file, catalog swap); median and p90, and the growth from the small to the large history.
+    one-file appends) get ``--runs`` ``Table.append`` calls of 10 rows each (data file, tree,
+    metadata file, catalog swap), alternating between the two tables so that load on a shared
+    machine hits both alike; median and p90, the growth from the small to the large history, and
+    the tree-writing part alone. The default 101 runs span a whole cycle of v4 inline root
+    entries (filled up to ``write.v4.root.max-inline-entries`` = 100, then flushed into a leaf),
+    so neither history size is measured at a lucky or unlucky point of that cycle.
 (c) Deleting one data file from a ``--files-cd`` file table: bytes and time of the tree files
     written by the write seam for v4 (manifest DV on the leaf's reference), v4 forced to
     rewrite the leaf (``write.v4.leaf.min-live-ratio=1``) and v3 (manifest rewrite).
@@ -233,20 +243,40 @@ def metadata_listing(table: Any) -> dict[str, int]:
 # ---------------------------------------------------------------- (a) bytes per small append
 
 
+GZIP = {"write.metadata.compression-codec": "gzip"}
 VARIANTS_A = (
     ("v3 merge-append", 3, None),
     ("v3 fast-append", 3, {"commit.manifest-merge.enabled": "false"}),
     ("v4", 4, None),
+    ("v3 merge-append, gzip", 3, GZIP),
+    ("v4, gzip", 4, GZIP),
 )
 
 
-def bench_small_appends(work: str, files: int, chunk: int, appends: int) -> list[list[str]]:
-    """Files and bytes of metadata written per one-file append, v3 and v4."""
+@dataclass(frozen=True)
+class AppendBytes:
+    """Mean files and bytes of metadata per append, and the largest single append."""
+
+    label: str
+    files: float
+    tree: float
+    metadata_json: float
+    largest: int
+
+    @property
+    def total(self) -> float:
+        """Tree plus metadata.json bytes."""
+        return self.tree + self.metadata_json
+
+
+def bench_small_appends(work: str, files: int, chunk: int, appends: int) -> list[AppendBytes]:
+    """Files and bytes of metadata written per one-file append, for each variant."""
     catalog = icefloe_catalog(work)
     stats = []
     for i, (label, v, props) in enumerate(VARIANTS_A):
         table = build_table(catalog, f"a{i}_v{v}", v, files, chunk, props)
-        n_files = tree = meta_json = 0
+        n_files = tree = meta_json = largest = 0
+        t0 = time.perf_counter()
         for k in range(appends):
             before = metadata_listing(table)
             commit_files(table, synthetic_files(table.location(), files + k, 1))
@@ -254,20 +284,31 @@ def bench_small_appends(work: str, files: int, chunk: int, appends: int) -> list
             n_files += len(new)
             meta_json += sum(size for name, size in new.items() if name.endswith(".metadata.json"))
             tree += sum(size for name, size in new.items() if not name.endswith(".metadata.json"))
-        stats.append((label, n_files / appends, tree / appends, meta_json / appends))
-    v4 = stats[-1]
-    return [
-        [
-            label,
-            f"{n:.1f}",
-            f"{t:,.0f}",
-            ratio(t, v4[2]),
-            f"{j:,.0f}",
-            f"{t + j:,.0f}",
-            ratio(t + j, v4[2] + v4[3]),
-        ]
-        for label, n, t, j in stats
-    ]
+            largest = max(largest, sum(new.values()))
+        log(f"  {label}: {appends} appends in {time.perf_counter() - t0:.1f} s")
+        stats.append(AppendBytes(label, n_files / appends, tree / appends, meta_json / appends, largest))
+    return stats
+
+
+def small_append_rows(stats: list[AppendBytes]) -> list[list[str]]:
+    """Report rows: each variant against v4 (and the gzip variants against v4 with gzip)."""
+    by_label = {s.label: s for s in stats}
+    rows = []
+    for s in stats:
+        ref = by_label["v4, gzip" if s.label.endswith("gzip") else "v4"]
+        rows.append(
+            [
+                s.label,
+                f"{s.files:.2f}",
+                f"{s.tree:,.0f}",
+                ratio(s.tree, ref.tree),
+                f"{s.metadata_json:,.0f}",
+                f"{s.total:,.0f}",
+                ratio(s.total, ref.total),
+                f"{s.largest:,}",
+            ]
+        )
+    return rows
 
 
 # ---------------------------------------------------------------- (b) commit latency
@@ -307,50 +348,61 @@ def timed_tree_writes() -> Iterator[list[float]]:
         producers.write_snapshot_tree = original
 
 
+VARIANTS_B = (("v3", 3, None), ("v4", 4, None), ("v4, gzip", 4, GZIP))
+
+
+def history_table(catalog: Any, name: str, version: int, history: int, props: dict[str, str] | None) -> Any:
+    """A table with ``history`` one-file append snapshots (one transaction)."""
+    table = catalog.create_table(
+        f"{NAMESPACE}.{name}",
+        SCHEMA,
+        partition_spec=SPEC,
+        properties={"format-version": str(version), **(props or {})},
+    )
+    t0 = time.perf_counter()
+    with table.transaction() as tx:
+        for k in range(history):
+            tx.add_action(AppendFiles(files=synthetic_files(table.location(), k, 1), merge_manifests=True))
+    table.refresh()
+    log(f"  built {name} ({history} snapshots) in {time.perf_counter() - t0:.1f} s")
+    return table
+
+
 def bench_latency(work: str, histories: Sequence[int], runs: int) -> list[list[str]]:
     """Median / p90 append latency at each history size, and the tree-writing part of it."""
     catalog = icefloe_catalog(work)
-    medians: dict[tuple[int, int], float] = {}
-    tree_medians: dict[tuple[int, int], float] = {}
     rows = []
-    for v in VERSIONS:
-        for history in histories:
-            name = f"b_v{v}_{history}"
-            table = catalog.create_table(
-                f"{NAMESPACE}.{name}", SCHEMA, partition_spec=SPEC, properties={"format-version": str(v)}
-            )
-            t0 = time.perf_counter()
-            with table.transaction() as tx:
-                for k in range(history):
-                    tx.add_action(
-                        AppendFiles(files=synthetic_files(table.location(), k, 1), merge_manifests=True)
-                    )
-            table.refresh()
-            log(f"  built {name} ({history} snapshots) in {time.perf_counter() - t0:.1f} s")
-            counter = iter(range(10**9))
-
-            def append(t: Any = table, c: Iterator[int] = counter) -> None:
-                t.append(small_batch(10 * next(c)))
-
-            with timed_tree_writes() as tree:
-                timing = time_calls(append, runs)
-            tree_median = statistics.median(tree[1:])  # the first call is the warm-up
-            medians[(v, history)], tree_medians[(v, history)] = timing.median, tree_median
-            rows.append(
-                [f"v{v}", f"{history:,}", fmt_ms(timing.median), fmt_ms(timing.p90), fmt_ms(tree_median)]
-            )
-    for v in VERSIONS:
-        small, large = (v, histories[0]), (v, histories[-1])
-        rows.append(
+    growth = []
+    for label, v, props in VARIANTS_B:
+        slug = label.replace(", ", "_").replace(" ", "_")
+        tables = [history_table(catalog, f"b_{slug}_{h}", v, h, props) for h in histories]
+        counters = [iter(range(10**9)) for _ in tables]
+        samples: list[list[float]] = [[] for _ in tables]
+        tree: list[list[float]] = [[] for _ in tables]
+        with timed_tree_writes() as tree_samples:
+            for run in range(runs + 1):  # the first round is a warm-up
+                for i, table in enumerate(tables):
+                    mark = len(tree_samples)
+                    t0 = time.perf_counter()
+                    table.append(small_batch(10 * next(counters[i])))
+                    elapsed = time.perf_counter() - t0
+                    if run:
+                        samples[i].append(elapsed)
+                        tree[i].extend(tree_samples[mark:])
+        timings = [Timing(tuple(x)) for x in samples]
+        tree_medians = [statistics.median(x) for x in tree]
+        for h, timing, tree_median in zip(histories, timings, tree_medians, strict=True):
+            rows.append([label, f"{h:,}", fmt_ms(timing.median), fmt_ms(timing.p90), fmt_ms(tree_median)])
+        growth.append(
             [
-                f"v{v} growth",
+                f"{label} growth",
                 f"{histories[0]} -> {histories[-1]:,}",
-                f"{medians[large] / medians[small]:.2f}x",
+                f"{timings[-1].median / timings[0].median:.2f}x",
                 "",
-                f"{tree_medians[large] / tree_medians[small]:.2f}x",
+                f"{tree_medians[-1] / tree_medians[0]:.2f}x",
             ]
         )
-    return rows
+    return rows + growth
 
 
 # ---------------------------------------------------------------- (c) delete one file, (d) planning
@@ -436,14 +488,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--history", type=int, default=None)
     parser.add_argument("--chunk", type=int, default=100_000, help="files per append building (c, d)")
     parser.add_argument("--chunk-a", type=int, default=100, help="files per append building (a)")
-    parser.add_argument("--appends", type=int, default=20)
-    parser.add_argument("--runs", type=int, default=5, help="timed appends in (b)")
+    parser.add_argument("--appends", type=int, default=None, help="one-file appends measured in (a)")
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=101,
+        help="timed appends per table in (b); 101 spans a whole cycle of v4 inline root entries",
+    )
     parser.add_argument("--plan-runs", type=int, default=3, help="timed plans in (d)")
     parser.add_argument("--dir", default=None, help="work directory to keep (default: a temporary one)")
     args = parser.parse_args(argv)
     files_a = args.files_a or (20_000 if args.quick else 100_000)
     files_cd = args.files_cd or (100_000 if args.quick else 1_000_000)
     history = args.history or (200 if args.quick else 2_000)
+    appends = args.appends or (200 if args.quick else 400)
     chunk = min(args.chunk, files_cd)
     settings = {
         "files_a": files_a,
@@ -451,24 +509,33 @@ def main(argv: Sequence[str] | None = None) -> None:
         "histories": f"10,{history}",
         "chunk_a": args.chunk_a,
         "chunk": chunk,
-        "appends": args.appends,
+        "appends": appends,
         "runs": args.runs,
         "plan_runs": args.plan_runs,
     }
     print_environment(settings)
     with workspace(args.dir) as work:
         log("(a) metadata per small append ...")
-        a = bench_small_appends(work, files_a, args.chunk_a, args.appends)
+        a = small_append_rows(bench_small_appends(work, files_a, args.chunk_a, appends))
         print_table(
             f"(a) metadata written per one-file append to a {files_a:,}-file table built by appends of "
-            f"{args.chunk_a} files (mean of {args.appends})",
-            ["table", "files", "tree bytes", "vs v4", "metadata.json bytes", "total bytes", "vs v4"],
+            f"{args.chunk_a} files (mean of {appends} appends; gzip rows compare with v4 gzip)",
+            [
+                "table",
+                "files",
+                "tree bytes",
+                "vs v4",
+                "metadata.json bytes",
+                "total bytes",
+                "vs v4",
+                "largest append",
+            ],
             a,
         )
         log("(b) commit latency ...")
         b = bench_latency(work, (10, history), args.runs)
         print_table(
-            f"(b) Table.append latency (10 rows), median of {args.runs}",
+            f"(b) Table.append latency (10 rows), median of {args.runs} per table, tables alternated",
             ["format", "snapshots", "median", "p90", "tree write (median)"],
             b,
         )
