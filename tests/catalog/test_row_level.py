@@ -22,7 +22,7 @@ from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.transforms import IdentityTransform
 from icefloe.spec.types import IntegerType, LongType, NestedField, StringType
-from tests.support.interop import duckdb_connection, read_with_duckdb, read_with_pyiceberg
+from tests.support.interop import read_with_duckdb, read_with_pyiceberg
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), True),
@@ -33,12 +33,6 @@ SPEC = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "cat"))
 MODES = ("copy-on-write", "merge-on-read")
 Row = tuple[int, str | None, int | None]
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _duckdb_reads_each_dv_blob() -> None:
-    """DuckDB 1.5.5's iceberg extension misreads the second DV of a shared Puffin file through its
-    external file cache (duckdb/duckdb-iceberg#1182, fixed later); read without that cache."""
-    duckdb_connection().execute("SET enable_external_file_cache=false")
 
 
 @pytest.fixture

@@ -32,16 +32,10 @@ from icefloe.spec.types import LongType, NestedField, StringType
 from icefloe.spec.updates import TableUpdate, UpgradeFormatVersion
 from icefloe.txn.producers import RowDelta
 from icefloe.txn.transaction import AttemptContext
-from tests.support.interop import duckdb_connection, read_with_duckdb, read_with_pyiceberg
+from tests.support.interop import read_with_duckdb, read_with_pyiceberg
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), True), NestedField(2, "tag", StringType(), False))
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _duckdb_reads_each_dv_blob() -> None:
-    """DuckDB 1.5.5's iceberg extension misreads the second DV of a shared Puffin file through its
-    external file cache (duckdb/duckdb-iceberg#1182, fixed later); read without that cache."""
-    duckdb_connection().execute("SET enable_external_file_cache=false")
 
 
 @pytest.fixture
