@@ -9,12 +9,13 @@ a table of ``--rows`` rows in ``--files`` Parquet files (unpartitioned; columns 
 filter ``grp in (<every 100th file>) and k = 0`` matches 10% of the rows of 1% of the files.
 
 For each format version the table is built once; each mode then runs from the same base snapshot
-(main is rolled back between modes, so both delete the very same rows). Reported per mode: the
-delete's wall time, the files and bytes it wrote (data, delete and metadata files, found by
-listing the table directory before and after), and the full-scan time of the table after the
-delete against the base snapshot's, timed in turns (``table.scan(...).to_arrow()``). The row
-count and the sum of ids after the delete are checked against the values computed from the
-generator; a mismatch exits with status 1.
+(main is rolled back before every delete, so all delete the very same rows). Reported per mode:
+the delete's wall time (median of ``--delete-runs``, modes in turns after one untimed warm-up),
+the files and bytes it wrote (data, delete and metadata files, found by listing the table
+directory before and after), and the full-scan time of the table after the delete against the
+base snapshot's, timed in turns (``table.scan(...).to_arrow()``). The row count and the sum of ids
+after the delete are checked against the values computed from the generator; a mismatch exits
+with status 1.
 
 ``--dir`` keeps the work directory (tables are rebuilt each run).
 """
@@ -123,6 +124,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=20_000_000)
     parser.add_argument("--files", type=int, default=1_000)
     parser.add_argument("--runs", type=int, default=3, help="timed scans per snapshot")
+    parser.add_argument("--delete-runs", type=int, default=3, help="timed deletes per mode (median)")
     parser.add_argument("--versions", default="3,4")
     parser.add_argument("--quick", action="store_true", help="2M rows in 100 files")
     parser.add_argument("--dir", default=None)
@@ -163,17 +165,30 @@ def run(argv: Sequence[str] | None = None) -> int:
             table = build_table(catalog, version, args.files, rows_per_file)
             base = table.current_snapshot()
             assert base is not None
-            for mode in MODES:
-                table.refresh()
-                if table.current_snapshot().snapshot_id != base.snapshot_id:
-                    table.manage_snapshots().set_current_snapshot(base.snapshot_id).commit()
-                before = listing(table)
+            last: dict[str, tuple[Any, dict[str, int], int]] = {}
+
+            def delete_from_base(
+                mode: str, t: Any = table, b: int = base.snapshot_id
+            ) -> tuple[Any, float, dict[str, int]]:
+                """Roll main back to the base snapshot, delete, and return (result, seconds, new files)."""
+                t.refresh()
+                if t.current_snapshot().snapshot_id != b:
+                    t.manage_snapshots().set_current_snapshot(b).commit()
+                before = listing(t)
                 t0 = time.perf_counter()
-                result = table.delete(row_filter, mode=mode)
+                result = t.delete(row_filter, mode=mode)
                 seconds = time.perf_counter() - t0
-                after = listing(table)
-                new = {p: s for p, s in after.items() if p not in before}
-                after_id = table.current_snapshot().snapshot_id
+                return result, seconds, {p: n for p, n in listing(t).items() if p not in before}
+
+            delete_from_base(MODES[0])  # warm-up: imports and caches, not timed
+            times: dict[str, list[float]] = {mode: [] for mode in MODES}
+            for _ in range(args.delete_runs):  # modes in turns, so load drift hits both alike
+                for mode in MODES:
+                    result, seconds, new = delete_from_base(mode)
+                    times[mode].append(seconds)
+                    last[mode] = (result, new, table.current_snapshot().snapshot_id)
+            for mode in MODES:
+                result, new, after_id = last[mode]
 
                 def scan_base(t: Any = table, s: int = base.snapshot_id) -> pa.Table:
                     return t.scan(snapshot_id=s).to_arrow()
@@ -196,7 +211,7 @@ def run(argv: Sequence[str] | None = None) -> int:
                     Outcome(
                         version,
                         mode + ("" if ok else " (!)"),
-                        seconds,
+                        float(np.median(times[mode])),
                         len(new),
                         sum(new.values()),
                         result.deleted_rows,
