@@ -16,7 +16,6 @@ import pytest
 
 from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
-from icefloe.catalog.equality_upsert import delete_by_key, upsert_with_equality_deletes
 from icefloe.catalog.table import Table
 from icefloe.errors import ValidationError
 from icefloe.spec.content import FileContent
@@ -124,7 +123,7 @@ def test_five_rounds_of_overlapping_upserts_match_the_model(
         rows = [
             (i, "abc"[(i + (round_no if rng.random() < 0.3 else 0)) % 3], 100 * round_no + i) for i in ids
         ]
-        result = upsert_with_equality_deletes(table, _arrow(rows), on=on)
+        result = table.upsert_with_equality_deletes(_arrow(rows), on=on)
         model = _upsert_model(model, rows, on)
         snap = table.current_snapshot()
         assert snap is not None and result.snapshot_id == snap.snapshot_id
@@ -150,7 +149,7 @@ def test_five_rounds_of_overlapping_upserts_match_the_model(
 def test_pyiceberg_reader(catalog: Catalog) -> None:
     table = _create(catalog, 2)
     table.append(_arrow([(1, "a", 1), (2, "b", 2)]))
-    upsert_with_equality_deletes(table, _arrow([(2, "b", 20)]))
+    table.upsert_with_equality_deletes(_arrow([(2, "b", 20)]))
     try:
         got = read_with_pyiceberg(table.metadata_location)
     except ValueError as exc:
@@ -167,7 +166,7 @@ def test_v4_rounds_with_leaf_compaction_keep_delete_sequence_numbers(catalog: Ca
     rng = random.Random(7)
     for round_no in range(1, 9):
         rows = [(i, "x", 10 * round_no + i) for i in sorted(rng.sample(range(12), 5))]
-        upsert_with_equality_deletes(table, _arrow(rows))
+        table.upsert_with_equality_deletes(_arrow(rows))
         model = _upsert_model(model, rows, None)
         assert _rows_of(table.to_arrow()) == _model_rows(model), f"round {round_no}"
     snap = table.current_snapshot()
@@ -196,9 +195,9 @@ def _leaf_path(table: Table, location: str) -> str:
 @pytest.mark.parametrize("fv", [2, 3, 4])
 def test_new_rows_are_not_deleted_by_the_deletes_of_their_own_snapshot(catalog: Catalog, fv: int) -> None:
     table = _create(catalog, fv)
-    upsert_with_equality_deletes(table, _arrow([(1, "a", 1), (2, "a", 2)]))  # into an empty table
+    table.upsert_with_equality_deletes(_arrow([(1, "a", 1), (2, "a", 2)]))  # into an empty table
     assert _rows_of(table.to_arrow()) == [(1, "a", 1), (2, "a", 2)]
-    upsert_with_equality_deletes(table, _arrow([(2, "b", 22), (3, "b", 3)]))
+    table.upsert_with_equality_deletes(_arrow([(2, "b", 22), (3, "b", 3)]))
     assert _rows_of(table.to_arrow()) == [(1, "a", 1), (2, "b", 22), (3, "b", 3)]
     snap = table.current_snapshot()
     assert snap is not None
@@ -227,15 +226,15 @@ def test_null_keys_match_only_null_keys(catalog: Catalog) -> None:
     on = ["id", "cat"]
     model: Model = {_key(r, on): r for r in initial}
     rows = [(None, "a", 20), (1, None, 30)]
-    upsert_with_equality_deletes(table, _arrow(rows), on=on)
+    table.upsert_with_equality_deletes(_arrow(rows), on=on)
     model = _upsert_model(model, rows, on)
     assert _rows_of(table.to_arrow()) == _model_rows(model)
     assert _rows_of(read_with_iceberg_rust(table.metadata_location)) == _model_rows(model)
     # No DuckDB cross-read here: DuckDB 1.5.5 also drops (None, None, 1). Its match of the delete
     # row (1, NULL) is `id = 1 AND cat IS NULL` in three-valued logic, NULL for a NULL id, and the
     # row is lost. The spec: a row is deleted only when every delete column is equal (null = null).
-    result = delete_by_key(
-        table, pa.table({"id": pa.array([None], pa.int64()), "cat": pa.array([None], pa.string())}), on=on
+    result = table.delete_by_key(
+        pa.table({"id": pa.array([None], pa.int64()), "cat": pa.array([None], pa.string())}), on=on
     )
     assert result.keys_deleted == 1
     del model[(None, None)]
@@ -248,7 +247,7 @@ def test_duplicate_keys_in_the_input_are_refused_and_change_nothing(catalog: Cat
     before_snapshot = table.current_snapshot()
     before_files = _data_dir(table)
     with pytest.raises(ValidationError, match=r"1 key\(s\) more than once, e.g. \(id=7\) in 2 rows"):
-        upsert_with_equality_deletes(table, _arrow([(7, "a", 1), (8, "a", 2), (7, "b", 3)]))
+        table.upsert_with_equality_deletes(_arrow([(7, "a", 1), (8, "a", 2), (7, "b", 3)]))
     assert table.refresh().current_snapshot() == before_snapshot
     assert _data_dir(table) == before_files
 
@@ -269,7 +268,7 @@ def test_bad_upserts_are_refused_and_change_nothing(
     table.append(_arrow([(1, "a", 1)]))
     before_files = _data_dir(table)
     with pytest.raises(ValidationError, match=message):
-        upsert_with_equality_deletes(table, _arrow([(1, "b", 2)]), on=on)
+        table.upsert_with_equality_deletes(_arrow([(1, "b", 2)]), on=on)
     assert _data_dir(table) == before_files
     assert _rows_of(table.refresh().to_arrow()) == [(1, "a", 1)]
 
@@ -278,9 +277,9 @@ def test_without_identifier_fields_the_key_must_be_given(catalog: Catalog) -> No
     schema = Schema(*SCHEMA.fields)  # no identifier fields
     table = _create(catalog, 2, schema=schema)
     with pytest.raises(ValidationError, match="no identifier fields: pass the key columns"):
-        upsert_with_equality_deletes(table, _arrow([(1, "a", 1)]))
-    upsert_with_equality_deletes(table, _arrow([(1, "a", 1)]), on="id")  # a single name works too
-    upsert_with_equality_deletes(table, _arrow([(1, "b", 2)]), on="id")
+        table.upsert_with_equality_deletes(_arrow([(1, "a", 1)]))
+    table.upsert_with_equality_deletes(_arrow([(1, "a", 1)]), on="id")  # a single name works too
+    table.upsert_with_equality_deletes(_arrow([(1, "b", 2)]), on="id")
     assert _rows_of(table.to_arrow()) == [(1, "b", 2)]
 
 
@@ -289,7 +288,7 @@ def test_partitioned_table_needs_the_partition_source_in_the_key(catalog: Catalo
     table.append(_arrow([(1, "a", 1)]))
     before_files = _data_dir(table)
     with pytest.raises(ValidationError, match=r"source column\(s\) 'cat' are not delete columns.*add 'cat'"):
-        upsert_with_equality_deletes(table, _arrow([(1, "b", 2)]))  # key: id only
+        table.upsert_with_equality_deletes(_arrow([(1, "b", 2)]))  # key: id only
     assert _data_dir(table) == before_files
 
 
@@ -297,8 +296,8 @@ def test_empty_input_commits_nothing(catalog: Catalog) -> None:
     table = _create(catalog, 2)
     table.append(_arrow([(1, "a", 1)]))
     snap = table.current_snapshot()
-    assert upsert_with_equality_deletes(table, _arrow([])).snapshot_id is None
-    assert delete_by_key(table, pa.table({"id": pa.array([], pa.int64())})).snapshot_id is None
+    assert table.upsert_with_equality_deletes(_arrow([])).snapshot_id is None
+    assert table.delete_by_key(pa.table({"id": pa.array([], pa.int64())})).snapshot_id is None
     assert table.refresh().current_snapshot() == snap
 
 
@@ -311,7 +310,7 @@ def test_delete_by_key(catalog: Catalog, fv: int) -> None:
     table = _create(catalog, fv)
     table.append(_arrow([(i, "abc"[i % 3], i) for i in range(10)]))
     keys = pa.table({"id": pa.array([3, 3, 5, 42], pa.int64()), "v": pa.array([0, 0, 0, 0], pa.int64())})
-    result = delete_by_key(table, keys)
+    result = table.delete_by_key(keys)
     snap = table.current_snapshot()
     assert snap is not None and snap.operation == "delete" and result.snapshot_id == snap.snapshot_id
     assert result.keys_deleted == 3 and result.rows_written == 0 and result.data_files == ()
@@ -324,7 +323,7 @@ def test_upsert_to_a_branch_leaves_main_alone(catalog: Catalog) -> None:
     table = _create(catalog, 2)
     table.append(_arrow([(1, "a", 1), (2, "a", 2)]))
     main = table.current_snapshot()
-    upsert_with_equality_deletes(table, _arrow([(2, "a", 20)]), branch="dev")
+    table.upsert_with_equality_deletes(_arrow([(2, "a", 20)]), branch="dev")
     assert table.current_snapshot() == main
     assert _rows_of(table.scan(ref="dev").to_arrow()) == [(1, "a", 1), (2, "a", 20)]
     assert _rows_of(table.to_arrow()) == [(1, "a", 1), (2, "a", 2)]
@@ -342,7 +341,7 @@ def test_upserted_rows_get_new_row_ids(catalog: Catalog, fv: int) -> None:
     }
     next_row_id = table.metadata.next_row_id
     assert next_row_id == 5
-    upsert_with_equality_deletes(table, _arrow([(1, "a", 10), (3, "a", 30), (7, "a", 70)]))
+    table.upsert_with_equality_deletes(_arrow([(1, "a", 10), (3, "a", 30), (7, "a", 70)]))
     snap = table.current_snapshot()
     assert snap is not None
     after = {
@@ -363,7 +362,7 @@ def test_concurrent_upserts_of_the_same_key_last_commit_wins(catalog: Catalog) -
     table.append(_arrow([(1, "a", 1)]))
     first = catalog.load_table("db.t")
     second = catalog.load_table("db.t")  # stale once `first` commits: its commit retries
-    upsert_with_equality_deletes(first, _arrow([(1, "a", 100)]))
-    upsert_with_equality_deletes(second, _arrow([(1, "a", 200)]))
+    first.upsert_with_equality_deletes(_arrow([(1, "a", 100)]))
+    second.upsert_with_equality_deletes(_arrow([(1, "a", 200)]))
     assert _rows_of(table.refresh().to_arrow()) == [(1, "a", 200)]
     assert _rows_of(read_with_duckdb(table.metadata_location)) == [(1, "a", 200)]

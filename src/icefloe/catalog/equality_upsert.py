@@ -22,11 +22,11 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.catalog.table import Table
 from icefloe.errors import ValidationError
 from icefloe.io.fileio import FileIO
 from icefloe.spec.content import DataFile
@@ -36,6 +36,9 @@ from icefloe.spec.table_metadata import TableMetadata
 from icefloe.txn.data_writer import prepare_arrow_table, write_data_files
 from icefloe.txn.equality_deletes import key_groups, validate_equality_ids, write_equality_delete_files
 from icefloe.txn.producers import RowDelta, branch_head
+
+if TYPE_CHECKING:  # Table's methods call into this module
+    from icefloe.catalog.table import Table
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,7 @@ class UpsertResult:
 def upsert_with_equality_deletes(
     table: Table,
     df: pa.Table,
-    on: Sequence[str] | None = None,
+    on: Sequence[str] | str | None = None,
     *,
     branch: str = MAIN_BRANCH,
     snapshot_properties: dict[str, str] | None = None,
@@ -83,7 +86,7 @@ def upsert_with_equality_deletes(
 def delete_by_key(
     table: Table,
     keys: pa.Table,
-    on: Sequence[str] | None = None,
+    on: Sequence[str] | str | None = None,
     *,
     branch: str = MAIN_BRANCH,
     snapshot_properties: dict[str, str] | None = None,
@@ -105,7 +108,7 @@ def delete_by_key(
     return UpsertResult(snapshot_id, 0, distinct, (), tuple(deletes))
 
 
-def key_field_ids(schema: Schema, on: Sequence[str] | None) -> tuple[int, ...]:
+def key_field_ids(schema: Schema, on: Sequence[str] | str | None) -> tuple[int, ...]:
     """Field ids of the key columns ``on`` (names), else of the schema's identifier fields; validated."""
     if on is None:
         if not schema.identifier_field_ids:

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icefloe.catalog import equality_upsert
+from icefloe.catalog.equality_upsert import UpsertResult
 from icefloe.catalog.table_writes import TableTransaction
 from icefloe.expressions.ast import Expression
 from icefloe.expressions.parser import to_expression
@@ -284,6 +286,36 @@ class Table:
         with self.transaction() as tx:
             result = tx.upsert(df, on, mode=mode, branch=branch, snapshot_properties=snapshot_properties)
         return result
+
+    def upsert_with_equality_deletes(
+        self,
+        df: pa.Table,
+        on: list[str] | str | None = None,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: dict[str, str] | None = None,
+    ) -> UpsertResult:
+        """Upsert by key without reading the table: one snapshot of ``df``'s rows plus equality deletes.
+
+        The write costs the size of ``df`` whatever the table's size (CDC streams); readers pay
+        instead, joining every older data file against the keys until the deletes are compacted
+        away (``rewrite_data_files``). ``on``: key columns, default the identifier fields. Unlike
+        :meth:`upsert`, upserted rows get new row ids (v3+): the old version is deleted, not moved.
+        """
+        return equality_upsert.upsert_with_equality_deletes(
+            self, df, on, branch=branch, snapshot_properties=snapshot_properties
+        )
+
+    def delete_by_key(
+        self,
+        keys: pa.Table,
+        on: list[str] | str | None = None,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: dict[str, str] | None = None,
+    ) -> UpsertResult:
+        """Delete every row whose key equals a row of ``keys``, as equality deletes (no table read)."""
+        return equality_upsert.delete_by_key(
+            self, keys, on, branch=branch, snapshot_properties=snapshot_properties
+        )
 
     def set_properties(self, **properties: Any) -> None:
         """Set table properties (values are stored as strings)."""
