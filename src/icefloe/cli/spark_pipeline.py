@@ -3,7 +3,8 @@
 Local Spark (``local[2]``), the SQLite catalog and the local warehouse under ``./.icefloe``.
 Spark generates a few million taxi-trip-like rows and writes them through icefloe into a table
 partitioned by ``day(pickup_at)`` and ``bucket(4, vendor)``; then incremental appends, an
-overwrite of one day, a row delete, Spark SQL queries with file pruning, and time travel.
+overwrite of one day, a row delete, a MERGE and a DELETE from Spark writing deletion vectors,
+compaction of the files carrying them, Spark SQL queries with file pruning, and time travel.
 Run it with ``bash scripts/main-job.sh`` (``--rows N`` to resize).
 """
 
@@ -13,13 +14,16 @@ import argparse
 import time
 from typing import TYPE_CHECKING
 
-from icefloe.catalog import default_catalog_uri, default_warehouse, load_catalog
+from icefloe.catalog import default_catalog_uri, default_warehouse
 from icefloe.cli.pipeline import DAYS, START, TRIPS_SCHEMA, TRIPS_SPEC, Report, progress, stage
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from icefloe.scan.row_level import RowLevelResult
+
 NAMESPACE = "demo"
+DAY_5 = "pickup_at >= '2026-01-06T00:00:00+00:00' and pickup_at < '2026-01-07T00:00:00+00:00'"
 IDENT = f"{NAMESPACE}.trips_spark"
 # A deterministic uniform [0, 1) per row id (Spark's rand() needs a constant seed).
 _UNIFORM = "(pmod(hash(id, {0}), 1000003) / 1000003.0)"
@@ -40,14 +44,51 @@ def generate(spark: SparkSession, first_id: int, rows: int, day_from: int, days:
     )
 
 
-def run(rows: int, batches: int) -> Report:
-    """Run the pipeline and return its report."""
-    from icefloe.spark import read_table, session, write_table
+def merge_trip_corrections(spark: SparkSession, rows: int) -> RowLevelResult:
+    """MERGE corrected fares for existing trips (every 100th id of one day) and brand-new trips.
+
+    The expected counts come from Spark independently of the merge: the corrections are read from
+    the table itself, the new trips have ids no earlier stage used.
+    """
+    from pyspark.sql import functions as F
+
+    from icefloe.spark import merge_into, read_table
+
+    corrections = (
+        read_table(spark, IDENT, row_filter=DAY_5)
+        .where("trip_id % 100 = 7")
+        .withColumn("fare", (F.col("fare") + F.lit(1)).cast("decimal(10,2)"))
+    )
+    fresh = generate(spark, 20 * rows, max(rows // 100, 1), 5, 1)
+    source = corrections.unionByName(fresh).cache()
+    expected_updates, expected_inserts = corrections.count(), fresh.count()
+    result = merge_into(source, IDENT, on="trip_id", mode="merge-on-read")
+    source.unpersist()
+    if (result.updated_rows, result.inserted_rows) != (expected_updates, expected_inserts):
+        raise SystemExit(
+            f"merge: {result.updated_rows} updated / {result.inserted_rows} inserted, expected "
+            f"{expected_updates} / {expected_inserts}"
+        )
+    return result
+
+
+def run(rows: int, batches: int, spark: SparkSession | None = None) -> Report:
+    """Run the pipeline and return its report.
+
+    Without ``spark`` a local session on the embedded defaults is started (and stopped at the
+    end); a given session is used as it is configured, catalog included, and left running.
+    """
+    from icefloe.spark import delete_rows, read_table, rewrite_data_files, session, write_table
+    from icefloe.spark.context import resolve_catalog
 
     report = Report()
-    with stage("start Spark (local[2])", report):
-        spark = session("icefloe-main-job", catalog_uri=default_catalog_uri(), warehouse=default_warehouse())
-    catalog = load_catalog()
+    own_session = spark is None
+    if spark is None:
+        with stage("start Spark (local[2])", report):
+            spark = session(
+                "icefloe-main-job", catalog_uri=default_catalog_uri(), warehouse=default_warehouse()
+            )
+    catalog = resolve_catalog(spark, None)
     if not catalog.namespace_exists((NAMESPACE,)):
         catalog.create_namespace((NAMESPACE,))
     if catalog.table_exists(IDENT):
@@ -84,6 +125,30 @@ def run(rows: int, batches: int) -> Report:
         table.refresh()
         table.delete("distance_km < 0.05")
 
+    with stage("Spark MERGE: fare corrections and new trips (merge-on-read, deletion vectors)", report):
+        merged = merge_trip_corrections(spark, rows)
+    report.add("  merge", f"{merged.updated_rows:,} updated, {merged.inserted_rows:,} inserted")
+
+    with stage("Spark DELETE of unpaid 2-passenger trips on one day (merge-on-read)", report):
+        unpaid = f"payment is null and passengers = 2 and {DAY_5}"
+        expected = read_table(spark, IDENT, row_filter=unpaid).count()
+        deleted = delete_rows(spark, IDENT, unpaid, mode="merge-on-read")
+        if deleted.deleted_rows != expected:
+            raise SystemExit(f"delete removed {deleted.deleted_rows} rows, {expected} matched")
+    report.add("  delete", f"{deleted.deleted_rows:,} rows, {deleted.delete_files_added} deletion vector(s)")
+
+    with stage("compaction: rewrite the files carrying deletes (Spark executors)", report):
+        before = read_table(spark, IDENT).count()
+        compacted = rewrite_data_files(spark, IDENT, min_input_files=1)
+        after = read_table(spark, IDENT).count()
+        if after != before:
+            raise SystemExit(f"compaction changed the row count: {before} -> {after}")
+    report.add(
+        "  compaction",
+        f"{compacted.rewritten_data_files} files -> {compacted.added_data_files}, "
+        f"{compacted.removed_delete_files} delete file(s) retired",
+    )
+
     with stage("Spark SQL: trips and revenue per vendor over the last 3 days", report):
         recent = "pickup_at >= '2026-01-12T00:00:00+00:00'"
         read_table(spark, IDENT, row_filter=recent).createOrReplaceTempView("recent_trips")
@@ -108,7 +173,8 @@ def run(rows: int, batches: int) -> Report:
     ops = [s.operation for s in table.snapshots()]
     report.add("operations", ", ".join(f"{op} x{ops.count(op)}" for op in dict.fromkeys(ops)))
     report.add("data files now", table.current_snapshot().summary.get("total-data-files", "?"))  # type: ignore[union-attr]
-    spark.stop()
+    if own_session:
+        spark.stop()
     return report
 
 
