@@ -83,7 +83,7 @@ def test_rewrite_applies_deletes_and_keeps_rows_and_lineage(catalog: Catalog, fv
         assert max(row_ids) < 90 and all(r["_last_updated_sequence_number"] <= 3 for r in after.values())
 
 
-@pytest.mark.parametrize("fv", [2, 3])
+@pytest.mark.parametrize("fv", [2, 3, 4])
 def test_filter_limits_the_rewrite_to_matching_partitions(catalog: Catalog, fv: int) -> None:
     table = make_table(catalog, "db.t", fv)
     delete_ids(table, {1, 4})  # partition b
