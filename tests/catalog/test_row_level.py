@@ -34,7 +34,6 @@ MODES = ("copy-on-write", "merge-on-read")
 Row = tuple[int, str | None, int | None]
 
 
-
 @pytest.fixture
 def catalog(tmp_path: Path) -> Catalog:
     cat = load_catalog(uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
@@ -317,3 +316,59 @@ def test_row_level_changes_in_a_transaction(catalog: Catalog) -> None:
         tx.append(_rows([200]))
         tx.update({"v": 1}, "id = 200")
     assert 200 not in table.refresh().to_arrow()["id"].to_pylist()
+
+
+# ---------------------------------------------------------------- case sensitivity
+
+
+@pytest.mark.parametrize("fv", [2, 3, 4])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("verb", ["delete", "update"])
+def test_case_insensitive_filters_bind_again_when_a_commit_is_retried(
+    catalog: Catalog, fv: int, mode: str, verb: str
+) -> None:
+    """``ID`` names column ``id`` when case_sensitive is False, also for the conflict validation of
+    the retried commit (serializable: the concurrent append is checked against the filter)."""
+    table = _table(catalog, fv)
+    want = _model(table.to_arrow())
+    with table.transaction() as tx:
+        if verb == "delete":
+            result = tx.delete("ID = 3 or Cat = 'x'", mode=mode, case_sensitive=False)
+            del want[3]
+        else:
+            result = tx.update({"V": 99}, "ID = 3 or Cat = 'x'", mode=mode, case_sensitive=False)
+            want[3] = (3, "a", 99)
+        catalog.load_table("db.t").append(_rows([100, 101]))  # concurrent: the commit is retried
+    assert (result.deleted_rows, result.updated_rows) == ((1, 0) if verb == "delete" else (0, 1))
+    want.update({i: (i, "abc"[i % 3], i * 2) for i in (100, 101)})
+    _check(table.refresh(), want)
+    snaps = table.snapshots()
+    assert snaps[-2].summary["operation"] == "append"  # the concurrent one, below the retried change
+    assert (
+        snaps[-1].snapshot_id == result.snapshot_id and snaps[-1].parent_snapshot_id == snaps[-2].snapshot_id
+    )
+
+
+@pytest.mark.parametrize("fv", [2, 4])
+def test_case_insensitive_overwrite_filter_binds_again_when_retried(catalog: Catalog, fv: int) -> None:
+    table = _table(catalog, fv)
+    want = _model(table.to_arrow())
+    with table.transaction() as tx:
+        tx.overwrite(
+            _rows([7]).set_column(2, "v", pa.array([70], pa.int32())), "ID = 7", case_sensitive=False
+        )
+        catalog.load_table("db.t").append(_rows([100]))  # concurrent: the commit is retried
+    want.update({7: (7, "b", 70), 100: (100, "b", 200)})
+    _check(table.refresh(), want)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_case_sensitive_filters_refuse_other_spellings(catalog: Catalog, mode: str) -> None:
+    table = _table(catalog, 3)
+    before = table.metadata_location
+    with pytest.raises(ValidationError, match="ID"):
+        table.delete("ID = 3", mode=mode)
+    with pytest.raises(ValidationError, match="ID"):
+        table.update({"v": 1}, "ID = 4", mode=mode)
+    assert table.refresh().metadata_location == before
+    assert sorted(table.to_arrow()["id"].to_pylist()) == list(range(30))

@@ -328,9 +328,11 @@ def test_entries_show_deleted_entries_with_inherited_values(hist: History) -> No
         for r in entries.to_pylist()
     )
     if not hist.independent:
-        # v4: the files stayed inline in the root; the delete dropped the removed inline entry (no
-        # DELETED root row, facts Q4) and carried the others as EXISTING with explicit tracking
-        assert got == sorted([(0, hist.s2, 2, 2, "x", 1), (0, hist.s1, 1, 1, "x", 2)])
+        # v4: the files stayed inline in the root; the delete carried the others as EXISTING with
+        # explicit tracking and wrote the removed one as a DELETED root row (facts §4.1 rule 8)
+        assert got == sorted(
+            [(0, hist.s2, 2, 2, "x", 1), (0, hist.s1, 1, 1, "x", 2), (2, hist.s3, 1, 1, "y", 1)]
+        )
         return
     assert got == sorted(
         [
@@ -605,3 +607,62 @@ def test_v3_deletion_vectors_and_row_lineage_fields(corpus: list[dict[str, Any]]
         )
         for g, p in parts.items()
     } == {"g1": (284, 4, 100, 2), "g2": (144, 4, 53, 2), "g3": (1, 1, 0, 0)}
+
+
+def _entry_keys(table: pa.Table) -> list[tuple[Any, ...]]:
+    return sorted(
+        (
+            r["status"],
+            r["snapshot_id"],
+            r["sequence_number"],
+            r["data_file"]["partition"]["cat"],
+            r["data_file"]["record_count"],
+        )
+        for r in table.to_pylist()
+    )
+
+
+def test_all_entries_show_each_distinct_entry_once(hist: History) -> None:
+    table = hist.table
+    got = _entry_keys(mt.metadata_table(table.io, table.metadata, "all_entries"))
+    s1, s2, s3, s4 = hist.s1, hist.s2, hist.s3, hist.s4
+    common = [
+        (1, s1, 1, "x", 2),  # ADDED by the first append
+        (1, s1, 1, "y", 1),
+        (1, s2, 2, "x", 1),
+        (0, s1, 1, "x", 2),  # carried as EXISTING
+        (2, s3, 1, "y", 1),  # DELETED by the delete, once, with its data sequence number
+        (1, s4, 4, "z", 1),
+    ]
+    if hist.independent:
+        assert got == sorted(common)
+    else:  # v4 carries inline entries as EXISTING rows of each new root
+        assert got == sorted([*common, (0, s1, 1, "y", 1), (0, s2, 2, "x", 1)])
+    assert (
+        mt.all_entries_table(table.io, table.metadata).schema
+        == mt.entries_table(table.io, table.metadata).schema
+    )
+
+
+def test_v4_entries_show_deleted_rows_of_leaves_in_the_deleting_snapshot(tmp_path: Path) -> None:
+    catalog = load_catalog(uri=f"sqlite:///{tmp_path / 'c.db'}", warehouse=str(tmp_path / "wh"))
+    catalog.create_namespace("db")
+    props = {"format-version": "4", "write.v4.root.max-inline-entries": "0"}
+    table = catalog.create_table("db.t", SCHEMA, partition_spec=BY_CAT, properties=props)
+    table.append(rows([1, 2, 3], ["x", "x", "y"], [1.0, 2.0, 3.0]))  # one leaf: x (2 rows), y (1 row)
+    s1 = table.current_snapshot().snapshot_id  # type: ignore[union-attr]
+    table.delete("cat = 'y'")  # the leaf stays, y is marked in its manifest DV
+    s2 = table.current_snapshot().snapshot_id  # type: ignore[union-attr]
+    table.delete("cat = 'x'")  # the leaf's last live file: the leaf is dropped (DELETED reference)
+    s3 = table.current_snapshot().snapshot_id  # type: ignore[union-attr]
+    md = table.metadata
+    assert _entry_keys(mt.entries_table(table.io, md, snapshot_id=s2)) == sorted(
+        [(1, s1, 1, "x", 2), (2, s2, 1, "y", 1)]
+    )
+    assert _entry_keys(mt.entries_table(table.io, md, snapshot_id=s3)) == [(2, s3, 1, "x", 2)]
+    assert mt.files_table(table.io, md, snapshot_id=s3).num_rows == 0
+    assert _entry_keys(mt.all_entries_table(table.io, md)) == sorted(
+        [(1, s1, 1, "x", 2), (1, s1, 1, "y", 1), (2, s2, 1, "y", 1), (2, s3, 1, "x", 2)]
+    )
+    summary = table.current_snapshot().summary  # type: ignore[union-attr]
+    assert (summary["deleted-data-files"], summary["total-data-files"]) == ("1", "0")

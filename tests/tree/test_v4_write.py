@@ -188,19 +188,30 @@ def test_large_append_writes_a_leaf_whose_rows_inherit_from_the_reference(tmp_pa
     ]
 
 
-def test_removing_an_inline_entry_drops_it_from_the_new_root(tmp_path: Path) -> None:
+def test_removing_an_inline_entry_leaves_one_deleted_root_row(tmp_path: Path) -> None:
     io, md = FileIO(), new_metadata(tmp_path, 4)
     f1, f2 = _file(tmp_path, "f1", 10), _file(tmp_path, "f2", 5)
     md, _ = commit4(io, md, TreeChange(added_data_files=[f1, f2]))
     md, r = commit4(io, md, TreeChange(removed_entries=[_entry(io, md, "f1")]), operation=Operation.DELETE)
+    # rule 8: DELETED by this snapshot, sequence numbers and first_row_id of the original kept
     assert [(x["location"], _tracking(x)) for x in raw_rows(r.root_manifest_location)] == [
-        ("data/cat=a/f2.parquet", (0, 1000, 1, 1, 10))
+        ("data/cat=a/f1.parquet", (2, 1001, 1, 1, 0)),
+        ("data/cat=a/f2.parquet", (0, 1000, 1, 1, 10)),
     ]
+    assert _live(io, md) == {"f2": (EntryStatus.EXISTING, 1000, 1, 1, 10)}
     assert (r.first_row_id, r.added_rows) == (15, 0)
     assert r.summary["deleted-data-files"] == "1" and r.summary["total-data-files"] == "1"
+    assert r.summary["deleted-records"] == "10" and r.summary["total-records"] == "5"
     assert [e.data_file.file_path for e in r.removed_entries] == [f1.file_path]
     with pytest.raises(ValidationError, match="not live"):
         commit4(io, md, TreeChange(removed_entries=[_entry(io, md, "f2").with_changes(data_file=f1)]))
+    # the next root drops the DELETED row
+    md, r = commit4(io, md, TreeChange(added_data_files=[_file(tmp_path, "f3", 1)]))
+    assert [(x["location"], _tracking(x)[0]) for x in raw_rows(r.root_manifest_location)] == [
+        ("data/cat=a/f2.parquet", 0),
+        ("data/cat=a/f3.parquet", 1),
+    ]
+    assert r.summary.get("deleted-data-files") is None and r.summary["total-data-files"] == "2"
 
 
 def _leaf_table(
@@ -259,11 +270,18 @@ def test_removing_leaf_files_marks_a_cumulative_manifest_dv(tmp_path: Path) -> N
 def test_a_leaf_below_the_live_ratio_is_rewritten(tmp_path: Path) -> None:
     io, md = _leaf_table(tmp_path)
     md, _ = commit4(io, md, TreeChange(removed_entries=[_entry(io, md, "f1")]))
+    old_leaf = raw_rows(head(md).root_manifest)[0]
     md, r = commit4(io, md, TreeChange(removed_entries=[_entry(io, md, "f0"), _entry(io, md, "f3")]))
-    (row,) = raw_rows(r.root_manifest_location)
+    row, gone = raw_rows(r.root_manifest_location)
     assert _tracking(row) == (1, 1002, 3, 3, 100)  # a new leaf, ADDED by this snapshot
     assert (row["manifest_info"]["dv"], row["manifest_info"]["deleted_files_count"]) == (None, 2)
     assert row["manifest_info"]["existing_files_count"] == 1
+    # rule 8: the replaced leaf's reference is DELETED by this snapshot (original sequence numbers
+    # and first_row_id, cumulative DV as it was, no deltas: the removals are rows of the new leaf)
+    assert gone["location"] == old_leaf["location"]
+    assert _tracking(gone) == (2, 1002, 1, 1, 0)
+    assert (gone["tracking"]["dv_snapshot_id"], bits(gone["manifest_info"]["dv"])) == (1001, [1])
+    assert (gone["tracking"]["deleted_positions"], gone["manifest_info"]) == (None, old_leaf["manifest_info"])
     leaf = raw_rows(r.manifests[0].manifest_path)
     # masked f1 is gone; removed f0/f3 are DELETED by this snapshot; f2 is EXISTING, materialised
     assert [(x["location"].rsplit("/", 1)[1], _tracking(x)) for x in leaf] == [
@@ -273,9 +291,18 @@ def test_a_leaf_below_the_live_ratio_is_rewritten(tmp_path: Path) -> None:
     ]
     assert r.added_rows == 0
     assert _live(io, md) == {"f2": (EntryStatus.EXISTING, 1000, 1, 1, 30)}
-    # removing the last live file drops the leaf altogether
+    # removing the last live file drops the leaf: its reference is DELETED, with the removal in
+    # the manifest DV and deleted_positions, so read_entries shows the DELETED row
     md, r = commit4(io, md, TreeChange(removed_entries=[_entry(io, md, "f2")]))
-    assert raw_rows(r.root_manifest_location) == [] and r.manifests == []
+    (gone,) = raw_rows(r.root_manifest_location)
+    assert r.manifests == [] and _live(io, md) == {}
+    assert _tracking(gone) == (2, 1003, 3, 3, 100)
+    assert (bits(gone["tracking"]["deleted_positions"]), bits(gone["manifest_info"]["dv"])) == ([1], [1])
+    assert gone["tracking"]["dv_snapshot_id"] == 1003
+    assert r.summary["deleted-data-files"] == "1" and r.summary["total-data-files"] == "0"
+    # the next root drops the DELETED reference
+    md, r = commit4(io, md, TreeChange(added_data_files=[_file(tmp_path, "g", 1)]))
+    assert [_tracking(x)[0] for x in raw_rows(r.root_manifest_location)] == [1]
 
 
 def test_min_live_ratio_one_means_copy_on_write(tmp_path: Path) -> None:
@@ -300,6 +327,7 @@ def test_overwrite_in_root_and_in_a_leaf(tmp_path: Path) -> None:
     rows = raw_rows(r.root_manifest_location)
     assert [(x["content_type"], x["location"].rsplit("/", 1)[1], _tracking(x)) for x in rows] == [
         (3, r.manifests[0].manifest_path.rsplit("/", 1)[1], (4, 1000, 1, 1, 0)),
+        (0, "i1.parquet", (2, 1002, 2, 2, 100)),  # the removed inline entry, DELETED
         (0, "n1.parquet", (1, 1002, 3, 3, 103)),
     ]
     assert bits(rows[0]["tracking"]["deleted_positions"]) == [3]
@@ -435,7 +463,14 @@ def test_compaction_merges_small_leaves_and_keeps_row_lineage(tmp_path: Path) ->
         ("f0.parquet", (0, 1000, 1, 1, 0)),
         ("f3.parquet", (1, None, None, None, None)),
     ]
-    assert _tracking(raw_rows(r.root_manifest_location)[0]) == (1, 1003, 4, 4, 33)
+    root = raw_rows(r.root_manifest_location)
+    assert _tracking(root[0]) == (1, 1003, 4, 4, 33)
+    # the three merged leaves leave the tree: DELETED references, original tracking kept
+    assert [_tracking(x) for x in root[1:]] == [
+        (2, 1003, 3, 3, 21),
+        (2, 1003, 2, 2, 10),
+        (2, 1003, 1, 1, 0),
+    ]
     after = _live(io, md)
     assert {k: v[1:] for k, v in after.items() if k != "f3"} == {k: v[1:] for k, v in before.items()}
     assert after["f3"] == (EntryStatus.ADDED, 1003, 4, 4, 33)
@@ -457,7 +492,8 @@ def test_compaction_also_flushes_inline_entries(tmp_path: Path) -> None:
     assert [x["content_type"] for x in raw_rows(head(md).root_manifest)] == [3, 3, 0]
     before = _live(io, md)
     md, r = commit4(io, md, TreeChange(added_data_files=[_file(tmp_path, "d0", 1)]))
-    assert [x["content_type"] for x in raw_rows(r.root_manifest_location)] == [3]
+    root = raw_rows(r.root_manifest_location)
+    assert [(x["content_type"], x["tracking"]["status"]) for x in root] == [(3, 1), (3, 2), (3, 2)]
     after = _live(io, md)
     assert {k: v[2:] for k, v in after.items() if k != "d0"} == {k: v[2:] for k, v in before.items()}
     assert after["d0"] == (EntryStatus.ADDED, 1003, 4, 4, 7)

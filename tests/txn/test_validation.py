@@ -23,6 +23,8 @@ from icefloe.expressions.parser import to_expression
 from icefloe.formats.parquet_data import write_parquet_data_file
 from icefloe.io.fileio import local_path
 from icefloe.scan.cow import plan_copy_on_write
+from icefloe.scan.row_level import MERGE_ON_READ as MOR
+from icefloe.scan.update_rows import plan_update
 from icefloe.spec.content import DataFile, DeletionVectorRef, EntryStatus, FileContent, ManifestEntry
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
@@ -152,7 +154,8 @@ def _conflict(table: Table, action: Any, *names: str) -> CommitConflict:
     table.refresh()
     assert table.metadata.current_snapshot_id == before
     for path in action.committed_files():  # files written for the failed change are gone
-        assert not Path(local_path(path)).exists()
+        local = local_path(path)
+        assert local is not None and not Path(local).exists()
     return info.value
 
 
@@ -356,6 +359,78 @@ def test_mor_against_a_concurrent_matching_append(
     else:
         _lands_on_top(table, planned)
         assert _ids(table) == sorted([0, 0, *range(2, 20)])
+
+
+def _concurrent_equality_delete(table: Table, key: tuple[int, str]) -> DataFile:
+    """Commit an equality delete of (id, cat) = ``key`` as a concurrent commit; returns its file."""
+    md = table.metadata
+    keys = pa.table({"id": pa.array([key[0]], pa.int64()), "cat": pa.array([key[1]], pa.string())})
+    deletes = write_equality_delete_files(table.io, md, keys, [1, 2])
+    _commit(table, RowDelta(added_deletes=deletes, base_snapshot_id=md.current_snapshot_id))
+    return deletes[0]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("level", [SERIALIZABLE, SNAPSHOT])
+@pytest.mark.parametrize(
+    ("key", "conflicts"),
+    [((4, "a"), True), ((14, "b"), False), ((50, "a"), False)],
+    ids=["same-partition", "other-partition", "keys-out-of-bounds"],
+)
+def test_mor_against_a_concurrent_equality_delete(
+    catalog: Catalog, version: Version, level: IsolationLevel, key: tuple[int, str], conflicts: bool
+) -> None:
+    """A DV'd file's rows may be re-inserted by the same change (update): a concurrent equality
+    delete that applies to the file is a conflict at every isolation level. The planned RowDelta
+    names its target by path only, so the file's partition and bounds are looked up."""
+    table = _table(catalog, version, partitioned=True)
+    victim = _entry_with(table, 3).data_file.file_path
+    planned = _plan_mor(table, [3], level)
+    eq = _concurrent_equality_delete(table, key)
+    deleted = {key[0]} & set(range(20))
+    if conflicts:
+        _conflict(table, planned, victim, eq.file_path, "equality delete")
+        assert _ids(table) == [i for i in range(20) if i not in deleted]
+    else:
+        _lands_on_top(table, planned)
+        assert _ids(table) == [i for i in range(20) if i not in deleted | {3}]
+
+
+@pytest.mark.parametrize("version", [VERSIONS[1], VERSIONS[3]])
+@pytest.mark.parametrize("level", [SERIALIZABLE, SNAPSHOT])
+def test_planned_merge_on_read_update_against_a_concurrent_equality_delete(
+    catalog: Catalog, version: Version, level: IsolationLevel
+) -> None:
+    """The update's producer carries its planned target files; the concurrent delete of row 3
+    must not be undone by the update re-inserting row 3 with a new value."""
+    table = _table(catalog, version, partitioned=True)
+    md = table.metadata
+    change = plan_update(table.io, md, md.current_snapshot(), {"cat": "a"}, to_expression("id = 3"), MOR)
+    producer = change.producer(md)
+    assert isinstance(producer, RowDelta) and producer.isolation_level is SERIALIZABLE
+    assert [f.file_path for f in producer.target_files] == [_entry_with(table, 3).data_file.file_path]
+    producer.isolation_level = level
+    eq = _concurrent_equality_delete(table, (3, "a"))
+    _conflict(table, producer, eq.file_path)
+    assert _ids(table) == [i for i in range(20) if i != 3]
+
+
+@pytest.mark.parametrize("version", VERSIONS[2:])
+def test_v4_removal_that_empties_a_leaf_or_the_root_is_in_the_history(
+    catalog: Catalog, version: Version
+) -> None:
+    """The deleting snapshot's DELETED root row / DELETED leaf reference records the removal."""
+    table = _table(catalog, version, files=1)
+    victim = _entry_with(table, 3).data_file.file_path
+    base = table.metadata.current_snapshot_id
+    planned = _plan_mor(table, [3])
+    table.delete("id < 10")  # the only file: an inline entry, or the last live row of its leaf
+    md = table.metadata
+    snaps = validation.concurrent_snapshots(md, md.current_snapshot(), base, "main")
+    history = validation.read_concurrent_history(table.io, md, snaps, include_appends=False)
+    assert [k[0] for k in history.removed] == [victim]
+    _conflict(table, planned, victim, "was removed by a concurrent commit")
+    assert _ids(table) == []
 
 
 def test_mor_may_retire_the_dv_it_replaces(catalog: Catalog) -> None:

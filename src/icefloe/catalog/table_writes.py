@@ -143,6 +143,7 @@ class TableTransaction:
                 added=added,
                 base_snapshot_id=base.snapshot_id if base else None,
                 conflict_filter=row_filter if plan.removed else None,
+                case_sensitive=case_sensitive,
             )
         )
         return self

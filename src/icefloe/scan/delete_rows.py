@@ -42,6 +42,7 @@ def plan_delete(
         chosen,
         base_snapshot_id=snapshot.snapshot_id if snapshot else None,
         conflict_filter=row_filter,
+        case_sensitive=case_sensitive,
     )
     if snapshot is None:
         return change

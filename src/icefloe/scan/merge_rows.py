@@ -116,6 +116,7 @@ def plan_merge(
         chosen,
         base_snapshot_id=snapshot.snapshot_id if snapshot else None,
         conflict_filter=scan_filter,
+        case_sensitive=case_sensitive,
     )
     builder = ChangeBuilder(io, md, change)
     try:

@@ -38,7 +38,7 @@ from icefloe.spec.types import (
     StructType,
     UnknownType,
 )
-from icefloe.tree.read_seam import manifest_refs, read_entries
+from icefloe.tree.read_seam import dropped_entries, manifest_refs, read_entries
 
 _TS_MS = pa.timestamp("ms", tz="UTC")
 _INT_LONG_MAP = pa.map_(pa.int32(), pa.int64())
@@ -246,8 +246,31 @@ def delete_files_table(io: FileIO, md: TableMetadata, snapshot_id: int | None = 
 
 def entries_table(io: FileIO, md: TableMetadata, snapshot_id: int | None = None) -> pa.Table:
     """Every manifest entry of the snapshot (deleted ones included), with inherited values resolved."""
-    snap = _snapshot(md, snapshot_id)
-    entries = list(_entries(io, md, snap))
+    return _entries_arrow(md, list(_entries(io, md, _snapshot(md, snapshot_id))))
+
+
+def all_entries_table(io: FileIO, md: TableMetadata, snapshot_id: int | None = None) -> pa.Table:
+    """The entries of every snapshot still in the metadata, each distinct entry once.
+
+    Two entries are the same when their status, snapshot, sequence number, file and deletion
+    vector are: a file carried unchanged through many snapshots shows once per status it had
+    (ADDED, EXISTING, DELETED). Java's table lists each manifest once instead; this form does
+    not depend on how the tree was written, so v4 roots and leaves show a file's history as
+    v1–v3 manifests do. ``snapshot_id`` is accepted for the common signature and ignored.
+    """
+    seen: set[tuple[Any, ...]] = set()
+    entries: list[ManifestEntry] = []
+    for snap in md.snapshots:
+        for e in _entries(io, md, snap):
+            f = e.data_file
+            key = (e.status, e.snapshot_id, e.sequence_number, f.content_key, f.deletion_vector)
+            if key not in seen:
+                seen.add(key)
+                entries.append(e)
+    return _entries_arrow(md, entries)
+
+
+def _entries_arrow(md: TableMetadata, entries: list[ManifestEntry]) -> pa.Table:
     layout = _Layout(md)
     files = [e.data_file for e in entries]
     data_file = layout.files(files).combine_chunks()
@@ -339,6 +362,7 @@ METADATA_TABLES: dict[str, Callable[..., pa.Table]] = {
     "data_files": data_files_table,
     "delete_files": delete_files_table,
     "entries": entries_table,
+    "all_entries": all_entries_table,
     "partitions": partitions_table,
 }
 
@@ -367,6 +391,7 @@ def _entries(io: FileIO, md: TableMetadata, snap: Snapshot | None) -> Iterable[M
         return
     for m in manifest_refs(io, md, snap):
         yield from read_entries(io, md, m)
+    yield from dropped_entries(io, md, snap)  # v4: removals recorded by DELETED references
 
 
 def _ancestors(by_id: dict[int, Snapshot], snapshot_id: int | None) -> Iterable[int]:

@@ -93,6 +93,8 @@ class RowLevelChange:
     inserted_rows: int = 0
     base_snapshot_id: int | None = None
     conflict_filter: Expression | None = None
+    case_sensitive: bool = True  # how the conflict filter's column names bind at commit time
+    delete_targets: list[DataFile] = field(default_factory=list)  # merge-on-read: files given deletes
 
     @property
     def is_empty(self) -> bool:
@@ -138,6 +140,7 @@ class RowLevelChange:
             "base_snapshot_id": self.base_snapshot_id,
             "conflict_filter": self.conflict_filter,
             "isolation_level": isolation_level(md, self.operation),
+            "case_sensitive": self.case_sensitive,
         }
         if self.deletes.is_empty:
             if self.removed:
@@ -152,6 +155,7 @@ class RowLevelChange:
             added_deletes=self.deletes.added_deletes,
             removed_deletes=self.deletes.removed_entries(),
             added_dvs=self.deletes.added_dvs,
+            target_files=list(self.delete_targets),
             **common,
         )
 
@@ -238,6 +242,7 @@ class ChangeBuilder:
         if self._targets:
             deletes = write_row_deletes(self.io, self.md, self._targets)
             self.change.deletes = self.change.deletes.merge(deletes)
+            self.change.delete_targets.extend(task.data_file for task, _ in self._targets)
         self._finished = True
         return self.change
 

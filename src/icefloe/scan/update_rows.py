@@ -52,6 +52,7 @@ def plan_update(
         chosen,
         base_snapshot_id=snapshot.snapshot_id if snapshot else None,
         conflict_filter=row_filter,
+        case_sensitive=case_sensitive,
     )
     if snapshot is None:
         return change

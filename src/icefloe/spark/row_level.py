@@ -120,7 +120,11 @@ def delete_rows(
     chosen = write_mode(md, "delete", mode)
     base = branch_head(md, branch)
     change = RowLevelChange(
-        "delete", chosen, base_snapshot_id=base.snapshot_id if base else None, conflict_filter=expr
+        "delete",
+        chosen,
+        base_snapshot_id=base.snapshot_id if base else None,
+        conflict_filter=expr,
+        case_sensitive=case_sensitive,
     )
     tasks = plan_files(table.io, md, base, expr, case_sensitive=case_sensitive) if base else []
     if not tasks:
@@ -208,7 +212,11 @@ def update_rows(
     stage = _select(target, ["*", *exprs], "update")
     values = conform_assignments(stage.schema, fields, "update", "__icefloe_set_")
     change = RowLevelChange(
-        "update", chosen, base_snapshot_id=base.snapshot_id if base else None, conflict_filter=expr
+        "update",
+        chosen,
+        base_snapshot_id=base.snapshot_id if base else None,
+        conflict_filter=expr,
+        case_sensitive=case_sensitive,
     )
     if not tasks:
         return change.result()
@@ -326,7 +334,11 @@ def merge_into(
     if has_matched and tasks:
         _check_single_match(source, target, keys, source_keys)
     change = RowLevelChange(
-        "merge", chosen, base_snapshot_id=base.snapshot_id if base else None, conflict_filter=scan_filter
+        "merge",
+        chosen,
+        base_snapshot_id=base.snapshot_id if base else None,
+        conflict_filter=scan_filter,
+        case_sensitive=case_sensitive,
     )
     return _run_changes(spark, table, change, tasks, changes, branch, snapshot_properties)
 

@@ -219,6 +219,28 @@ def read_entries_many(
         yield from pool.map(lambda m: read_entries(io, metadata, m), manifests)
 
 
+def dropped_entries(io: Any, metadata: TableMetadata, snapshot: Snapshot) -> list[ManifestEntry]:
+    """Entries a v4 snapshot removed from the leaves it dropped from its tree ([] for v1–v3).
+
+    A v4 root lists each leaf it no longer carries once more as a DELETED reference. When the leaf
+    went because its last live rows were removed, the reference's ``deleted_positions`` /
+    ``replaced_positions`` name them and ``read_entries`` shows them as DELETED / REPLACED rows
+    stamped with the snapshot: those rows (and only those) are returned. Scans never need them.
+    """
+    if snapshot.root_manifest is None:
+        return []
+    sid = snapshot.snapshot_id
+    root = v4_read.read_root(io, metadata, snapshot.root_manifest)
+    out: list[ManifestEntry] = []
+    for ref in root.refs:
+        if ref.status.is_live or ref.dv_snapshot_id != sid:
+            continue
+        if ref.deleted_positions is None and ref.replaced_positions is None:
+            continue
+        out += [e for e in read_entries(io, metadata, ref) if not e.is_live and e.snapshot_id == sid]
+    return out
+
+
 def may_have_live_entries(manifest: ManifestFile) -> bool:
     """False only when the counts say the manifest holds no ADDED or EXISTING entries."""
     return manifest.has_added_files() or manifest.has_existing_files()

@@ -3,10 +3,11 @@
 Given the parent's live tree (``v4_upgrade.parent_tree``: references + inline root entries, or a
 v1–v3 snapshot's manifests as format_version 0 references) and a ``TreeChange``:
 
-1. **inline entries** — a removed inline entry is dropped from the new root (no DELETED root
-   row, facts Q4); a new deletion vector for an inline file becomes a REPLACED row (prior DV,
-   stamped with the new snapshot) plus a MODIFIED row (new DV, ``dv_snapshot_id`` = new snapshot,
-   original ``snapshot_id``, facts Q5);
+1. **inline entries** — a removed inline entry becomes a DELETED root row (facts §4.1 rule 8:
+   ``snapshot_id`` = new snapshot, sequence numbers and ``first_row_id`` kept); a new deletion
+   vector for an inline file becomes a REPLACED row (prior DV, stamped with the new snapshot)
+   plus a MODIFIED row (new DV, ``dv_snapshot_id`` = new snapshot, original ``snapshot_id``,
+   facts Q5);
 2. **files in leaves** — found by a columnar scan of the candidate leaves' ``location`` column.
    Per leaf (``v4_policy``): when its live entries stay at or above
    ``write.v4.leaf.min-live-ratio`` the reference gets a cumulative manifest DV with this
@@ -14,8 +15,7 @@ v1–v3 snapshot's manifests as format_version 0 references) and a ``TreeChange`
    ``dv_snapshot_id`` = new snapshot and its original tracking (Q5); a file getting a new DV
    then lives on as a MODIFIED root-level entry. Otherwise the leaf is rewritten (removed rows
    DELETED, REPLACED + MODIFIED pairs for new DVs, other live rows EXISTING with materialised
-   tracking); a leaf left without live rows is dropped. Legacy (format_version 0) manifests cannot
-   carry MDVs and are always rewritten;
+   tracking). Legacy (format_version 0) manifests cannot carry MDVs and are always rewritten;
 3. **added files** — ADDED entries (a file born with a DV carries it, ``dv_snapshot_id`` = new
    snapshot). Root-level entries stay inline while they fit ``write.v4.root.max-inline-entries``
    (a single-file commit); otherwise all of them are flushed into new leaves. Equality delete
@@ -25,7 +25,18 @@ v1–v3 snapshot's manifests as format_version 0 references) and a ``TreeChange`
    new leaves of this commit;
 5. **row ids** — in root order, references without ``first_row_id`` and inline DATA entries
    without one get ranges from the snapshot's ``first-row-id`` counter; ``added-rows`` is the
-   counter's advance.
+   counter's advance;
+6. **DELETED rows (facts §4.1 rule 8)** — every reference of the parent root that the new root
+   no longer carries (rewritten, compacted or emptied leaf) is written once more with status
+   DELETED: ``snapshot_id`` = new snapshot, sequence numbers and ``first_row_id`` copied, physical
+   counts unchanged. An emptied leaf's reference keeps this snapshot's cumulative manifest DV and
+   its ``deleted_positions`` / ``replaced_positions``, so the removed files are recorded exactly
+   once, as for a live MODIFIED reference; a rewritten or compacted leaf's removals are the
+   DELETED rows of the leaf that replaces it, so its DELETED reference carries no deltas. A
+   DELETED reference is never a source of inheritance for live rows. Files removed from a leaf
+   that stays (manifest DV) get no separate DELETED row: the reference's ``deleted_positions``
+   is that record (facts §4.4). The next root drops every non-live row (``parent_tree`` keeps
+   only live ones).
 """
 
 from __future__ import annotations
@@ -73,6 +84,9 @@ class _Commit:
     new_refs: list[ManifestFile] = field(default_factory=list)  # leaves written by this commit
     root_live: list[ManifestEntry] = field(default_factory=list)  # live root-level entries
     root_replaced: list[ManifestEntry] = field(default_factory=list)  # REPLACED root rows
+    root_deleted: list[ManifestEntry] = field(default_factory=list)  # DELETED root rows
+    dropped: dict[str, ManifestFile] = field(default_factory=dict)  # parent refs not carried on
+    parent_has_root: bool = True  # False: the parent is a v1–v3 snapshot (its manifests were no rows)
     found: list[ManifestEntry] = field(default_factory=list)  # removed entries as they were live
     superseded: list[ManifestEntry] = field(default_factory=list)  # DVs that stop applying
     done: set[str] = field(default_factory=set)  # removed / DV paths handled
@@ -134,7 +148,7 @@ def _apply_to_inline(c: _Commit, inline: list[ManifestEntry]) -> None:
     for e in inline:
         path = e.data_file.file_path
         if path in c.removed and path not in c.done:
-            _remove(c, e)
+            c.root_deleted.append(_remove(c, e))
         elif path in c.dvs and path not in c.done:
             replaced, modified = _dv_pair(c, e, c.dvs[path])
             c.root_replaced.append(replaced)
@@ -264,19 +278,18 @@ def _mark(c: _Commit, ref: ManifestFile, here: dict[str, int], mdv: set[int], dr
         for pos, e in leaf_rows(files.io, files.md, ref):
             if pos in replaced:
                 c.root_live.append(_dv_pair(c, e, c.dvs[e.data_file.file_path])[1])
-    if drop:
-        return
     codec = manifest_dv_codec(c.files.policy.mdv_encoding)
-    c.refs.append(
-        ref.with_changes(
-            status=EntryStatus.MODIFIED,
-            mdv=codec.encode(PositionBitmap(sorted(mdv | deleted | replaced))),
-            deleted_positions=codec.encode(PositionBitmap(sorted(deleted))) if deleted else None,
-            replaced_positions=codec.encode(PositionBitmap(sorted(replaced))) if replaced else None,
-            dv_snapshot_id=c.snapshot_id,
-            content_stats=_loose(ref.content_stats),
-        )
+    marked = ref.with_changes(
+        mdv=codec.encode(PositionBitmap(sorted(mdv | deleted | replaced))),
+        deleted_positions=codec.encode(PositionBitmap(sorted(deleted))) if deleted else None,
+        replaced_positions=codec.encode(PositionBitmap(sorted(replaced))) if replaced else None,
+        dv_snapshot_id=c.snapshot_id,
+        content_stats=_loose(ref.content_stats),
     )
+    if drop:  # no live row left: the DELETED reference records this snapshot's removals
+        c.dropped[ref.manifest_path] = marked
+    else:
+        c.refs.append(marked.with_changes(status=EntryStatus.MODIFIED))
 
 
 def _rewrite(c: _Commit, ref: ManifestFile, mdv: set[int], legacy: bool) -> None:
@@ -284,6 +297,7 @@ def _rewrite(c: _Commit, ref: ManifestFile, mdv: set[int], legacy: bool) -> None
     from icefloe.tree.read_seam import read_entries
 
     files = c.files
+    c.dropped[ref.manifest_path] = ref
     if legacy:
         rows = list(enumerate(read_entries(files.io, files.md, ref)))
     else:
@@ -300,6 +314,9 @@ def _rewrite(c: _Commit, ref: ManifestFile, mdv: set[int], legacy: bool) -> None
         else:
             out.append(materialised(e))
     if not any(e.is_live for e in out):
+        # only a legacy manifest gets here (an emptied v4 leaf is marked, not rewritten): its
+        # removals become DELETED root rows where a content entry can hold them
+        c.root_deleted.extend(e for e in out if _root_can_hold(e))
         return
     content = ManifestContent(ref.content)
     if any(e.data_file.content == FileContent.POSITION_DELETES for e in out):
@@ -368,9 +385,35 @@ def _compact(c: _Commit, content: ManifestContent) -> list[ManifestEntry]:
             rows += [materialised(e) for e in read_entries(io, md, ref) if e.is_live]
         else:
             rows += [materialised(e) for e in live_leaf_entries(io, md, ref)]
-    gone = {r.manifest_path for r in merged}
-    c.refs = [r for r in c.refs if r.manifest_path not in gone]
+    for ref in merged:
+        c.dropped[ref.manifest_path] = ref
+    c.refs = [r for r in c.refs if r.manifest_path not in c.dropped]
     return rows
+
+
+def _root_can_hold(e: ManifestEntry) -> bool:
+    """Whether a DELETED entry read from a legacy manifest can be written as a root row."""
+    df = e.data_file
+    if df.content == FileContent.POSITION_DELETES:
+        return False  # v4 content entries cannot hold position deletes (or v3 DVs)
+    if None in (e.snapshot_id, e.sequence_number, e.file_sequence_number):
+        return False
+    return df.content != FileContent.DATA or df.first_row_id is not None
+
+
+def _deleted_refs(c: _Commit) -> list[ManifestFile]:
+    """DELETED rows for the parent references the new root drops (facts §4.1 rule 8).
+
+    ``snapshot_id`` is the deleting snapshot; sequence numbers, ``first_row_id``, counts and the
+    manifest DV are those of the reference as this commit last saw it (``deleted_positions`` /
+    ``replaced_positions`` only when this commit emptied the leaf through them).
+    """
+    if not c.parent_has_root:
+        return []  # the parent's manifests were listed by a manifest list, not by a root
+    return [
+        ref.with_changes(status=EntryStatus.DELETED, added_snapshot_id=c.snapshot_id)
+        for ref in c.dropped.values()
+    ]
 
 
 def _validate(md: TableMetadata, change: TreeChange, dvs: Mapping[str, DeletionVectorRef]) -> None:
@@ -445,6 +488,7 @@ def write_v4_tree(
         io, metadata, location_provider or LocationProvider(metadata), snapshot_id, sequence_number, policy
     )
     c = _Commit(files, {e.data_file.file_path: e for e in change.removed_entries}, dvs)
+    c.parent_has_root = parent is not None and parent.root_manifest is not None
     added_paths = {f.file_path for f in change.added_data_files}
     try:
         tree = parent_tree(io, metadata, parent)
@@ -463,7 +507,7 @@ def write_v4_tree(
         root_rows = _place(c, change)
         start = first_row_id if first_row_id is not None else (metadata.next_row_id or 0)
         refs, inline, end = _assign_row_ids(c, [*c.new_refs, *c.refs], root_rows, start)
-        rows: list[ContentRow] = [*refs, *c.root_replaced, *inline]
+        rows: list[ContentRow] = [*refs, *_deleted_refs(c), *c.root_replaced, *c.root_deleted, *inline]
         root_path = files.write_root(rows, parent.snapshot_id if parent else None, attempt)
     except BaseException:
         files.cleanup()

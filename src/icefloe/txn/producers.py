@@ -226,10 +226,11 @@ class RowDelta(RowLevelProducer):
 
     Operation per Iceberg: ``append`` when only data is added, ``delete`` when only deletes are,
     else ``overwrite``. At commit time, whatever the isolation level: every data file a new delete
-    or DV references must still be live, no concurrent commit may have added a DV / position delete
-    for it (or, v4, changed its colocated DV), and retired delete files must still be live. Under
-    serializable isolation with a ``conflict_filter``, no concurrent commit may have added data that
-    may match the filter.
+    or DV references must still be live, no concurrent commit may have added a delete that applies
+    to it (a DV / position delete naming it, a v4 colocated DV change, or an equality delete in
+    scope: an update would otherwise re-insert a row that commit deleted), and retired delete files
+    must still be live. Under serializable isolation with a ``conflict_filter``, no concurrent
+    commit may have added data that may match the filter.
     """
 
     added_data: list[DataFile] = field(default_factory=list)
@@ -237,6 +238,8 @@ class RowDelta(RowLevelProducer):
     removed_deletes: list[ManifestEntry] = field(default_factory=list)
     # v4: new colocated deletion vectors by data file path (merged with the file's earlier deletes)
     added_dvs: dict[str, DeletionVectorRef] = field(default_factory=dict)
+    # the data files the new deletes apply to, as planned (others are looked up when needed)
+    target_files: list[DataFile] = field(default_factory=list)
     _targets: list[validation.Target] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -259,6 +262,9 @@ class RowDelta(RowLevelProducer):
                 retired = [e.data_file.content_key for e in self.removed_deletes]
                 validation.check_still_live(history, ((t.path, -1) for t in targets), action)
                 validation.check_no_new_deletes(history, targets, action, ignore=retired)
+                if targets and validation.has_new_equality_deletes(history):
+                    files = self._target_data_files(ctx, current, targets)
+                    validation.check_no_new_equality_deletes(history, current, files, action)
                 validation.check_still_live(history, retired, action)
                 self._check_new_data(history, current, action)
         return TreeChange(
@@ -283,6 +289,17 @@ class RowDelta(RowLevelProducer):
                 found.setdefault(path, validation.Target(path))
             self._targets = [t for p, t in found.items() if p not in added]
         return self._targets
+
+    def _target_data_files(
+        self, ctx: AttemptContext, current: TableMetadata, targets: list[validation.Target]
+    ) -> list[DataFile]:
+        """The targets as data files (partition and bounds): as planned, else from the base snapshot."""
+        known = {f.file_path: f for f in self.target_files}
+        missing = [t.path for t in targets if t.path not in known]
+        if missing and self.base_snapshot_id is not None:
+            base = current.snapshot_by_id(self.base_snapshot_id)
+            known.update(validation.live_data_files(ctx.io, current, base, missing))
+        return [known[t.path] for t in targets if t.path in known]
 
     def write_tree(
         self,

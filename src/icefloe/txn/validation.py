@@ -7,18 +7,23 @@ work in the manifests it wrote, so validation reads those and nothing else:
 
 - v1–v3: the manifests whose ``added_snapshot_id`` is the snapshot, holding its ADDED and DELETED
   entries (the spec requires the deleting snapshot to keep DELETED entries);
-- v4: the leaves and inline root rows the snapshot wrote, and the references whose manifest DV it
-  changed (their ``deleted_positions`` / ``replaced_positions`` come back as DELETED / REPLACED
-  rows); a colocated DV change is a REPLACED row plus a MODIFIED row stamped with the snapshot in
-  ``dv_snapshot_id``.
+- v4: the leaves and inline root rows the snapshot wrote (a removed inline entry is a DELETED
+  root row), the references whose manifest DV it changed and the DELETED references of leaves
+  it emptied (their ``deleted_positions`` / ``replaced_positions`` come back as DELETED /
+  REPLACED rows); a colocated DV change is a REPLACED row plus a MODIFIED row stamped with the
+  snapshot in ``dv_snapshot_id``.
 
 ``append`` snapshots only add data, so they are not read at all unless the isolation level asks
 about added data (serializable). The checks (Java Iceberg's semantics):
 
 - ``check_still_live``: no concurrent snapshot removed a file the change removes or references;
-- ``check_no_new_deletes``: no concurrent snapshot added a delete that applies to those data files
-  (a position delete / DV naming the file, a v4 colocated DV change, and optionally an equality
-  delete whose partition scope and bounds may cover the file);
+- ``check_no_new_deletes``: no concurrent snapshot added a position delete / DV naming those data
+  files, or (v4) changed their colocated DV;
+- ``check_no_new_equality_deletes``: no concurrent snapshot added an equality delete whose
+  partition scope and key bounds may cover one of those data files. Copy-on-write rewrites and
+  merge-on-read deletes both run it, at every isolation level (Java's
+  ``validateNoNewDeleteFiles`` semantics): the rewritten rows, or the rows an update re-inserts,
+  would otherwise bring back rows that commit deleted;
 - ``check_no_new_matching_data``: no concurrent snapshot added a data file that may hold rows
   matching the change's conflict filter (partition projection + inclusive metrics).
 
@@ -51,7 +56,7 @@ from icefloe.spec.schema import DELETE_FILE_PATH_ID, Schema
 from icefloe.spec.snapshots import Operation, Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.types import NestedField, StringType
-from icefloe.tree.read_seam import live_entries, manifest_refs, read_entries_many
+from icefloe.tree.read_seam import dropped_entries, live_entries, manifest_refs, read_entries_many
 
 ContentKey = tuple[str, int]
 _POSITION_DELETE_PATHS = Schema(NestedField(DELETE_FILE_PATH_ID, "file_path", StringType(), True))
@@ -175,6 +180,10 @@ def read_concurrent_history(
     for (snap, _), entries in zip(jobs, read_entries_many(io, md, manifests), strict=True):
         for entry in entries:
             _classify(history, snap, entry)
+    for snap in snapshots:
+        if snap.operation != Operation.APPEND.value or include_appends:
+            for entry in dropped_entries(io, md, snap):
+                _classify(history, snap, entry)
     return history
 
 
@@ -257,6 +266,11 @@ def check_no_new_deletes(
             if _position_delete_may_apply(c.entry.data_file, t):
                 d = c.entry.data_file
                 _raise_new_delete(action, t, c, f"added {_kind(d)} {d.file_path} that may apply to")
+
+
+def has_new_equality_deletes(history: ConcurrentHistory) -> bool:
+    """Whether a concurrent snapshot added an equality delete file (rewrites not counted)."""
+    return any(c.entry.data_file.content == FileContent.EQUALITY_DELETES for c in history.added_deletes)
 
 
 def check_no_new_equality_deletes(
@@ -376,6 +390,23 @@ def referenced_data_paths(io: Any, delete_file: DataFile) -> list[str]:
     return sorted(str(p) for p in pc.unique(table.column("file_path")).to_pylist())
 
 
+def live_data_files(
+    io: Any, md: TableMetadata, snapshot: Snapshot, paths: Iterable[str]
+) -> dict[str, DataFile]:
+    """The live data files of ``snapshot`` among ``paths``, by path (reads every data manifest)."""
+    want = set(paths)
+    return {
+        e.data_file.file_path: e.data_file
+        for e in live_entries(
+            io,
+            md,
+            snapshot,
+            content=ManifestContent.DATA,
+            entry_filter=lambda e: e.data_file.file_path in want,
+        )
+    }
+
+
 def missing_live_data_files(
     io: Any, md: TableMetadata, snapshot: Snapshot | None, paths: Iterable[str]
 ) -> list[str]:
@@ -383,12 +414,4 @@ def missing_live_data_files(
     want = set(paths)
     if snapshot is None or not want:
         return sorted(want)
-    for e in live_entries(
-        io,
-        md,
-        snapshot,
-        content=ManifestContent.DATA,
-        entry_filter=lambda e: e.data_file.file_path in want,
-    ):
-        want.discard(e.data_file.file_path)
-    return sorted(want)
+    return sorted(want - live_data_files(io, md, snapshot, want).keys())
