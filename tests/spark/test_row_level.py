@@ -276,3 +276,21 @@ def test_files_of_failed_task_attempts_are_cleaned_up(spark, catalog: Catalog, t
     assert sorted(table.io.list_prefix(staging.location)) == sorted(written)
     staging.discard()
     assert table.io.list_prefix(staging.location) == []
+
+
+def test_target_rows_are_never_broadcast_into_a_join(spark, catalog: Catalog, table_name: str) -> None:
+    """Spark sizes the Python-read target by its task list; a planned broadcast of it would run the
+    driver out of memory on a big table (seen with a 4M-row MERGE), so joins must shuffle it."""
+    from icefloe.scan.planner import plan_files
+    from icefloe.spark.row_frames import target_frame
+
+    table = _table(catalog, table_name, 3, "merge-on-read")
+    table.delete("id < 5")  # a DV: such files can only be read through the Python route
+    tasks = plan_files(table.io, table.metadata, table.current_snapshot())
+    target = target_frame(spark, table.metadata, dict(table.io.properties), tasks)
+    keys = spark.range(0, 1000).withColumnRenamed("id", "k")
+    semi, inner = keys.join(target, keys.k == target.id, "left_semi"), target.join(keys, target.id == keys.k)
+    for joined in (semi, inner):
+        plan = joined._jdf.queryExecution().executedPlan().toString()
+        assert "SortMergeJoin" in plan and "BroadcastHashJoin" not in plan
+    assert semi.count() == 85 and inner.count() == 85

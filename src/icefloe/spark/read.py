@@ -181,6 +181,11 @@ def dataframe_for_plan(spark: SparkSession, plan: ReadPlan) -> DataFrame:
         df = parts[0]
         for other in parts[1:]:
             df = df.unionByName(other)
+        if _mostly_python(plan):
+            # Spark sizes a mapInArrow frame by its tiny task list, so a join would broadcast it
+            # (and run out of memory on a big table): ask for a sort-merge join instead. Adaptive
+            # execution still sees real sizes for the other side.
+            df = df.hint("merge")
     if plan.order:
         picked = []
         for name in plan.order:
@@ -193,6 +198,13 @@ def dataframe_for_plan(spark: SparkSession, plan: ReadPlan) -> DataFrame:
                 picked.append(match)
         df = df.select(*[F.col("`" + c.replace("`", "``") + "`") for c in picked])
     return df
+
+
+def _mostly_python(plan: ReadPlan) -> bool:
+    """True when the Python route reads at least half of the plan's bytes."""
+    python = sum(t.data_file.file_size_in_bytes for t in plan.python)
+    native = sum(t.data_file.file_size_in_bytes for t in plan.native)
+    return python > 0 and python >= native
 
 
 def _native_frame(spark: SparkSession, plan: ReadPlan) -> DataFrame:
