@@ -80,8 +80,25 @@ def session(
     for key, value in settings.items():
         if key in RUNTIME_CONF or key.startswith(CATALOG_CONF_PREFIX) or key in conf:
             _try_set(spark, key, value)
+    _quiet_unused_join_hints(spark)
     register(spark)
     return spark
+
+
+def _quiet_unused_join_hints(spark: SparkSession) -> None:
+    """Log Spark's "join hint is not part of a join" at ERROR only.
+
+    Reads through the Python route carry a merge-join hint (see ``read.dataframe_for_plan``);
+    every such read that is not joined would otherwise print a warning.
+    """
+    jvm: Any = spark.sparkContext._jvm
+    try:
+        level = jvm.org.apache.logging.log4j.Level.ERROR
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+            "org.apache.spark.sql.catalyst.analysis.HintErrorLogger", level
+        )
+    except Exception:  # a different logging backend: the warning is harmless
+        return
 
 
 def register(spark: SparkSession) -> None:
