@@ -6,6 +6,7 @@ import decimal
 import io
 import math
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +97,7 @@ def canonical(value: Any) -> Any:
         return ("decimal", str(value))
     if isinstance(value, tuple | list):
         return (type(value).__name__, tuple(canonical(v) for v in value))
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):  # dicts, and the lazy metric maps of the columnar reader
         return ("dict", tuple(sorted((k, canonical(v)) for k, v in value.items())))
     if hasattr(value, "__dataclass_fields__"):
         return (

@@ -13,6 +13,7 @@ import decimal
 import math
 import random
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,7 @@ def canonical(value: Any) -> Any:
         return ("decimal", str(value))
     if isinstance(value, tuple | list):
         return (type(value).__name__, tuple(canonical(v) for v in value))
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):  # dicts, and the lazy maps of the columnar path
         return ("dict", tuple(sorted((k, canonical(v)) for k, v in value.items())))
     if isinstance(value, ast.Expression):
         return ("expr", str(value))

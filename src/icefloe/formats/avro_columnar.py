@@ -38,8 +38,9 @@ import pyarrow.compute as pc
 from icefloe.errors import CorruptMetadata, IcefloeError
 from icefloe.formats import avro_schemas as avs
 from icefloe.formats.avro_manifest import ManifestHeader, _header
+from icefloe.formats.frozen_builders import fast_constructor
 from icefloe.io.fileio import local_path
-from icefloe.spec.content import DataFile, EntryStatus, FileContent, ManifestEntry
+from icefloe.spec.content import DataFile, EntryStatus, FileContent, LazyMap, ManifestEntry
 from icefloe.spec.partitioning import PartitionSpec
 
 # Field ids of the manifest_entry record and of its data_file struct.
@@ -109,6 +110,10 @@ _STATUSES = {int(s): s for s in (EntryStatus.EXISTING, EntryStatus.ADDED, EntryS
 _CONTENTS = {
     int(c): c for c in (FileContent.DATA, FileContent.POSITION_DELETES, FileContent.EQUALITY_DELETES)
 }
+
+
+_new_data_file = fast_constructor(DataFile)
+_new_entry = fast_constructor(ManifestEntry)
 
 
 class ColumnarUnsupported(IcefloeError):
@@ -204,6 +209,63 @@ class ManifestColumns:
             return np.full(self.num_rows, fill, dtype=np.int64)
         return cast(np.ndarray, pc.fill_null(arr, fill).to_numpy(zero_copy_only=False)).astype(np.int64)
 
+    def live_mask(self) -> np.ndarray | None:
+        """ADDED / EXISTING rows; None when a status or content is not a v1–v3 one (corrupt)."""
+        status = self.numpy(STATUS, -1)
+        content = self.contents()
+        if not ((status >= 0) & (status <= 2) & (content >= 0) & (content <= 2)).all():
+            return None
+        return cast(np.ndarray, status != int(EntryStatus.DELETED))
+
+    def contents(self) -> np.ndarray:
+        """``FileContent`` code of every row (v1 manifests have no column: all DATA)."""
+        return self.numpy(CONTENT, 0)
+
+    def record_counts(self) -> np.ndarray:
+        """Record count of every row (nulls as 0)."""
+        return self.numpy(RECORD_COUNT, 0)
+
+    def spec_groups(self, rows: np.ndarray) -> list[tuple[int, np.ndarray]]:
+        """A v1–v3 manifest holds one partition spec: every row is in its group."""
+        return [(self.spec_id, rows)]
+
+    def for_spec(self, spec_id: int) -> ManifestColumns:
+        """The manifest itself (its only spec)."""
+        return self
+
+    def integer_bounds(self, field_id: int, width: int, upper: bool) -> tuple[np.ndarray, np.ndarray] | None:
+        """(value, known) per row of one column's bound, decoded from ``width``-byte little-endian ints.
+
+        A bound of another width (promoted types, corrupt data) is unknown. None when the bounds of
+        a row repeat the key (the object reader keeps the last one; not worth mirroring here).
+        """
+        n = self.num_rows
+        values = np.zeros(n, dtype=np.int64)
+        known = np.zeros(n, dtype=bool)
+        arr = self.column(UPPER_BOUNDS if upper else LOWER_BOUNDS)
+        if arr is None or len(arr) == 0:
+            return values, known
+        lists = cast(pa.ListArray, arr)
+        keys, data = cast(pa.StructArray, pc.list_flatten(lists)).flatten()
+        parents = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
+        is_key = pc.equal(keys, field_id).to_numpy(zero_copy_only=False)
+        if not is_key.any():
+            return values, known
+        owners = parents[is_key]
+        if len(np.unique(owners)) != len(owners):
+            return None
+        right_width = pc.equal(pc.binary_length(data), width).to_numpy(zero_copy_only=False)
+        take = is_key & right_width
+        if not take.any():
+            return values, known
+        chosen = cast(pa.BinaryArray, pc.filter(data, pa.array(take)))
+        raw = b"".join(cast(list[bytes], chosen.to_pylist()))  # every value has ``width`` bytes
+        decoded = np.frombuffer(raw, dtype="<i4" if width == 4 else "<i8").astype(np.int64)
+        owned = parents[take]
+        values[owned] = decoded
+        known[owned] = True
+        return values, known
+
     def partition_values(self, rows: np.ndarray | None = None) -> list[tuple[Any, ...]]:
         """Partition tuples (spec order, internal values) of ``rows`` (all rows when None)."""
         n = self.num_rows if rows is None else len(rows)
@@ -244,7 +306,7 @@ class ManifestColumns:
         partitions = self.partition_values(rows)
         spec_id = self.spec_id
         files = map(
-            DataFile,
+            _new_data_file,
             values(FILE_PATH),
             formats if formats is not None else ["parquet"] * n,
             values(RECORD_COUNT, shared=True),
@@ -269,7 +331,7 @@ class ManifestColumns:
         )
         return list(
             map(
-                ManifestEntry,
+                _new_entry,
                 statuses,
                 values(SNAPSHOT_ID),
                 values(SEQUENCE_NUMBER),
@@ -309,35 +371,54 @@ def _shared_pylist(arr: pa.Array) -> list[Any]:
     return list(map(distinct.__getitem__, encoded.indices.to_numpy(zero_copy_only=False).tolist()))
 
 
-def _int_maps(arr: pa.Array | None, rows: np.ndarray | None, n: int) -> list[dict[int, Any] | None]:
-    """An int-keyed map column (list of key/value structs) as dicts; later duplicate keys win."""
+def _int_maps(arr: pa.Array | None, rows: np.ndarray | None, n: int) -> list[Any]:
+    """An int-keyed map column (list of key/value structs) as lazy maps per row (None where null).
+
+    Building the dicts of a million entries costs seconds and most plans never read them: each
+    row gets a :class:`~icefloe.spec.content.LazyMap` that builds its dict from the column on first
+    use (:class:`_MapColumn`).
+    """
     if arr is None:
         return [None] * n
     if rows is not None:
         arr = arr.take(rows)
     lists = cast(pa.ListArray, arr)
-    offsets = lists.offsets.to_numpy()
-    first, last = int(offsets[0]), int(offsets[-1])
-    keys_arr, values_arr = cast(pa.StructArray, lists.values).flatten()
-    keys_arr, values_arr = keys_arr.slice(first, last - first), values_arr.slice(first, last - first)
-    vals = _shared_pylist(values_arr)
-    lengths = np.diff(offsets)
-    width = int(lengths[0]) if n else 0
-    if lists.null_count == 0 and width and (lengths == width).all() and not keys_arr.null_count:
-        grid = keys_arr.to_numpy().reshape(n, width)
-        if (grid == grid[0]).all():  # the same keys in the same order on every row: the common case
-            rows_of_values = zip(*[iter(vals)] * width, strict=True)
-            return list(map(dict, map(zip, repeat(grid[0].tolist(), n), rows_of_values)))
-    keys = keys_arr.to_pylist()
-    bounds = (offsets - first).tolist()
-    starts, ends = bounds[:-1], bounds[1:]
-    if lists.null_count == 0:
-        return [dict(zip(keys[a:b], vals[a:b], strict=True)) for a, b in zip(starts, ends, strict=True)]
-    valid = lists.is_valid().to_pylist()
-    return [
-        dict(zip(keys[a:b], vals[a:b], strict=True)) if ok else None
-        for a, b, ok in zip(starts, ends, valid, strict=True)
-    ]
+    if lists.null_count == len(lists):
+        return [None] * n
+    column = _MapColumn(lists)
+    maps: list[Any] = list(map(LazyMap, repeat(column.row, n), range(n)))
+    if lists.null_count:
+        for i in np.flatnonzero(~lists.is_valid().to_numpy(zero_copy_only=False)).tolist():
+            maps[i] = None
+    return maps
+
+
+class _MapColumn:
+    """One decoded map column, turned into Python lists once, on the first row anyone reads."""
+
+    __slots__ = ("_decoded", "_lists")
+
+    def __init__(self, lists: pa.ListArray) -> None:
+        self._lists = lists
+        self._decoded: tuple[list[Any], list[Any], list[int]] | None = None
+
+    def _decode(self) -> tuple[list[Any], list[Any], list[int]]:
+        decoded = self._decoded
+        if decoded is None:  # two threads may both decode: the results are equal
+            lists = self._lists
+            offsets = lists.offsets.to_numpy()
+            first, last = int(offsets[0]), int(offsets[-1])
+            keys_arr, values_arr = cast(pa.StructArray, lists.values).flatten()
+            keys = keys_arr.slice(first, last - first).to_pylist()
+            values = _shared_pylist(values_arr.slice(first, last - first))
+            decoded = self._decoded = (keys, values, (offsets - first).tolist())
+        return decoded
+
+    def row(self, i: int) -> dict[Any, Any]:
+        """Row ``i``'s map as a dict (later duplicate keys win, as in the fastavro reader)."""
+        keys, values, bounds = self._decode()
+        a, b = bounds[i], bounds[i + 1]
+        return dict(zip(keys[a:b], values[a:b], strict=True))
 
 
 # -- schema resolution --------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """Entry pruning on manifests decoded to Arrow: partition filters and column-metrics filters, vectorised.
 
-Both functions return a numpy boolean mask over the manifest's rows and agree exactly with the
-per-object evaluators of :mod:`icefloe.expressions.evaluators`:
+The manifests come from the read seam as :class:`icefloe.tree.entry_columns.EntryColumns` (v1–v3
+Avro manifests and v4 leaves alike). Both functions return a numpy boolean mask over the
+manifest's rows and agree exactly with the per-object evaluators of
+:mod:`icefloe.expressions.evaluators`:
 
 - :func:`partition_mask` groups the rows by partition tuple (Arrow dictionary encoding) and runs
   the ``PartitionEvaluator`` once per distinct tuple, so its answer is the evaluator's by design;
@@ -23,7 +25,6 @@ import pyarrow.compute as pc
 from icefloe.expressions.ast import AlwaysFalse, And, Expression, Op, Or
 from icefloe.expressions.bound import BoundPredicate
 from icefloe.expressions.evaluators import PartitionEvaluator
-from icefloe.formats import avro_columnar as ac
 from icefloe.spec.types import (
     DateType,
     IcebergType,
@@ -35,6 +36,7 @@ from icefloe.spec.types import (
     TimestamptzType,
     TimeType,
 )
+from icefloe.tree.entry_columns import EntryColumns, PartitionColumns
 
 Mask = np.ndarray
 
@@ -45,7 +47,7 @@ _BOUND_OPS = (Op.EQ, Op.LT, Op.LT_EQ, Op.GT, Op.GT_EQ, Op.IN)
 # -- partitions ---------------------------------------------------------------------------------
 
 
-def partition_mask(columns: ac.ManifestColumns, evaluator: PartitionEvaluator, rows: np.ndarray) -> Mask:
+def partition_mask(columns: PartitionColumns, evaluator: PartitionEvaluator, rows: np.ndarray) -> Mask:
     """Which of ``rows`` (indices) have a partition tuple the evaluator accepts; False elsewhere."""
     out = np.zeros(columns.num_rows, dtype=bool)
     if len(rows) == 0:
@@ -57,7 +59,7 @@ def partition_mask(columns: ac.ManifestColumns, evaluator: PartitionEvaluator, r
     return out
 
 
-def _group_rows(columns: ac.ManifestColumns, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _group_rows(columns: PartitionColumns, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(group number of each row, one row index per group): rows with equal partition tuples share one.
 
     Equal means equal as Arrow sees it (dictionary encoding of every partition column); the
@@ -78,7 +80,7 @@ def _group_rows(columns: ac.ManifestColumns, rows: np.ndarray) -> tuple[np.ndarr
     return groups.reshape(-1), rows[first]
 
 
-def _group_rows_in_python(columns: ac.ManifestColumns, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _group_rows_in_python(columns: PartitionColumns, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     seen: dict[Any, int] = {}
     groups = np.empty(len(rows), dtype=np.int64)
     firsts: list[int] = []
@@ -93,7 +95,7 @@ def _group_rows_in_python(columns: ac.ManifestColumns, rows: np.ndarray) -> tupl
 # -- column metrics -----------------------------------------------------------------------------
 
 
-def metrics_may_match(columns: ac.ManifestColumns, expr: Expression) -> Mask:
+def metrics_may_match(columns: EntryColumns, expr: Expression) -> Mask:
     """False only for rows whose bounds prove that no row of the file matches the bound ``expr``.
 
     ``expr`` is bound to the table schema with NOT rewritten away (``InclusiveMetricsEvaluator.expr``).
@@ -103,11 +105,11 @@ def metrics_may_match(columns: ac.ManifestColumns, expr: Expression) -> Mask:
     may = _visit(columns, expr)
     if may is None:
         return np.ones(n, dtype=bool)
-    unknown_counts = columns.numpy(ac.RECORD_COUNT, 0) < 0
+    unknown_counts = columns.record_counts() < 0
     return cast(Mask, may | unknown_counts)
 
 
-def _visit(columns: ac.ManifestColumns, expr: Expression) -> Mask | None:
+def _visit(columns: EntryColumns, expr: Expression) -> Mask | None:
     """The pre-filter mask of an expression; None means "keep every row"."""
     if isinstance(expr, BoundPredicate):
         return _predicate_mask(columns, expr)
@@ -138,7 +140,7 @@ def _bound_width(t: IcebergType) -> int | None:
     return None
 
 
-def _predicate_mask(columns: ac.ManifestColumns, pred: BoundPredicate) -> Mask | None:
+def _predicate_mask(columns: EntryColumns, pred: BoundPredicate) -> Mask | None:
     if pred.op not in _BOUND_OPS:
         return None
     width = _bound_width(pred.ref.field_type)
@@ -147,8 +149,8 @@ def _predicate_mask(columns: ac.ManifestColumns, pred: BoundPredicate) -> Mask |
     literals: Sequence[Any] = sorted(pred.literals or ()) if pred.op is Op.IN else [pred.literal]
     if not literals or not all(isinstance(v, int) and _INT64_MIN <= v <= _INT64_MAX for v in literals):
         return None
-    lower = _bounds(columns, ac.LOWER_BOUNDS, pred.ref.field_id, width)
-    upper = _bounds(columns, ac.UPPER_BOUNDS, pred.ref.field_id, width)
+    lower = columns.integer_bounds(pred.ref.field_id, width, upper=False)
+    upper = columns.integer_bounds(pred.ref.field_id, width, upper=True)
     if lower is None or upper is None:
         return None
     (lo, lo_known), (hi, hi_known) = lower, upper
@@ -170,39 +172,3 @@ def _predicate_mask(columns: ac.ManifestColumns, pred: BoundPredicate) -> Mask |
     if op is Op.GT_EQ:
         return cast(Mask, ~hi_known | (hi >= v))
     return cast(Mask, (~lo_known | (lo <= v)) & (~hi_known | (hi >= v)))
-
-
-def _bounds(
-    columns: ac.ManifestColumns, map_field: int, field_id: int, width: int
-) -> tuple[np.ndarray, Mask] | None:
-    """(value, known) per row of one column's bound, decoded from ``width``-byte little-endian ints.
-
-    A bound of another width (promoted types, corrupt data) is unknown. None when the bounds of a
-    row repeat the key (the object reader keeps the last one; not worth mirroring here).
-    """
-    n = columns.num_rows
-    values = np.zeros(n, dtype=np.int64)
-    known = np.zeros(n, dtype=bool)
-    arr = columns.column(map_field)
-    if arr is None or len(arr) == 0:
-        return values, known
-    lists = cast(pa.ListArray, arr)
-    keys, data = cast(pa.StructArray, pc.list_flatten(lists)).flatten()
-    parents = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False)
-    is_key = pc.equal(keys, field_id).to_numpy(zero_copy_only=False)
-    if not is_key.any():
-        return values, known
-    owners = parents[is_key]
-    if len(np.unique(owners)) != len(owners):
-        return None
-    right_width = pc.equal(pc.binary_length(data), width).to_numpy(zero_copy_only=False)
-    take = is_key & right_width
-    if not take.any():
-        return values, known
-    chosen = cast(pa.BinaryArray, pc.filter(data, pa.array(take)))
-    raw = b"".join(cast(list[bytes], chosen.to_pylist()))  # every value has ``width`` bytes
-    decoded = np.frombuffer(raw, dtype="<i4" if width == 4 else "<i8").astype(np.int64)
-    rows = parents[take]
-    values[rows] = decoded
-    known[rows] = True
-    return values, known

@@ -1,15 +1,17 @@
-"""Columnar entry selection for v1–v3 snapshots: decode manifests to Arrow, prune, then build objects.
+"""Columnar entry selection: decode manifests to Arrow, prune, then build objects.
 
 For every manifest that survives manifest pruning, a worker thread decodes it to Arrow columns
-(DataFusion releases the GIL while it decodes), applies inheritance and liveness, and computes
-which entries may match (partition filter per distinct partition tuple, a vectorised metrics
-pre-filter). The planning thread then builds ``ManifestEntry`` objects for those rows only, and
-runs the exact metrics evaluator on the data files among them. The selected entries are the ones
-the object path (:func:`icefloe.tree.read_seam.live_entries` with the planner's filters) yields,
-in the same order.
+through the read seam (``read_live_columns``: v1–v3 Avro manifests by DataFusion, v4 Parquet
+leaves by pyarrow; both release the GIL while they decode), applies inheritance and liveness
+(status, and a v4 leaf's manifest DV), and computes which entries may match (partition filter
+per distinct partition tuple and spec, a vectorised metrics pre-filter). The planning thread
+then builds ``ManifestEntry`` objects for those rows only, and runs the exact metrics evaluator
+on the data files among them. The selected entries are the ones the object path
+(:func:`icefloe.tree.read_seam.live_entries` with the planner's filters) yields, in the same
+order.
 
-A manifest the Arrow decoder cannot read is read with the fastavro reader and filtered entry by
-entry, exactly as the object path does.
+A manifest the Arrow decoder cannot read (and a v4 root's inline entries, already objects) is
+read through ``read_entries`` and filtered entry by entry, exactly as the object path does.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from icefloe.formats import avro_columnar as ac
 from icefloe.scan.arrow_pruning import metrics_may_match, partition_mask
 from icefloe.spec.content import FileContent, ManifestEntry, ManifestFile
 from icefloe.spec.table_metadata import TableMetadata
-from icefloe.tree.read_seam import inherit_columns, read_entries
+from icefloe.tree.entry_columns import EntryColumns
+from icefloe.tree.read_seam import read_entries, read_live_columns
 
 DECODE_THREADS = 4
 """Manifests decoded at the same time (measured on 2 cores: 4 threads keep both busy)."""
@@ -75,7 +78,7 @@ class _Selection:
     """One manifest after decoding: its columns and the rows to materialise, or a fallback."""
 
     manifest: ManifestFile
-    columns: ac.ManifestColumns | None = None
+    columns: EntryColumns | None = None
     rows: np.ndarray | None = None
     all_rows: bool = False
     considered: int = 0
@@ -92,20 +95,15 @@ class _Selection:
 def select_entries(
     io: Any, metadata: TableMetadata, manifests: Sequence[ManifestFile], filters: EntryFilters
 ) -> SelectedEntries:
-    """The live entries of ``manifests`` (v1–v3 Avro) that pass ``filters``, with inheritance applied."""
+    """The live entries of ``manifests`` (any format version) that pass ``filters``, inheritance applied."""
     out = SelectedEntries()
-    specs = metadata.specs_by_id()
     metrics_expr = filters.metrics.expr if filters.metrics is not None else None
     if metrics_expr is not None and isinstance(metrics_expr, AlwaysTrue):
         metrics_expr = None
 
     def select(m: ManifestFile) -> _Selection:
-        if m.format_version >= 4:
-            return _Selection(m, fallback=True)
         try:
-            cols = inherit_columns(
-                ac.read_manifest_columns(io, m.manifest_path, specs, spec_id=m.partition_spec_id), m
-            )
+            cols = read_live_columns(io, metadata, m)
             return _select_rows(cols, m, filters, metrics_expr).without_unused_columns()
         except (ac.ColumnarUnsupported, CorruptMetadata):
             return _Selection(m, fallback=True)  # the reference reader decides (and reports a corrupt file)
@@ -138,21 +136,22 @@ def select_entries(
 
 
 def _select_rows(
-    cols: ac.ManifestColumns, m: ManifestFile, filters: EntryFilters, metrics_expr: Expression | None
+    cols: EntryColumns, m: ManifestFile, filters: EntryFilters, metrics_expr: Expression | None
 ) -> _Selection:
-    status = cols.numpy(ac.STATUS, -1)
-    content = cols.numpy(ac.CONTENT, 0)
-    if not ((status >= 0) & (status <= 2) & (content >= 0) & (content <= 2)).all():
+    live = cols.live_mask()
+    if live is None:
         return _Selection(m, fallback=True)
-    keep = status != 2
-    is_data = content == 0
+    keep = live
+    is_data = cols.contents() == int(FileContent.DATA)
     considered = int(np.count_nonzero(keep & is_data))
     only_data = bool(is_data.all())
     if not filters.filtering:
         return _Selection(m, cols, np.flatnonzero(keep), bool(keep.all()), considered, only_data=only_data)
-    evaluator = filters.partition.get(cols.spec_id)
-    if evaluator is not None:
-        keep &= partition_mask(cols, evaluator, np.flatnonzero(keep))
+    if filters.partition:
+        for spec_id, rows in cols.spec_groups(np.flatnonzero(keep)):
+            evaluator = filters.partition.get(spec_id)
+            if evaluator is not None:
+                keep[rows] = partition_mask(cols.for_spec(spec_id), evaluator, rows)[rows]
     if metrics_expr is not None and keep.any():
         keep &= ~is_data | metrics_may_match(cols, metrics_expr)
     return _Selection(m, cols, np.flatnonzero(keep), bool(keep.all()), considered, only_data=only_data)
@@ -161,7 +160,7 @@ def _select_rows(
 def _add_fallback(
     io: Any, metadata: TableMetadata, m: ManifestFile, filters: EntryFilters, out: SelectedEntries
 ) -> None:
-    """The object path for one manifest: fastavro (or the v4 reader), then filters entry by entry."""
+    """The object path for one manifest: ``read_entries``, then the filters entry by entry."""
     for e in read_entries(io, metadata, m):
         if not e.status.is_live:
             continue

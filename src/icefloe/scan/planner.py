@@ -4,10 +4,11 @@ Pruning happens in three steps, cheapest first: manifests (partition summaries; 
 their aggregated column stats), entries (partition values projected through each spec's
 transforms), then files (column metrics).
 
-v1–v3 snapshots are planned columnarly when DataFusion (the Avro-to-Arrow decoder) is installed:
-manifests are decoded to Arrow and pruned there, and objects are built for the selected entries
-only (:mod:`icefloe.scan.columnar_planner`). The object path (fastavro, one object per entry) is
-the reference, the fallback for manifests the Arrow decoder cannot read, and the path of v4 trees.
+Snapshots are planned columnarly when DataFusion (the Avro-to-Arrow decoder) is installed:
+manifests (v1–v3 Avro manifests and v4 Parquet leaves alike, through the read seam) are decoded
+to Arrow and pruned there, and objects are built for the selected entries only
+(:mod:`icefloe.scan.columnar_planner`). The object path (one object per entry) is the reference
+and the fallback for manifests the Arrow decoder cannot read and for a v4 root's inline entries.
 Both select the same entries; ``columnar=False`` forces the object path.
 """
 
@@ -25,6 +26,7 @@ from icefloe.expressions.evaluators import (
 )
 from icefloe.expressions.residuals import residual_for
 from icefloe.formats.avro_columnar import decoder_available
+from icefloe.formats.frozen_builders import fast_constructor
 from icefloe.io.fileio import FileIO
 from icefloe.scan.columnar_planner import EntryFilters, select_entries
 from icefloe.scan.delete_index import DeleteIndex
@@ -36,6 +38,9 @@ from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.tree.read_seam import live_entries, live_manifest_refs
 from icefloe.tree.v4_read import stats_manifest_filter
+
+_new_task = fast_constructor(FileScanTask)
+"""Builds ``FileScanTask`` objects 3–4x faster than their frozen ``__init__`` (a million per plan)."""
 
 
 @dataclass
@@ -66,7 +71,7 @@ def plan_files(
 ) -> list[FileScanTask]:
     """Plan a scan of ``snapshot``: the data files that may hold rows matching ``row_filter``.
 
-    ``columnar`` chooses how v1–v3 manifests are read: None (default) columnarly when the Arrow
+    ``columnar`` chooses how manifests are read: None (default) columnarly when the Arrow
     decoder is installed, False through the object path, True columnarly (manifests the decoder
     cannot read still fall back to the object path).
     """
@@ -120,7 +125,7 @@ def plan_files(
 
     data_entries: list[ManifestEntry] = []
     delete_entries: list[ManifestEntry] = []
-    if snapshot.root_manifest is None and (columnar or (columnar is None and decoder_available())):
+    if columnar or (columnar is None and decoder_available()):
         filters = EntryFilters(partition_evaluators, metrics)
         selected = select_entries(io, md, live_manifest_refs(io, md, snapshot, keep_manifest), filters)
         data_entries, delete_entries = selected.data, selected.deletes
@@ -154,8 +159,8 @@ def _tasks(
         everything = AlwaysTrue()
         n = len(data_entries)
         if index.is_empty and all(e.data_file.deletion_vector is None for e in data_entries):
-            return list(map(FileScanTask, data_entries, repeat((), n), repeat(everything, n)))
-        return [FileScanTask(e, index.deletes_for(e), everything) for e in data_entries]
+            return list(map(_new_task, data_entries, repeat((), n), repeat(everything, n)))
+        return [_new_task(e, index.deletes_for(e), everything) for e in data_entries]
     residuals: dict[tuple[int, Any], Expression] = {}
     tasks = []
     for entry in data_entries:
@@ -165,5 +170,5 @@ def _tasks(
         if residual is None:
             residual = residual_for(specs[f.spec_id], schema, row_filter, f.partition, case_sensitive)
             residuals[key] = residual
-        tasks.append(FileScanTask(entry, index.deletes_for(entry), residual))
+        tasks.append(_new_task(entry, index.deletes_for(entry), residual))
     return tasks

@@ -7,9 +7,13 @@ Nothing above the seams needs to know which format version wrote them.
 
 from __future__ import annotations
 
+from collections.abc import Callable, ItemsView, Iterator, KeysView, Mapping, ValuesView
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
-from typing import Any
+from typing import Any, TypeVar
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 class FileContent(IntEnum):
@@ -44,6 +48,79 @@ class EntryStatus(IntEnum):
         return self in (EntryStatus.EXISTING, EntryStatus.ADDED, EntryStatus.MODIFIED)
 
 
+class LazyMap(Mapping[K, V]):
+    """A read-only map built on first use: ``load(arg)`` is called once and must return a dict.
+
+    Why: planning a million files builds a ``DataFile`` for each, and most plans never read the
+    metric maps of most files (scan tasks need paths, partitions and counts). Readers that decode
+    manifests column-wise (:mod:`icefloe.formats.avro_columnar`, the v4 leaf decoder) put one of
+    these in the metric fields instead of a dict, with a loader that builds the dict from the
+    decoded columns; ``load`` is released once loaded. It compares equal to the dict
+    it stands for, and pickles and copies as that plain dict (scan tasks travel to Spark
+    executors). ``arg`` saves a closure per map: one loader serves every row of a column.
+    """
+
+    __slots__ = ("_arg", "_data", "_load")
+
+    def __init__(self, load: Callable[[Any], dict[K, V]], arg: Any = None) -> None:
+        self._load: Callable[[Any], dict[K, V]] | None = load
+        self._arg = arg
+        self._data: dict[K, V] | None = None
+
+    def _dict(self) -> dict[K, V]:
+        data = self._data
+        if data is None:
+            load = self._load
+            if load is None:  # another thread loaded it since ``_data`` was read (it is set first)
+                return self._data  # type: ignore[return-value]
+            data = self._data = load(self._arg)
+            self._load = None
+        return data
+
+    def __getitem__(self, key: K) -> V:
+        return self._dict()[key]
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._dict())
+
+    def __len__(self) -> int:
+        return len(self._dict())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._dict()
+
+    def get(self, key: K, default: Any = None) -> Any:
+        """The value of ``key`` or ``default``."""
+        return self._dict().get(key, default)
+
+    def keys(self) -> KeysView[K]:
+        """The loaded dict's keys."""
+        return self._dict().keys()
+
+    def items(self) -> ItemsView[K, V]:
+        """The loaded dict's items."""
+        return self._dict().items()
+
+    def values(self) -> ValuesView[V]:
+        """The loaded dict's values."""
+        return self._dict().values()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, LazyMap):
+            other = other._dict()
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        return self._dict() == (other if isinstance(other, dict) else dict(other.items()))
+
+    __hash__ = None  # type: ignore[assignment]  # like the dict it stands for
+
+    def __repr__(self) -> str:
+        return repr(self._dict())
+
+    def __reduce__(self) -> tuple[type[dict[K, V]], tuple[dict[K, V]]]:
+        return (dict, (self._dict(),))
+
+
 @dataclass(frozen=True, slots=True)
 class DeletionVectorRef:
     """Where a deletion-vector-v1 blob lives: Puffin file, blob offset and length, cardinality."""
@@ -62,6 +139,8 @@ class DataFile:
     ``partition`` holds one value per field of the file's partition spec, in spec order, using
     the internal representation of each partition field's result type.
     Metric maps are keyed by column field id; bounds are single-value binary serialisations.
+    Readers may fill them with a :class:`LazyMap` (a read-only ``Mapping`` equal to the dict):
+    consumers read them through the ``Mapping`` interface and never mutate them.
     """
 
     file_path: str

@@ -43,6 +43,7 @@ from icefloe.spec.content import (
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.tree import v4_read
+from icefloe.tree.entry_columns import EntryColumns
 
 PARALLEL_MANIFESTS = 4
 """Read manifests with a thread pool once a snapshot has more than this many."""
@@ -207,6 +208,25 @@ def read_entries(io: Any, metadata: TableMetadata, manifest_file: ManifestFile) 
     return inherit(entries, manifest_file, header.format_version)
 
 
+def read_live_columns(io: Any, metadata: TableMetadata, manifest_file: ManifestFile) -> EntryColumns:
+    """One manifest's entries as columns with inheritance applied, for columnar planning.
+
+    v1–v3 Avro manifests (also legacy ones referenced from a v4 root) are decoded by DataFusion,
+    v4 leaves by pyarrow (manifest DV applied by ``live_mask``). Raises
+    ``avro_columnar.ColumnarUnsupported`` when the manifest must be read as objects instead
+    (:func:`read_entries`): the Arrow decoder cannot read it, or it is a v4 root's inline entries.
+    """
+    if manifest_file.format_version >= 4:
+        leaf = v4_read.leaf_columns(io, metadata, manifest_file)
+        if leaf is None:
+            raise ac.ColumnarUnsupported(f"{manifest_file.manifest_path}: inline root entries")
+        return leaf
+    columns = ac.read_manifest_columns(
+        io, manifest_file.manifest_path, metadata.specs_by_id(), spec_id=manifest_file.partition_spec_id
+    )
+    return inherit_columns(columns, manifest_file)
+
+
 def read_entries_many(
     io: Any, metadata: TableMetadata, manifests: Sequence[ManifestFile]
 ) -> Iterator[list[ManifestEntry]]:
@@ -253,12 +273,17 @@ def live_manifest_refs(
     manifest_filter: ManifestFilter | None = None,
     content: ManifestContent | None = None,
 ) -> list[ManifestFile]:
-    """The v1–v3 manifests of a snapshot that may hold live entries and pass ``manifest_filter``."""
+    """The manifests :func:`live_entries` reads: those that may hold live entries and pass the filter.
+
+    v1–v3 manifests whose counts say they hold no live entry are skipped; v4 references are all
+    live already (``manifest_refs`` keeps only live references and inline entries).
+    """
+    v4 = snapshot.root_manifest is not None
     return [
         m
         for m in manifest_refs(io, metadata, snapshot)
         if (content is None or m.content == content)
-        and may_have_live_entries(m)
+        and (v4 or may_have_live_entries(m))
         and (manifest_filter is None or manifest_filter(m))
     ]
 

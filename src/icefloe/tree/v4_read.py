@@ -26,6 +26,7 @@ presents it through the same three calls as v1–v3 (``manifest_refs``, ``read_e
 from __future__ import annotations
 
 import threading
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -47,7 +48,7 @@ from icefloe.formats.content_entry import (
     read_footer_metadata,
     to_positioned_rows,
 )
-from icefloe.formats.content_entry_schema import POS_COLUMN, column_by_field_id
+from icefloe.formats.content_entry_schema import POS_COLUMN, column_by_field_id, union_partition_type
 from icefloe.formats.content_stats import (
     ContentStats,
     StatsLayout,
@@ -65,7 +66,9 @@ from icefloe.spec.content import (
 from icefloe.spec.schema import Schema
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
+from icefloe.spec.types import IcebergType, UUIDType
 from icefloe.tree.v4_columnar import decode_leaf_rows
+from icefloe.tree.v4_leaf_columns import LeafColumns
 from icefloe.tree.v4_policy import manifest_dv_encoding
 
 ManifestFilter = Callable[[ManifestFile], bool]
@@ -94,6 +97,7 @@ class RootContents:
 
 _cache: OrderedDict[tuple[str, str, int, int], RootContents] = OrderedDict()
 _layouts: OrderedDict[tuple[str, int, int], StatsLayout] = OrderedDict()
+_partition_type_cache: OrderedDict[tuple[str, int, int], dict[int, IcebergType]] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
@@ -143,13 +147,38 @@ def _parse_root(metadata: TableMetadata, location: str, data: bytes) -> RootCont
     )
     refs: list[ManifestFile] = []
     inline: list[ManifestEntry] = []
+    uuid_fields = _uuid_partition_positions(metadata)
     for _, row in to_positioned_rows(table, specs=specs, source=location):
         if isinstance(row, ManifestFile):
             refs.append(row)
         else:
-            inline.append(_dv_snapshot_fallback(row))
+            inline.append(_dv_snapshot_fallback(_with_uuid_partition(row, uuid_fields)))
     footer = read_footer_metadata(data, source=location)
     return RootContents(location, len(data), tuple(refs), tuple(inline), footer)
+
+
+def _uuid_partition_positions(metadata: TableMetadata) -> dict[int, list[int]]:
+    """Spec id -> positions of its uuid-typed partition fields (the byte layer reads them as bytes)."""
+    types = _partition_types(metadata)
+    out = {}
+    for spec_id, spec in metadata.specs_by_id().items():
+        where = [i for i, pf in enumerate(spec.fields) if isinstance(types.get(pf.field_id), UUIDType)]
+        if where:
+            out[spec_id] = where
+    return out
+
+
+def _with_uuid_partition(e: ManifestEntry, uuid_fields: dict[int, list[int]]) -> ManifestEntry:
+    """``e`` with uuid partition values as ``uuid.UUID`` (as every other reader returns them)."""
+    df = e.data_file
+    where = uuid_fields.get(df.spec_id)
+    if not where or not any(isinstance(df.partition[i], bytes) for i in where if i < len(df.partition)):
+        return e
+    values = list(df.partition)
+    for i in where:
+        if i < len(values) and isinstance(values[i], bytes):
+            values[i] = uuid.UUID(bytes=values[i])
+    return e.with_changes(data_file=df.with_changes(partition=tuple(values)))
 
 
 def _dv_snapshot_fallback(e: ManifestEntry) -> ManifestEntry:
@@ -218,6 +247,21 @@ def _layout(metadata: TableMetadata) -> StatsLayout:
             while len(_layouts) > _ROOT_CACHE_SIZE:
                 _layouts.popitem(last=False)
     return layout
+
+
+def _partition_types(metadata: TableMetadata) -> dict[int, IcebergType]:
+    """Partition field id -> result type over all specs (types leaf partition values exactly)."""
+    key = (metadata.table_uuid or "", metadata.current_schema_id, len(metadata.partition_specs))
+    with _cache_lock:
+        types = _partition_type_cache.get(key)
+    if types is None:
+        union = union_partition_type(metadata.specs_by_id(), metadata.schema())
+        types = {f.field_id: f.field_type for f in union.fields}
+        with _cache_lock:
+            _partition_type_cache[key] = types
+            while len(_partition_type_cache) > _ROOT_CACHE_SIZE:
+                _partition_type_cache.popitem(last=False)
+    return types
 
 
 def _read_leaf_table(
@@ -299,7 +343,13 @@ def leaf_rows(
     """``(position, entry)`` for every row of a v4 leaf, inheritance applied, MDV not applied."""
     table = _read_leaf_table(io, metadata, ref, data=data)
     first_ids = inherited_first_row_ids(table, ref)
-    rows = decode_leaf_rows(table, metadata.specs_by_id(), _layout(metadata), ref.manifest_path)
+    rows = decode_leaf_rows(
+        table,
+        metadata.specs_by_id(),
+        _layout(metadata),
+        ref.manifest_path,
+        partition_types=_partition_types(metadata),
+    )
     return [(pos, _inherit(e, ref, first_ids[pos])) for pos, e in rows]
 
 
@@ -337,8 +387,25 @@ def live_leaf_entries(io: Any, metadata: TableMetadata, ref: ManifestFile) -> li
         keep = pc.and_(keep, pc.invert(pc.is_in(table.column(POS_COLUMN), value_set=drop)))
     if not pc.all(keep).as_py():
         table = table.filter(keep)
-    rows = decode_leaf_rows(table, metadata.specs_by_id(), _layout(metadata), ref.manifest_path)
+    rows = decode_leaf_rows(
+        table,
+        metadata.specs_by_id(),
+        _layout(metadata),
+        ref.manifest_path,
+        partition_types=_partition_types(metadata),
+    )
     return [_inherit(e, ref, first_ids[pos]) for pos, e in rows]
+
+
+def leaf_columns(io: Any, metadata: TableMetadata, ref: ManifestFile) -> LeafColumns | None:
+    """A v4 leaf as columns for planning (inheritance and MDV resolved); None for a root's inline entries."""
+    data = io.new_input(ref.manifest_path).read()
+    if read_footer_metadata(data, source=ref.manifest_path).get("content") == ROOT_CONTENT:
+        return None
+    table = _read_leaf_table(io, metadata, ref, data=data)
+    masked = positions(dv_codec(metadata), ref.mdv, ref.manifest_path)
+    specs, types = metadata.specs_by_id(), _partition_types(metadata)
+    return LeafColumns(table, ref, specs, _layout(metadata), masked, types)
 
 
 def locate(io: Any, metadata: TableMetadata, ref: ManifestFile, paths: set[str]) -> dict[str, int]:
