@@ -111,7 +111,14 @@ def print_environment(settings: dict[str, Any]) -> None:
     )
     print(f"versions: {versions}")
     print("settings: " + ", ".join(f"{k}={v}" for k, v in settings.items()))
+    print(f"load avg: {load_average()} at start")
     print(flush=True)
+
+
+def load_average() -> str:
+    """The 1/5/15-minute load averages (the machine is shared: ratios within a run are what count)."""
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.1f}/{five:.1f}/{fifteen:.1f} (1/5/15 min)"
 
 
 @dataclass(frozen=True)
@@ -220,6 +227,15 @@ def build_table(
     catalog: Any, name: str, version: int, files: int, chunk: int, properties: dict[str, str] | None = None
 ) -> Any:
     """A table of ``files`` synthetic data files, appended ``chunk`` at a time in one transaction."""
+    identifier = f"{NAMESPACE}.{name}"
+    if catalog.table_exists(identifier):  # a kept ``--dir``: reuse the table built by an earlier run
+        table = catalog.load_table(identifier)
+        snapshot = table.current_snapshot()
+        planned = int(snapshot.summary.get("total-data-files", -1)) if snapshot is not None else 0
+        if planned == files:
+            log(f"  reusing {name}: {files:,} files")
+            return table
+        catalog.drop_table(identifier)
     props = {"format-version": str(version), **(properties or {})}
     table = catalog.create_table(f"{NAMESPACE}.{name}", SCHEMA, partition_spec=SPEC, properties=props)
     t0 = time.perf_counter()
@@ -431,10 +447,24 @@ def delete_one(table: Any, properties: dict[str, str] | None) -> tuple[int, int,
     return len(sizes), sum(sizes), seconds
 
 
-def bench_big_table(work: str, files: int, chunk: int, runs: int) -> tuple[list[list[str]], list[list[str]]]:
-    """(c) bytes to delete one file and (d) planning times, on ``files``-file tables."""
+def bench_big_table(
+    work: str, files: int, chunk: int, runs: int, parts: set[str] | None = None
+) -> tuple[list[list[str]], list[list[str]]]:
+    """(c) bytes to delete one file and (d) planning times on ``files``-file tables (those in ``parts``)."""
+    parts = parts if parts is not None else {"c", "d"}
     catalog = icefloe_catalog(work)
     tables = {v: build_table(catalog, f"cd_v{v}", v, files, chunk) for v in VERSIONS}
+    deletes: list[list[str]] = []
+    plans: list[list[str]] = []
+    if "c" in parts:
+        deletes = bench_delete_one(tables)
+    if "d" in parts:
+        plans = bench_plans(tables, files, runs)
+    return deletes, plans
+
+
+def bench_delete_one(tables: dict[int, Any]) -> list[list[str]]:
+    """(c) tree files and bytes written to delete one data file, per strategy."""
     deletes = []
     for label, v, props in (
         ("v4 manifest DV", 4, None),
@@ -447,7 +477,11 @@ def bench_big_table(work: str, files: int, chunk: int, runs: int) -> tuple[list[
     for row in deletes[1:]:
         row.append(ratio(int(row[2].replace(",", "")), mdv))
     deletes[0].append("1.0x")
+    return deletes
 
+
+def bench_plans(tables: dict[int, Any], files: int, runs: int) -> list[list[str]]:
+    """(d) median ``plan_files()`` time per filter on the v3 and v4 tables (same files planned)."""
     target = files // 2
     filters = {
         "none": None,
@@ -470,7 +504,7 @@ def bench_big_table(work: str, files: int, chunk: int, runs: int) -> tuple[list[
         if counts[3] != counts[4]:
             raise RuntimeError(f"plans differ for {label}: v3 {counts[3]} files, v4 {counts[4]}")
         plans.append([label, f"{counts[4]:,}", fmt_s(times[3]), fmt_s(times[4]), ratio(times[3], times[4])])
-    return deletes, plans
+    return plans
 
 
 def _date(days: int) -> str:
@@ -497,7 +531,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--plan-runs", type=int, default=3, help="timed plans in (d)")
     parser.add_argument("--dir", default=None, help="work directory to keep (default: a temporary one)")
+    parser.add_argument(
+        "--only",
+        default="abcd",
+        help="parts to run, e.g. 'd' (planning only; with --dir the large tables are built once)",
+    )
     args = parser.parse_args(argv)
+    parts = set(args.only)
     files_a = args.files_a or (20_000 if args.quick else 100_000)
     files_cd = args.files_cd or (100_000 if args.quick else 1_000_000)
     history = args.history or (200 if args.quick else 2_000)
@@ -515,6 +555,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     }
     print_environment(settings)
     with workspace(args.dir) as work:
+        run_parts(work, parts, args, files_a, files_cd, history, appends, chunk)
+    print(f"load avg: {load_average()} at the end")
+
+
+def run_parts(
+    work: str,
+    parts: set[str],
+    args: argparse.Namespace,
+    files_a: int,
+    files_cd: int,
+    history: int,
+    appends: int,
+    chunk: int,
+) -> None:
+    """Run and print the chosen parts ((c) and (d) share their tables)."""
+    if "a" in parts:
         log("(a) metadata per small append ...")
         a = small_append_rows(bench_small_appends(work, files_a, args.chunk_a, appends))
         print_table(
@@ -532,6 +588,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             ],
             a,
         )
+    if "b" in parts:
         log("(b) commit latency ...")
         b = bench_latency(work, (10, history), args.runs)
         print_table(
@@ -539,18 +596,21 @@ def main(argv: Sequence[str] | None = None) -> None:
             ["format", "snapshots", "median", "p90", "tree write (median)"],
             b,
         )
+    if "c" in parts or "d" in parts:
         log("(c, d) a large table ...")
-        c, d = bench_big_table(work, files_cd, chunk, args.plan_runs)
-        print_table(
-            f"(c) tree files written to delete one data file from a {files_cd:,}-file table",
-            ["strategy", "files", "bytes", "time", "bytes vs MDV"],
-            c,
-        )
-        print_table(
-            f"(d) plan_files() on a {files_cd:,}-file table, median of {args.plan_runs}",
-            ["filter", "files planned", "v3 (Avro)", "v4 (Parquet)", "v3 / v4"],
-            d,
-        )
+        c, d = bench_big_table(work, files_cd, chunk, args.plan_runs, parts)
+        if c:
+            print_table(
+                f"(c) tree files written to delete one data file from a {files_cd:,}-file table",
+                ["strategy", "files", "bytes", "time", "bytes vs MDV"],
+                c,
+            )
+        if d:
+            print_table(
+                f"(d) plan_files() on a {files_cd:,}-file table, median of {args.plan_runs}",
+                ["filter", "files planned", "v3 (Avro)", "v4 (Parquet)", "v3 / v4"],
+                d,
+            )
 
 
 if __name__ == "__main__":
