@@ -7,7 +7,7 @@ partition summary or a column without bounds is *unknown*, never *empty*.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from icefloe.expressions.ast import AlwaysFalse, AlwaysTrue, And, Expression, Not, Op, Or, rewrite_not
@@ -15,7 +15,7 @@ from icefloe.expressions.binding import bind
 from icefloe.expressions.bound import BoundPredicate, evaluate
 from icefloe.expressions.bounds import bounds_may_match, decode_bound
 from icefloe.expressions.metrics import InclusiveMetricsEvaluator
-from icefloe.expressions.projection import inclusive_projection, partition_schema
+from icefloe.expressions.projection import inclusive_projection, partition_schema, strict_projection
 from icefloe.expressions.residuals import ResidualEvaluator, residual_for
 from icefloe.spec.content import ManifestFile, PartitionFieldSummary
 from icefloe.spec.partitioning import PartitionSpec
@@ -28,6 +28,7 @@ __all__ = [
     "ResidualEvaluator",
     "decode_bound",
     "residual_for",
+    "strict_partition_evaluators",
 ]
 
 
@@ -65,6 +66,26 @@ class PartitionEvaluator:
     def eval(self, partition: Sequence[Any]) -> bool:
         """True when the partition satisfies the (projected) filter."""
         return evaluate(self.expr, partition)
+
+
+def strict_partition_evaluators(
+    specs: Mapping[int, PartitionSpec], schema: Schema, row_filter: Expression, case_sensitive: bool = True
+) -> dict[int, PartitionEvaluator]:
+    """Per spec id, an evaluator that is True only for partitions in which *every* row matches.
+
+    Built from the strict projection of ``row_filter``: whole files can then be dropped (or
+    removed from a snapshot) without reading them.
+    """
+    return {
+        spec_id: PartitionEvaluator(
+            spec,
+            schema,
+            strict_projection(schema, spec, case_sensitive)(row_filter),
+            case_sensitive,
+            projected=True,
+        )
+        for spec_id, spec in specs.items()
+    }
 
 
 class ManifestEvaluator:

@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 
 from icefloe.expressions.arrow import to_arrow_expression
 from icefloe.expressions.ast import Expression
-from icefloe.expressions.evaluators import PartitionEvaluator
-from icefloe.expressions.projection import strict_projection
+from icefloe.expressions.evaluators import strict_partition_evaluators
 from icefloe.io.fileio import FileIO
 from icefloe.scan.planner import plan_files
 from icefloe.scan.row_changes import read_for_change, write_survivors
@@ -59,17 +58,7 @@ def plan_copy_on_write(
     if snapshot is None:
         return plan
     schema = md.schema()
-    specs = md.specs_by_id()
-    strict = {
-        spec_id: PartitionEvaluator(
-            spec,
-            schema,
-            strict_projection(schema, spec, case_sensitive)(delete_filter),
-            case_sensitive,
-            projected=True,
-        )
-        for spec_id, spec in specs.items()
-    }
+    strict = strict_partition_evaluators(md.specs_by_id(), schema, delete_filter, case_sensitive)
     match_expr = to_arrow_expression(delete_filter, schema, case_sensitive)
     keep_expr = ~match_expr | match_expr.is_null()
     try:

@@ -12,8 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from icefloe.expressions.ast import Expression
-from icefloe.expressions.evaluators import PartitionEvaluator
-from icefloe.expressions.projection import strict_projection
+from icefloe.expressions.evaluators import strict_partition_evaluators
 from icefloe.io.fileio import FileIO
 from icefloe.scan.cow import plan_copy_on_write, retired_deletes
 from icefloe.scan.planner import plan_files
@@ -81,16 +80,7 @@ def _wholly_matching(
     Files with equality deletes are left out: their live rows are only known by reading them.
     """
     schema = md.schema()
-    evaluators = {
-        spec_id: PartitionEvaluator(
-            spec,
-            schema,
-            strict_projection(schema, spec, case_sensitive)(row_filter),
-            case_sensitive,
-            projected=True,
-        )
-        for spec_id, spec in md.specs_by_id().items()
-    }
+    evaluators = strict_partition_evaluators(md.specs_by_id(), schema, row_filter, case_sensitive)
     out: dict[str, int] = {}
     for t in tasks:
         if any(d.delete_file.content == FileContent.EQUALITY_DELETES for d in t.deletes):

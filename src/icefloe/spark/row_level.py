@@ -36,9 +36,8 @@ from icefloe.expressions.ast import (
     LessThanOrEqual,
 )
 from icefloe.expressions.binding import bind
-from icefloe.expressions.evaluators import PartitionEvaluator
+from icefloe.expressions.evaluators import strict_partition_evaluators
 from icefloe.expressions.parser import to_expression
-from icefloe.expressions.projection import strict_projection
 from icefloe.scan.cow import retired_deletes
 from icefloe.scan.planner import plan_files
 from icefloe.scan.row_level import COPY_ON_WRITE, RowLevelChange, RowLevelResult, write_mode
@@ -159,16 +158,7 @@ def _wholly_matching(
 ) -> set[str]:
     """Paths of the files (without deletes) whose partition proves every row matches."""
     schema = md.schema()
-    evaluators = {
-        spec_id: PartitionEvaluator(
-            spec,
-            schema,
-            strict_projection(schema, spec, case_sensitive)(row_filter),
-            case_sensitive,
-            projected=True,
-        )
-        for spec_id, spec in md.specs_by_id().items()
-    }
+    evaluators = strict_partition_evaluators(md.specs_by_id(), schema, row_filter, case_sensitive)
     return {
         t.file_path
         for t in tasks

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 
 from icefloe.errors import CommitConflict, ValidationError
 from icefloe.expressions.ast import AlwaysTrue, Expression
-from icefloe.expressions.evaluators import PartitionEvaluator
-from icefloe.expressions.projection import strict_projection
+from icefloe.expressions.evaluators import strict_partition_evaluators
 from icefloe.spec.content import DataFile, DeletionVectorRef, FileContent, ManifestEntry
 from icefloe.spec.snapshots import MAIN_BRANCH, Operation, RefType, Snapshot
 from icefloe.spec.table_metadata import TableMetadata
@@ -373,16 +372,7 @@ def _files_matching_strictly(
     ctx: AttemptContext, md: TableMetadata, snapshot: Snapshot, row_filter: Expression, case_sensitive: bool
 ) -> Iterable[ManifestEntry]:
     schema = md.schema()
-    evaluators = {
-        spec_id: PartitionEvaluator(
-            spec,
-            schema,
-            strict_projection(schema, spec, case_sensitive)(row_filter),
-            case_sensitive,
-            projected=True,
-        )
-        for spec_id, spec in md.specs_by_id().items()
-    }
+    evaluators = strict_partition_evaluators(md.specs_by_id(), schema, row_filter, case_sensitive)
     for entry in live_entries(ctx.io, md, snapshot):
         evaluator = evaluators[entry.data_file.spec_id]
         if evaluator.eval(entry.data_file.partition):
