@@ -6,7 +6,6 @@ import decimal
 import io
 import math
 import uuid
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +40,7 @@ from icefloe.spec.types import (
     TimeType,
     UUIDType,
 )
+from tests.support.canonical import canonical
 
 pytestmark = pytest.mark.skipif(not ac.decoder_available(), reason="DataFusion is not installed")
 
@@ -87,24 +87,6 @@ VALUES: tuple[Any, ...] = (
     -0.0,
     None,
 )
-
-
-def canonical(value: Any) -> Any:
-    """A comparable form: NaN equal to NaN, types kept (1 != 1.0 != True), decimals by their text."""
-    if isinstance(value, float):
-        return ("float", "nan" if math.isnan(value) else repr(value))
-    if isinstance(value, decimal.Decimal):
-        return ("decimal", str(value))
-    if isinstance(value, tuple | list):
-        return (type(value).__name__, tuple(canonical(v) for v in value))
-    if isinstance(value, Mapping):  # dicts, and the lazy metric maps of the columnar reader
-        return ("dict", tuple(sorted((k, canonical(v)) for k, v in value.items())))
-    if hasattr(value, "__dataclass_fields__"):
-        return (
-            type(value).__name__,
-            tuple((f, canonical(getattr(value, f))) for f in value.__dataclass_fields__),
-        )
-    return (type(value).__name__, value)
 
 
 def _entries(n: int, fv: int, partition: tuple[Any, ...], content: FileContent = FileContent.DATA) -> list:

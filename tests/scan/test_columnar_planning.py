@@ -13,7 +13,6 @@ import decimal
 import math
 import random
 import uuid
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +73,7 @@ from icefloe.spec.types import (
 )
 from icefloe.tree.read_seam import manifest_refs
 from tests.scan.test_acceptance_fixtures import IcefloeBuilder
+from tests.support.canonical import canonical
 from tests.support.filter_expr import convert
 from tests.support.fixtures import install_acceptance_fixtures, iter_checks, load_cases
 
@@ -81,26 +81,6 @@ pytestmark = pytest.mark.skipif(not ac.decoder_available(), reason="DataFusion i
 
 
 # -- comparing plans -----------------------------------------------------------------------------
-
-
-def canonical(value: Any) -> Any:
-    """A comparable form: NaN equal to NaN, types kept (1 != 1.0 != True), decimals by their text."""
-    if isinstance(value, float):
-        return ("float", "nan" if math.isnan(value) else repr(value))
-    if isinstance(value, decimal.Decimal):
-        return ("decimal", str(value))
-    if isinstance(value, tuple | list):
-        return (type(value).__name__, tuple(canonical(v) for v in value))
-    if isinstance(value, Mapping):  # dicts, and the lazy maps of the columnar path
-        return ("dict", tuple(sorted((k, canonical(v)) for k, v in value.items())))
-    if isinstance(value, ast.Expression):
-        return ("expr", str(value))
-    if hasattr(value, "__dataclass_fields__"):
-        return (
-            type(value).__name__,
-            tuple((f, canonical(getattr(value, f))) for f in value.__dataclass_fields__),
-        )
-    return (type(value).__name__, value)
 
 
 def plan_both(
