@@ -14,10 +14,19 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from icefloe.errors import CorruptMetadata, IcefloeError, Unsupported, ValidationError
-from icefloe.spec.conversions import from_json_value, to_json_value
+from icefloe.errors import CorruptMetadata, IcefloeError, Unsupported
+from icefloe.spec.json_fields import as_list, optional_int, optional_list, required, required_int
 from icefloe.spec.json_fragments import COMPACT, Fragments, RawArray, fragments_for
-from icefloe.spec.partitioning import PARTITION_FIELD_ID_START, PartitionField, PartitionSpec
+from icefloe.spec.json_structures import (
+    partition_field_to_dict,
+    schema_from_dict,
+    schema_to_dict,
+    sort_order_from_dict,
+    sort_order_to_dict,
+    spec_from_dict,
+    spec_to_dict,
+)
+from icefloe.spec.partitioning import PARTITION_FIELD_ID_START, PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.snapshots import (
     MAIN_BRANCH,
@@ -27,19 +36,28 @@ from icefloe.spec.snapshots import (
     SnapshotLogEntry,
     SnapshotRef,
 )
-from icefloe.spec.sort_order import NullOrder, SortDirection, SortField, SortOrder
+from icefloe.spec.sort_order import SortOrder
 from icefloe.spec.table_metadata import SUPPORTED_FORMAT_VERSIONS, TableMetadata
-from icefloe.spec.transforms import parse_transform
-from icefloe.spec.types import (
-    IcebergType,
-    ListType,
-    MapType,
-    NestedField,
-    StructType,
-    primitive_from_string,
-)
 
 MAX_FORMAT_VERSION = max(SUPPORTED_FORMAT_VERSIONS)
+
+__all__ = [  # schemas, specs and sort orders live in json_structures; re-exported for callers
+    "MAX_FORMAT_VERSION",
+    "ref_from_dict",
+    "ref_to_dict",
+    "schema_from_dict",
+    "schema_to_dict",
+    "snapshot_from_dict",
+    "snapshot_to_dict",
+    "sort_order_from_dict",
+    "sort_order_to_dict",
+    "spec_from_dict",
+    "spec_to_dict",
+    "table_metadata_from_json",
+    "table_metadata_json_chunks",
+    "table_metadata_to_dict",
+    "table_metadata_to_json",
+]
 
 _KNOWN_TABLE_KEYS = frozenset(
     {
@@ -70,247 +88,6 @@ _KNOWN_TABLE_KEYS = frozenset(
         "encryption-keys",
     }
 )
-
-
-def _req(obj: Mapping[str, Any], key: str, what: str) -> Any:
-    if not isinstance(obj, Mapping):
-        raise CorruptMetadata(f"{what} must be a JSON object, got {type(obj).__name__}")
-    if key not in obj or obj[key] is None:
-        raise CorruptMetadata(f"{what} is missing required field {key!r}")
-    return obj[key]
-
-
-def _int(value: Any, key: str, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise CorruptMetadata(f"{what} field {key!r} must be an integer, got {value!r}")
-    return value
-
-
-def _req_int(obj: Mapping[str, Any], key: str, what: str) -> int:
-    return _int(_req(obj, key, what), key, what)
-
-
-def _opt_int(obj: Mapping[str, Any], key: str, what: str) -> int | None:
-    value = obj.get(key)
-    return None if value is None else _int(value, key, what)
-
-
-def _opt_list(obj: Mapping[str, Any], key: str, what: str) -> list[Any]:
-    value = obj.get(key)
-    return [] if value is None else _list(value, key, what)
-
-
-def _list(value: Any, key: str, what: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise CorruptMetadata(f"{what} field {key!r} must be a JSON list, got {type(value).__name__}")
-    return value
-
-
-# ---------------------------------------------------------------------------------------------
-# types and schemas
-
-
-def type_to_json(type_: IcebergType) -> Any:
-    """JSON form of a type: a string for primitives, an object for struct/list/map."""
-    if isinstance(type_, StructType):
-        return {"type": "struct", "fields": [_field_to_dict(f) for f in type_.fields]}
-    if isinstance(type_, ListType):
-        return {
-            "type": "list",
-            "element-id": type_.element_id,
-            "element": type_to_json(type_.element_type),
-            "element-required": type_.element_required,
-        }
-    if isinstance(type_, MapType):
-        return {
-            "type": "map",
-            "key-id": type_.key_id,
-            "key": type_to_json(type_.key_type),
-            "value-id": type_.value_id,
-            "value": type_to_json(type_.value_type),
-            "value-required": type_.value_required,
-        }
-    return str(type_)
-
-
-def _field_to_dict(f: NestedField) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": f.field_id, "name": f.name, "required": f.required}
-    out["type"] = type_to_json(f.field_type)
-    if f.doc is not None:
-        out["doc"] = f.doc
-    if f.initial_default is not None:
-        out["initial-default"] = to_json_value(f.field_type, f.initial_default)
-    if f.write_default is not None:
-        out["write-default"] = to_json_value(f.field_type, f.write_default)
-    return out
-
-
-def type_from_json(data: Any) -> IcebergType:
-    """Parse a type's JSON form."""
-    if isinstance(data, str):
-        try:
-            return primitive_from_string(data)
-        except ValidationError as exc:
-            raise CorruptMetadata(str(exc)) from exc
-    kind = _req(data, "type", "nested type")
-    if kind == "struct":
-        return StructType(
-            *(_field_from_dict(f) for f in _list(_req(data, "fields", "struct"), "fields", "struct"))
-        )
-    if kind == "list":
-        return ListType(
-            _req_int(data, "element-id", "list type"),
-            type_from_json(_req(data, "element", "list type")),
-            bool(data.get("element-required", False)),
-        )
-    if kind == "map":
-        return MapType(
-            _req_int(data, "key-id", "map type"),
-            type_from_json(_req(data, "key", "map type")),
-            _req_int(data, "value-id", "map type"),
-            type_from_json(_req(data, "value", "map type")),
-            bool(data.get("value-required", False)),
-        )
-    raise CorruptMetadata(f"unknown nested type {kind!r}")
-
-
-def _field_from_dict(data: Any) -> NestedField:
-    what = "schema field"
-    field_id = _req_int(data, "id", what)
-    name = _req(data, "name", what)
-    field_type = type_from_json(_req(data, "type", what))
-    try:
-        initial = from_json_value(field_type, data.get("initial-default"))
-        write = from_json_value(field_type, data.get("write-default"))
-    except ValidationError as exc:
-        raise CorruptMetadata(f"bad default value for field {field_id} ({name!r}): {exc}") from exc
-    return NestedField(
-        field_id=field_id,
-        name=str(name),
-        field_type=field_type,
-        required=bool(data.get("required", False)),
-        doc=data.get("doc"),
-        initial_default=initial,
-        write_default=write,
-    )
-
-
-def schema_to_dict(schema: Schema) -> dict[str, Any]:
-    """JSON object of a schema (``type``, ``schema-id``, ``identifier-field-ids``, ``fields``)."""
-    out: dict[str, Any] = {"type": "struct", "schema-id": schema.schema_id}
-    if schema.identifier_field_ids:
-        out["identifier-field-ids"] = list(schema.identifier_field_ids)
-    out["fields"] = [_field_to_dict(f) for f in schema.fields]
-    return out
-
-
-def schema_from_dict(data: Any) -> Schema:
-    """Parse a schema JSON object."""
-    what = "schema"
-    fields = [_field_from_dict(f) for f in _list(_req(data, "fields", what), "fields", what)]
-    ids = data.get("identifier-field-ids") or []
-    return Schema(
-        *fields,
-        schema_id=_opt_int(data, "schema-id", what) or 0,
-        identifier_field_ids=[_int(i, "identifier-field-ids", what) for i in _list(ids, "ids", what)],
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# partition specs and sort orders
-
-
-def _partition_field_to_dict(f: PartitionField) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": f.name, "transform": str(f.transform)}
-    if f.source_ids is not None and len(f.source_ids) > 1:
-        out["source-ids"] = list(f.source_ids)
-    else:
-        out["source-id"] = f.source_id
-    out["field-id"] = f.field_id
-    return out
-
-
-def spec_to_dict(spec: PartitionSpec) -> dict[str, Any]:
-    """JSON object of a partition spec (``spec-id``, ``fields``)."""
-    return {"spec-id": spec.spec_id, "fields": [_partition_field_to_dict(f) for f in spec.fields]}
-
-
-def _source_ids(data: Mapping[str, Any], what: str) -> tuple[int, tuple[int, ...] | None]:
-    if data.get("source-ids") is not None:
-        ids = tuple(_int(i, "source-ids", what) for i in _list(data["source-ids"], "source-ids", what))
-        if not ids:
-            raise CorruptMetadata(f"{what} has an empty 'source-ids' list")
-        if len(ids) == 1:
-            return ids[0], None
-        return ids[0], ids
-    return _req_int(data, "source-id", what), None
-
-
-def partition_fields_from_list(
-    data: Any, next_field_id: int = PARTITION_FIELD_ID_START
-) -> list[PartitionField]:
-    """Parse a list of partition field objects; missing ``field-id`` (v1) is assigned from 1000 on."""
-    what = "partition field"
-    out = []
-    for i, f in enumerate(_list(data, "fields", "partition spec")):
-        source_id, source_ids = _source_ids(f, what)
-        field_id = _opt_int(f, "field-id", what)
-        out.append(
-            PartitionField(
-                source_id=source_id,
-                field_id=next_field_id + i if field_id is None else field_id,
-                transform=parse_transform(str(_req(f, "transform", what))),
-                name=str(_req(f, "name", what)),
-                source_ids=source_ids,
-            )
-        )
-    return out
-
-
-def spec_from_dict(data: Any) -> PartitionSpec:
-    """Parse a partition spec object, or a legacy v1 list of partition fields (spec id 0)."""
-    if isinstance(data, list):
-        return PartitionSpec(*partition_fields_from_list(data), spec_id=0)
-    fields = partition_fields_from_list(_req(data, "fields", "partition spec"))
-    return PartitionSpec(*fields, spec_id=_opt_int(data, "spec-id", "partition spec") or 0)
-
-
-def sort_order_to_dict(order: SortOrder) -> dict[str, Any]:
-    """JSON object of a sort order (``order-id``, ``fields``)."""
-    fields = []
-    for f in order.fields:
-        out: dict[str, Any] = {"transform": str(f.transform)}
-        if f.source_ids is not None and len(f.source_ids) > 1:
-            out["source-ids"] = list(f.source_ids)
-        else:
-            out["source-id"] = f.source_id
-        out["direction"] = f.direction.value
-        out["null-order"] = f.null_order.value
-        fields.append(out)
-    return {"order-id": order.order_id, "fields": fields}
-
-
-def sort_order_from_dict(data: Any) -> SortOrder:
-    """Parse a sort order object."""
-    what = "sort field"
-    fields = []
-    for f in _list(_req(data, "fields", "sort order"), "fields", "sort order"):
-        source_id, source_ids = _source_ids(f, what)
-        try:
-            direction = SortDirection(str(_req(f, "direction", what)).lower())
-            null_order = NullOrder(str(_req(f, "null-order", what)).lower())
-        except ValueError as exc:
-            raise CorruptMetadata(f"bad sort field {f!r}: {exc}") from exc
-        fields.append(
-            SortField(
-                source_id=source_id,
-                transform=parse_transform(str(_req(f, "transform", what))),
-                direction=direction,
-                null_order=null_order,
-                source_ids=source_ids,
-            )
-        )
-    return SortOrder(*fields, order_id=_req_int(data, "order-id", "sort order"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -429,14 +206,14 @@ def _snapshot_from_dict_fast(data: Any) -> Snapshot | None:
 
 def _snapshot_from_dict_checked(data: Any) -> Snapshot:
     what = "snapshot"
-    snapshot_id = _req_int(data, "snapshot-id", what)
+    snapshot_id = required_int(data, "snapshot-id", what)
     what = f"snapshot {snapshot_id}"
     summary = data.get("summary") or {}
     if not isinstance(summary, dict):
         raise CorruptMetadata(f"{what} field 'summary' must be a JSON object")
     manifests = data.get("manifests")
     if manifests is not None:
-        manifests = tuple(str(m) for m in _list(manifests, "manifests", what))
+        manifests = tuple(str(m) for m in as_list(manifests, "manifests", what))
     manifest_list = data.get("manifest-list")
     root_manifest = data.get("root-manifest")
     if manifest_list is None and manifests is None and root_manifest is None:
@@ -444,16 +221,16 @@ def _snapshot_from_dict_checked(data: Any) -> Snapshot:
     key_id = data.get("key-id")
     return Snapshot(
         snapshot_id=snapshot_id,
-        timestamp_ms=_req_int(data, "timestamp-ms", what),
+        timestamp_ms=required_int(data, "timestamp-ms", what),
         summary={str(k): str(v) for k, v in summary.items()},
-        parent_snapshot_id=_opt_int(data, "parent-snapshot-id", what),
-        sequence_number=_opt_int(data, "sequence-number", what) or 0,
+        parent_snapshot_id=optional_int(data, "parent-snapshot-id", what),
+        sequence_number=optional_int(data, "sequence-number", what) or 0,
         manifest_list=None if manifest_list is None else str(manifest_list),
         manifests=manifests,
         root_manifest=None if root_manifest is None else str(root_manifest),
-        schema_id=_opt_int(data, "schema-id", what),
-        first_row_id=_opt_int(data, "first-row-id", what),
-        added_rows=_opt_int(data, "added-rows", what),
+        schema_id=optional_int(data, "schema-id", what),
+        first_row_id=optional_int(data, "first-row-id", what),
+        added_rows=optional_int(data, "added-rows", what),
         key_id=None if key_id is None else str(key_id),
     )
 
@@ -474,15 +251,15 @@ def ref_from_dict(data: Any) -> SnapshotRef:
     """Parse a ref object."""
     what = "snapshot ref"
     try:
-        ref_type = RefType(str(_req(data, "type", what)).lower())
+        ref_type = RefType(str(required(data, "type", what)).lower())
     except ValueError as exc:
         raise CorruptMetadata(f"bad ref type in {data!r}") from exc
     return SnapshotRef(
-        snapshot_id=_req_int(data, "snapshot-id", what),
+        snapshot_id=required_int(data, "snapshot-id", what),
         ref_type=ref_type,
-        min_snapshots_to_keep=_opt_int(data, "min-snapshots-to-keep", what),
-        max_snapshot_age_ms=_opt_int(data, "max-snapshot-age-ms", what),
-        max_ref_age_ms=_opt_int(data, "max-ref-age-ms", what),
+        min_snapshots_to_keep=optional_int(data, "min-snapshots-to-keep", what),
+        max_snapshot_age_ms=optional_int(data, "max-snapshot-age-ms", what),
+        max_ref_age_ms=optional_int(data, "max-ref-age-ms", what),
     )
 
 
@@ -528,7 +305,7 @@ def table_metadata_from_json(text: str | bytes | Mapping[str, Any]) -> TableMeta
 
 def _table_metadata_from_dict(data: Mapping[str, Any]) -> TableMetadata:
     what = "table metadata"
-    fv = _req_int(data, "format-version", what)
+    fv = required_int(data, "format-version", what)
     if fv > MAX_FORMAT_VERSION:
         raise Unsupported(
             f"table format-version {fv} is not supported (icefloe reads 1 to {MAX_FORMAT_VERSION})"
@@ -538,8 +315,8 @@ def _table_metadata_from_dict(data: Mapping[str, Any]) -> TableMetadata:
 
     # schemas
     if data.get("schemas") is not None:
-        schemas = [schema_from_dict(s) for s in _list(data["schemas"], "schemas", what)]
-        current_schema_id = _opt_int(data, "current-schema-id", what)
+        schemas = [schema_from_dict(s) for s in as_list(data["schemas"], "schemas", what)]
+        current_schema_id = optional_int(data, "current-schema-id", what)
         if current_schema_id is None:
             if fv >= 2 or data.get("schema") is None:
                 raise CorruptMetadata(f"{what} is missing required field 'current-schema-id'")
@@ -554,8 +331,8 @@ def _table_metadata_from_dict(data: Mapping[str, Any]) -> TableMetadata:
 
     # partition specs
     if data.get("partition-specs") is not None:
-        specs = [spec_from_dict(s) for s in _list(data["partition-specs"], "partition-specs", what)]
-        default_spec_id = _opt_int(data, "default-spec-id", what)
+        specs = [spec_from_dict(s) for s in as_list(data["partition-specs"], "partition-specs", what)]
+        default_spec_id = optional_int(data, "default-spec-id", what)
         if default_spec_id is None:
             if fv >= 2:
                 raise CorruptMetadata(f"{what} is missing required field 'default-spec-id'")
@@ -565,7 +342,7 @@ def _table_metadata_from_dict(data: Mapping[str, Any]) -> TableMetadata:
         default_spec_id = 0
     else:
         raise CorruptMetadata(f"{what} is missing required field 'partition-specs'")
-    last_partition_id = _opt_int(data, "last-partition-id", what)
+    last_partition_id = optional_int(data, "last-partition-id", what)
     if last_partition_id is None:
         if fv >= 2:
             raise CorruptMetadata(f"{what} is missing required field 'last-partition-id'")
@@ -575,18 +352,18 @@ def _table_metadata_from_dict(data: Mapping[str, Any]) -> TableMetadata:
 
     # sort orders (tolerate their absence: some writers omit them)
     if data.get("sort-orders") is not None:
-        orders = [sort_order_from_dict(o) for o in _list(data["sort-orders"], "sort-orders", what)]
+        orders = [sort_order_from_dict(o) for o in as_list(data["sort-orders"], "sort-orders", what)]
     else:
         orders = [SortOrder(order_id=0)]
-    default_sort_order_id = _opt_int(data, "default-sort-order-id", what)
+    default_sort_order_id = optional_int(data, "default-sort-order-id", what)
     if default_sort_order_id is None:
         default_sort_order_id = orders[0].order_id if orders else 0
 
-    snapshots = tuple(snapshot_from_dict(s) for s in _opt_list(data, "snapshots", what))
+    snapshots = tuple(snapshot_from_dict(s) for s in optional_list(data, "snapshots", what))
     table_location = data.get("location")
     if fv >= 4 and isinstance(table_location, str) and table_location:
         snapshots = tuple(_resolved_root(s, table_location) for s in snapshots)
-    current_snapshot_id = _opt_int(data, "current-snapshot-id", what)
+    current_snapshot_id = optional_int(data, "current-snapshot-id", what)
     if current_snapshot_id == -1:
         current_snapshot_id = None
 
@@ -612,11 +389,11 @@ def _table_metadata_from_dict(data: Mapping[str, Any]) -> TableMetadata:
         raise CorruptMetadata(f"{what} field 'properties' must be a JSON object")
 
     if fv >= 2:
-        table_uuid = str(_req(data, "table-uuid", what))
-        last_sequence_number = _req_int(data, "last-sequence-number", what)
+        table_uuid = str(required(data, "table-uuid", what))
+        last_sequence_number = required_int(data, "last-sequence-number", what)
     else:
         table_uuid = str(data.get("table-uuid") or "")
-        last_sequence_number = _opt_int(data, "last-sequence-number", what) or 0
+        last_sequence_number = optional_int(data, "last-sequence-number", what) or 0
 
     location = data.get("location")
     if location is None and fv < 4:
@@ -624,7 +401,7 @@ def _table_metadata_from_dict(data: Mapping[str, Any]) -> TableMetadata:
 
     next_row_id: int | None = None
     if fv >= 3:
-        next_row_id = _opt_int(data, "next-row-id", what)
+        next_row_id = optional_int(data, "next-row-id", what)
         if next_row_id is None:  # tolerate writers that omit it: past every assigned row id
             next_row_id = max(
                 (
@@ -639,8 +416,8 @@ def _table_metadata_from_dict(data: Mapping[str, Any]) -> TableMetadata:
         format_version=fv,
         table_uuid=table_uuid,
         location="" if location is None else str(location),
-        last_updated_ms=_req_int(data, "last-updated-ms", what),
-        last_column_id=_req_int(data, "last-column-id", what),
+        last_updated_ms=required_int(data, "last-updated-ms", what),
+        last_column_id=required_int(data, "last-column-id", what),
         schemas=tuple(schemas),
         current_schema_id=current_schema_id,
         partition_specs=tuple(specs),
@@ -655,10 +432,10 @@ def _table_metadata_from_dict(data: Mapping[str, Any]) -> TableMetadata:
         snapshot_log=snapshot_log,
         metadata_log=metadata_log,
         refs=refs,
-        statistics=tuple(_opt_list(data, "statistics", what)),
-        partition_statistics=tuple(_opt_list(data, "partition-statistics", what)),
+        statistics=tuple(optional_list(data, "statistics", what)),
+        partition_statistics=tuple(optional_list(data, "partition-statistics", what)),
         next_row_id=next_row_id,
-        encryption_keys=tuple(_opt_list(data, "encryption-keys", what)),
+        encryption_keys=tuple(optional_list(data, "encryption-keys", what)),
         extra={k: v for k, v in data.items() if k not in _KNOWN_TABLE_KEYS},
     )
 
@@ -670,13 +447,13 @@ def _log_entries(
     what = f"{key} entry"
     value_type = int if value_key == "snapshot-id" else str
     out = []
-    for e in _opt_list(data, key, "table metadata"):
+    for e in optional_list(data, key, "table metadata"):
         if type(e) is dict and type(e.get("timestamp-ms")) is int and type(e.get(value_key)) is value_type:
             out.append(cls(e["timestamp-ms"], e[value_key]))
         elif value_type is int:
-            out.append(cls(_req_int(e, "timestamp-ms", what), _req_int(e, value_key, what)))
+            out.append(cls(required_int(e, "timestamp-ms", what), required_int(e, value_key, what)))
         else:
-            out.append(cls(_req_int(e, "timestamp-ms", what), str(_req(e, value_key, what))))
+            out.append(cls(required_int(e, "timestamp-ms", what), str(required(e, value_key, what))))
     return tuple(out)
 
 
@@ -721,7 +498,7 @@ def _metadata_members(md: TableMetadata, fragments: Fragments | None) -> dict[st
     else:
         out["schemas"] = fragments.join("schema", md.schemas, _schema_id, _encoder(schema_to_dict))
     if fv == 1:
-        out["partition-spec"] = [_partition_field_to_dict(f) for f in md.spec().fields]
+        out["partition-spec"] = [partition_field_to_dict(f) for f in md.spec().fields]
     out["default-spec-id"] = md.default_spec_id
     if fragments is None:
         out["partition-specs"] = [spec_to_dict(s) for s in md.partition_specs]
