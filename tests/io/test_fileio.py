@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pyarrow.fs as pafs
@@ -109,6 +110,20 @@ def test_list_prefix_and_delete(tmp_path: Path, fio: FileIO) -> None:
     assert fio.list_prefix(f"{tmp_path}/missing") == []
     fio.delete(f"file://{tmp_path}/tbl/data/a.parquet")
     assert fio.list_prefix(f"{base}/data") == [f"{base}/data/p=1/b.parquet"]
+
+
+def test_list_files_reports_size_and_modification_time(tmp_path: Path, fio: FileIO) -> None:
+    base = f"file:{tmp_path}/tbl"
+    fio.new_output(f"{base}/data/a.parquet").write_bytes(b"12345")
+    fio.new_output(f"{base}/data/b.parquet").write_bytes(b"1")
+    os.utime(tmp_path / "tbl" / "data" / "b.parquet", (1_000_000, 1_000_000))
+    listed = fio.list_files(base)
+    assert [(f.location, f.size) for f in listed] == [
+        (f"{base}/data/a.parquet", 5),
+        (f"{base}/data/b.parquet", 1),
+    ]
+    assert listed[1].modified_ms == 1_000_000_000
+    assert listed[0].modified_ms is not None and abs(listed[0].modified_ms / 1000 - time.time()) < 600
 
 
 def test_open_is_seekable(tmp_path: Path, fio: FileIO) -> None:

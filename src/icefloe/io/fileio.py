@@ -21,6 +21,7 @@ import posixpath
 import threading
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
@@ -353,6 +354,20 @@ def _is_missing(exc: OSError) -> bool:
 # FileIO
 
 
+@dataclass(frozen=True)
+class ListedFile:
+    """A file found by ``FileIO.list_files``: location, size, modification time (None if unknown)."""
+
+    location: str
+    size: int
+    modified_ms: int | None
+
+
+def _mtime_ms(info: pafs.FileInfo) -> int | None:
+    mtime = info.mtime_ns
+    return None if mtime is None else mtime // 1_000_000
+
+
 class FileIO:
     """Files by location; chooses a pyarrow file system by URI scheme (local or S3)."""
 
@@ -396,10 +411,14 @@ class FileIO:
 
         A missing directory lists as empty. Temporary files of in-flight local writes are skipped.
         """
+        return [f.location for f in self.list_files(prefix)]
+
+    def list_files(self, prefix: str) -> list[ListedFile]:
+        """``list_prefix`` with each file's size and modification time, sorted by location."""
         fs, base = self.filesystem_and_path(prefix)
         info = fs.get_file_info(base)
         if info.type == pafs.FileType.File:
-            return [prefix]
+            return [ListedFile(prefix, info.size or 0, _mtime_ms(info))]
         if info.type != pafs.FileType.Directory:
             return []
         selector = pafs.FileSelector(base, recursive=True, allow_not_found=True)
@@ -410,8 +429,8 @@ class FileIO:
             name = posixpath.basename(entry.path)
             if name.startswith(".") and name.endswith(".tmp"):
                 continue
-            out.append(_respell(prefix, base, entry.path))
-        return sorted(out)
+            out.append(ListedFile(_respell(prefix, base, entry.path), entry.size or 0, _mtime_ms(entry)))
+        return sorted(out, key=lambda f: f.location)
 
     def filesystem_and_path(self, location: str) -> tuple[pafs.FileSystem, str]:
         """The pyarrow file system and the path within it, for pyarrow readers and writers."""
