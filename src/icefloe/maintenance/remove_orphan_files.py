@@ -1,0 +1,88 @@
+"""Orphan-file removal: delete files under the table location that no table metadata names.
+
+Orphans are what failed or killed writers leave behind (a data file written by a task whose job
+never committed, the manifests of an abandoned commit attempt) and what an expiry could not
+delete. A file is kept when any of these names it (locations compared in a canonical spelling,
+``io.normalize_location``):
+
+- the current metadata file, those in its metadata log, and the version hint;
+- every snapshot's manifest list / root manifest and every manifest or leaf they reference
+  (including the leaves a v4 root lists as DELETED references);
+- every content file live in some snapshot — data files, delete files and the Puffin files of
+  deletion vectors (``tree.reachable``); as in Iceberg Java, a file named only by DELETED entries
+  (or masked by a manifest DV in every view) is read by no snapshot, so it is an orphan too;
+- statistics and partition-statistics files.
+
+A file modified after ``older_than`` (default: three days ago, as Iceberg Java) is never deleted,
+because it may belong to a write still in flight. ``dry_run`` only reports.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime
+
+from icefloe.catalog.table import Table
+from icefloe.errors import ValidationError
+from icefloe.io.fileio import normalize_location
+from icefloe.maintenance.expire_snapshots import delete_all, to_epoch_ms
+from icefloe.tree.reachable import reachable_files
+
+DEFAULT_ORPHAN_AGE_MS = 3 * 24 * 3600 * 1000
+VERSION_HINT = "version-hint.text"
+
+
+@dataclass(frozen=True)
+class OrphanResult:
+    """Orphan files found (and deleted unless it was a dry run)."""
+
+    orphan_files: tuple[str, ...]
+    deleted: bool
+    failed_deletes: tuple[str, ...] = ()
+
+
+def referenced_locations(table: Table) -> set[str]:
+    """Canonical locations of every file the table's current metadata names."""
+    md = table.metadata
+    reachable = reachable_files(table.io, md, md.snapshots)
+    names: set[str] = set(reachable.tree) | reachable.live
+    names.add(table.metadata_location)
+    names.update(entry.metadata_file for entry in md.metadata_log)
+    for stats in (*md.statistics, *md.partition_statistics):
+        path = stats.get("statistics-path")
+        if isinstance(path, str):
+            names.add(path)
+    return {normalize_location(n) for n in names}
+
+
+def remove_orphan_files(
+    table: Table,
+    *,
+    older_than: datetime | int | None = None,
+    location: str | None = None,
+    dry_run: bool = False,
+) -> OrphanResult:
+    """Find, and unless ``dry_run`` delete, files under ``location`` (default: the table's) nothing names."""
+    table.refresh()
+    cutoff = to_epoch_ms(older_than)
+    if cutoff is None:
+        cutoff = int(time.time() * 1000) - DEFAULT_ORPHAN_AGE_MS
+    root = location or table.location()
+    if normalize_location(root).rstrip("/") != normalize_location(table.location()).rstrip("/") and not (
+        normalize_location(root).startswith(normalize_location(table.location()).rstrip("/") + "/")
+    ):
+        raise ValidationError(f"{root} is not inside the table location {table.location()}")
+    keep = referenced_locations(table)
+    orphans = tuple(
+        f.location
+        for f in table.io.list_files(root)
+        if normalize_location(f.location) not in keep
+        and not f.location.endswith("/" + VERSION_HINT)
+        and f.modified_ms is not None
+        and f.modified_ms < cutoff
+    )
+    if dry_run or not orphans:
+        return OrphanResult(orphans, deleted=False)
+    failed = delete_all(table.io, list(orphans))
+    return OrphanResult(orphans, deleted=True, failed_deletes=tuple(sorted(failed)))

@@ -1,0 +1,98 @@
+"""The files a set of snapshots is made of, whatever the shape of their metadata trees.
+
+Snapshot expiry deletes the files only expired snapshots needed, and orphan-file removal keeps
+every file some snapshot names; both ask this module:
+
+- **tree files**: the manifest list (v1–v3) or root manifest (v4) of each snapshot, and every
+  manifest it references — v1–v3 Avro manifests, v4 leaves, legacy manifests under a v4 root,
+  and the leaves a v4 root still lists as DELETED references (its own record of what it dropped);
+- **live content files**: data files, delete files and deletion-vector Puffin files that belong to
+  at least one snapshot's contents. Liveness is the read seam's: entry status, and for a v4 leaf
+  the referencing root's manifest DV, so a file masked in every view is not live even though its
+  leaf row is still on disk.
+
+Each distinct view of a manifest (path, content, manifest DV) is read once, on a thread pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from icefloe.spec.content import DataFile, ManifestContent, ManifestFile
+from icefloe.spec.snapshots import Snapshot
+from icefloe.spec.table_metadata import TableMetadata
+from icefloe.tree import read_seam, v4_read
+
+READ_WORKERS = 8
+
+_ViewKey = tuple[str, ManifestContent, bytes | None]
+
+
+@dataclass
+class ReachableFiles:
+    """Tree files and live content files of some snapshots (absolute locations)."""
+
+    tree: set[str] = field(default_factory=set)
+    live: set[str] = field(default_factory=set)
+
+
+def snapshot_tree_location(snapshot: Snapshot) -> str | None:
+    """The manifest list or root manifest of a snapshot (None for v1 ``manifests`` snapshots)."""
+    return snapshot.root_manifest or snapshot.manifest_list
+
+
+def references(io: Any, metadata: TableMetadata, snapshot: Snapshot) -> Iterator[tuple[ManifestFile, bool]]:
+    """Every manifest a snapshot references, with whether its entries belong to the snapshot.
+
+    v4 roots: live and non-live references, then one synthetic reference per inline content
+    (its path is the root itself). v1–v3: the manifest list, all live.
+    """
+    if snapshot.root_manifest is None:
+        for ref in read_seam.manifest_refs(io, metadata, snapshot):
+            yield ref, True
+        return
+    root = v4_read.read_root(io, metadata, snapshot.root_manifest)
+    for ref in root.refs:
+        yield ref, ref.status.is_live
+    for content in ManifestContent:
+        inline = v4_read.inline_reference(root, snapshot, content)
+        if inline is not None:
+            yield inline, True
+
+
+def content_locations(data_file: DataFile) -> tuple[str, ...]:
+    """The files an entry's content lives in: the file itself and a v4 colocated DV's Puffin file."""
+    dv = data_file.deletion_vector
+    return (data_file.file_path,) if dv is None else (data_file.file_path, dv.location)
+
+
+def reachable_files(
+    io: Any, metadata: TableMetadata, snapshots: Iterable[Snapshot], workers: int = READ_WORKERS
+) -> ReachableFiles:
+    """The tree files and the live content files of ``snapshots``."""
+    out = ReachableFiles()
+    views: dict[_ViewKey, tuple[ManifestFile, bool]] = {}
+    for snapshot in snapshots:
+        tree_location = snapshot_tree_location(snapshot)
+        if tree_location is not None:
+            out.tree.add(tree_location)
+        for ref, live in references(io, metadata, snapshot):
+            out.tree.add(ref.manifest_path)
+            key = (ref.manifest_path, ref.content, ref.mdv)
+            seen = views.get(key)
+            if seen is None or (live and not seen[1]):
+                views[key] = (ref, live)  # a live reference is the view to read
+    live_views = [ref for ref, live in views.values() if live]
+
+    def read(ref: ManifestFile) -> list[Any]:
+        return read_seam.read_entries(io, metadata, ref)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(live_views) or 1))) as pool:
+        for entries in pool.map(read, live_views):
+            for e in entries:
+                if e.is_live:
+                    out.live.update(content_locations(e.data_file))
+    return out
