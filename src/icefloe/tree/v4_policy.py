@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from icefloe.errors import ValidationError
 from icefloe.formats.bitmaps import DEFAULT_MANIFEST_DV_ENCODING
 from icefloe.formats.mumbling import MAX_POSITION
+from icefloe.spec.properties import int_property
 
 ROOT_MAX_INLINE_ENTRIES = "write.v4.root.max-inline-entries"
 LEAF_TARGET_ENTRIES = "write.v4.leaf.target-entries"
@@ -59,20 +60,6 @@ MAX_LEAF_ENTRIES = MAX_POSITION + 1  # 2**21 rows: every row position fits a Mum
 
 MODIFIED_KEEPS_SNAPSHOT_ID = True
 """Facts Q5: a MODIFIED row (or MDV-changed reference) keeps its original ``snapshot_id``."""
-
-
-def _int(props: Mapping[str, str], key: str, default: int, low: int, high: int | None = None) -> int:
-    raw = props.get(key)
-    if raw is None:
-        return default
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        raise ValidationError(f"table property {key} must be an integer, got {raw!r}") from None
-    if value < low or (high is not None and value > high):
-        bound = f">= {low}" if high is None else f"between {low} and {high}"
-        raise ValidationError(f"table property {key} must be {bound}, got {value}")
-    return value
 
 
 def _ratio(props: Mapping[str, str], key: str, default: float) -> float:
@@ -109,16 +96,20 @@ class V4Policy:
                 f"table property {COMPACTION_ENABLED} must be true or false, got {enabled!r}"
             )
         return cls(
-            max_inline_entries=_int(props, ROOT_MAX_INLINE_ENTRIES, DEFAULT_ROOT_MAX_INLINE_ENTRIES, 0),
-            leaf_target_entries=_int(
+            max_inline_entries=int_property(
+                props, ROOT_MAX_INLINE_ENTRIES, DEFAULT_ROOT_MAX_INLINE_ENTRIES, 0
+            ),
+            leaf_target_entries=int_property(
                 props, LEAF_TARGET_ENTRIES, DEFAULT_LEAF_TARGET_ENTRIES, 1, MAX_LEAF_ENTRIES
             ),
             min_live_ratio=_ratio(props, LEAF_MIN_LIVE_RATIO, DEFAULT_LEAF_MIN_LIVE_RATIO),
             compaction_enabled=enabled == "true",
-            small_leaf_entries=_int(
+            small_leaf_entries=int_property(
                 props, COMPACTION_SMALL_LEAF_ENTRIES, DEFAULT_COMPACTION_SMALL_LEAF_ENTRIES, 0
             ),
-            min_small_leaves=_int(props, COMPACTION_MIN_SMALL_LEAVES, DEFAULT_COMPACTION_MIN_SMALL_LEAVES, 2),
+            min_small_leaves=int_property(
+                props, COMPACTION_MIN_SMALL_LEAVES, DEFAULT_COMPACTION_MIN_SMALL_LEAVES, 2
+            ),
             mdv_encoding=str(props.get(MANIFEST_DV_ENCODING, DEFAULT_MANIFEST_DV_ENCODING)).strip().lower(),
         )
 

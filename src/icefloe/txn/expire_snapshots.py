@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from icefloe.errors import ValidationError
+from icefloe.spec.properties import int_property
 from icefloe.spec.snapshots import MAIN_BRANCH, RefType, SnapshotRef
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.updates import RemoveSnapshotRef, RemoveSnapshots, TableUpdate
@@ -68,19 +69,6 @@ class Expiry:
         return not self.snapshot_ids and not self.removed_refs
 
 
-def _positive_property(md: TableMetadata, key: str, default: int | None) -> int | None:
-    raw = md.properties.get(key)
-    if raw is None:
-        return default
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        raise ValidationError(f"table property {key} must be an integer, got {raw!r}") from None
-    if value <= 0:
-        raise ValidationError(f"table property {key} must be positive, got {value}")
-    return value
-
-
 def check_request(request: RetentionRequest) -> None:
     """ValidationError for a request no table could satisfy."""
     if request.retain_last is not None and request.retain_last < 1:
@@ -102,7 +90,9 @@ def select_expired(md: TableMetadata, now_ms: int, request: RetentionRequest) ->
         _check_not_ref_heads(explicit, refs)
         return Expiry(tuple(sorted(explicit)), ())
 
-    max_ref_age = _positive_property(md, MAX_REF_AGE_MS, None)
+    max_ref_age = (
+        int_property(md.properties, MAX_REF_AGE_MS, 0, 1) if MAX_REF_AGE_MS in md.properties else None
+    )
     removed_refs = sorted(
         name
         for name, ref in refs.items()
@@ -114,10 +104,10 @@ def select_expired(md: TableMetadata, now_ms: int, request: RetentionRequest) ->
     kept_refs = {name: ref for name, ref in refs.items() if name not in removed_refs}
     _check_not_ref_heads(explicit, kept_refs)
 
-    default_age = _positive_property(md, MAX_SNAPSHOT_AGE_MS, DEFAULT_MAX_SNAPSHOT_AGE_MS)
-    older_than = request.older_than_ms if request.older_than_ms is not None else now_ms - (default_age or 0)
-    min_keep = request.retain_last or _positive_property(
-        md, MIN_SNAPSHOTS_TO_KEEP, DEFAULT_MIN_SNAPSHOTS_TO_KEEP
+    default_age = int_property(md.properties, MAX_SNAPSHOT_AGE_MS, DEFAULT_MAX_SNAPSHOT_AGE_MS, 1)
+    older_than = request.older_than_ms if request.older_than_ms is not None else now_ms - default_age
+    min_keep = request.retain_last or int_property(
+        md.properties, MIN_SNAPSHOTS_TO_KEEP, DEFAULT_MIN_SNAPSHOTS_TO_KEEP, 1
     )
     retained: set[int] = set()
     on_refs: set[int] = set()
@@ -128,7 +118,7 @@ def select_expired(md: TableMetadata, now_ms: int, request: RetentionRequest) ->
             continue
         history = list(ancestor_ids(md, ref.snapshot_id))
         on_refs.update(history)
-        retained.update(_branch_retained(md, history, ref, now_ms, older_than, min_keep or 1))
+        retained.update(_branch_retained(md, history, ref, now_ms, older_than, min_keep))
     retained.update(
         sid for sid, s in by_id.items() if sid not in on_refs and s.timestamp_ms >= older_than
     )
