@@ -29,4 +29,8 @@ def test_main_job_small(spark: Any, catalog: Catalog) -> None:
     assert table.scan().to_arrow().num_rows == rows_now
     assert read_with_pyiceberg(table.metadata_location).num_rows == rows_now
     assert not any(t.deletes for t in table.scan().plan_files())  # compaction retired every DV
+    assert len(table.snapshots()) == 3  # expiry kept the last three
+    assert report["  expiry"].startswith("7 snapshots, ")
+    deleted_content = int(report["  expiry"].split(", ")[1].split()[0])
+    assert deleted_content > 0  # at least the files the overwrite, delete and compaction replaced
 

@@ -4,7 +4,8 @@ Local Spark (``local[2]``), the SQLite catalog and the local warehouse under ``.
 Spark generates a few million taxi-trip-like rows and writes them through icefloe into a table
 partitioned by ``day(pickup_at)`` and ``bucket(4, vendor)``; then incremental appends, an
 overwrite of one day, a row delete, a MERGE and a DELETE from Spark writing deletion vectors,
-compaction of the files carrying them, Spark SQL queries with file pruning, and time travel.
+compaction of the files carrying them, Spark SQL queries with file pruning, time travel, and
+snapshot expiry deleting the files only old snapshots read.
 Run it with ``bash scripts/main-job.sh`` (``--rows N`` to resize).
 """
 
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from icefloe.catalog import default_catalog_uri, default_warehouse
 from icefloe.cli.pipeline import DAYS, START, TRIPS_SCHEMA, TRIPS_SPEC, Report, progress, stage
+from icefloe.maintenance.expire_snapshots import expire_snapshots
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -173,6 +175,17 @@ def run(rows: int, batches: int, spark: SparkSession | None = None) -> Report:
     ops = [s.operation for s in table.snapshots()]
     report.add("operations", ", ".join(f"{op} x{ops.count(op)}" for op in dict.fromkeys(ops)))
     report.add("data files now", table.current_snapshot().summary.get("total-data-files", "?"))  # type: ignore[union-attr]
+
+    with stage("maintenance: expire all but the last 3 snapshots, delete their files", report):
+        expired = expire_snapshots(table, older_than=int(time.time() * 1000) + 1, retain_last=3)
+        kept_rows = read_table(spark, IDENT).count()
+        if kept_rows != now_rows:
+            raise SystemExit(f"snapshot expiry changed the row count: {now_rows} -> {kept_rows}")
+    report.add(
+        "  expiry",
+        f"{len(expired.expired_snapshot_ids)} snapshots, {len(expired.deleted_content_files)} data/delete "
+        f"files and {len(expired.deleted_metadata_files)} metadata files deleted",
+    )
     if own_session:
         spark.stop()
     return report
