@@ -28,7 +28,11 @@ from icefloe.formats.content_entry import (
     to_positioned_rows,
     write_content_entries,
 )
-from icefloe.formats.content_entry_schema import content_entry_schema, union_partition_type
+from icefloe.formats.content_entry_schema import (
+    content_entry_schema,
+    prune_null_columns,
+    union_partition_type,
+)
 from icefloe.formats.content_stats import ColumnStats
 from icefloe.spec.content import (
     DataFile,
@@ -676,3 +680,94 @@ def test_inline_root_data_rows_round_trip() -> None:
     e = ManifestEntry(EntryStatus.ADDED, 77, 9, 9, data_file(first_row_id=0))
     ref = manifest_ref()
     assert round_trip(root([ref, e])) == [ref, e]
+
+
+# -- compact files --------------------------------------------------------------------------------
+
+INTEGER_TYPES = ("INT32", "INT64")
+
+
+def _bounded_file(i: int, **changes: Any) -> DataFile:
+    """A data file with bounds of every primitive type, split offsets and a first row id."""
+    ids = [10 + k for k in range(len(PRIMITIVES))]
+    return data_file(
+        f"f{i}",
+        record_count=100 + i,
+        value_counts={fid: 100 + i for fid in ids},
+        null_value_counts={fid: i for fid in ids},
+        nan_value_counts={13: 0, 14: i},
+        lower_bounds={fid: to_bytes(t, lo) for fid, (t, lo, _) in zip(ids, PRIMITIVES, strict=True)},
+        upper_bounds={fid: to_bytes(t, hi) for fid, (t, _, hi) in zip(ids, PRIMITIVES, strict=True)},
+        split_offsets=(4, 2048 + i, 9000 + i),
+        first_row_id=1000 * i,
+    ).with_changes(**changes)
+
+
+def _compact_rows() -> list[ContentRow]:
+    """Inline data and equality-delete entries (lists, bounds of every type) and manifest references."""
+    data = [entry(_bounded_file(i), sequence_number=i + 1, file_sequence_number=i + 1) for i in range(5)]
+    eq = _bounded_file(9, content=FileContent.EQUALITY_DELETES, equality_ids=(1, 2), first_row_id=None)
+    stats = {1: ColumnStats(lower_bound=1, upper_bound=9, value_count=500, null_value_count=0)}
+    refs = [
+        manifest_ref(f"{LOC}/metadata/leaf-{k}.parquet", first_row_id=10_000 * k, content_stats=stats)
+        for k in range(3)
+    ]
+    modified = refs[0].with_changes(
+        status=EntryStatus.MODIFIED, mdv=mumbling.encode([1, 5]), dv_snapshot_id=77
+    )
+    return [modified, *refs[1:], *data, entry(eq, sequence_number=3, file_sequence_number=3)]
+
+
+def _column_chunks(data: bytes) -> list[tuple[str, str, set[str]]]:
+    """(dotted path, physical type, encodings) of every column chunk of the first row group."""
+    meta = pq.ParquetFile(pa.BufferReader(data)).metadata
+    assert meta.num_row_groups == 1
+    rg = meta.row_group(0)
+    return [
+        (c.path_in_schema, c.physical_type, set(c.encodings))
+        for c in (rg.column(i) for i in range(meta.num_columns))
+    ]
+
+
+def test_compact_files_delta_encode_every_integer_column() -> None:
+    rows = _compact_rows()
+    data_rows = [r for r in rows if isinstance(r, ManifestEntry) and r.data_file.content == FileContent.DATA]
+    for data in (root(rows, compact=True), leaf(data_rows, compact=True)):
+        chunks = _column_chunks(data)
+        integers = [(path, enc) for path, physical, enc in chunks if physical in INTEGER_TYPES]
+        others = [(path, enc) for path, physical, enc in chunks if physical not in INTEGER_TYPES]
+        assert {"split_offsets.list.element", "content_stats.c7.lower_bound"} <= {p for p, _ in integers}
+        assert all("DELTA_BINARY_PACKED" in enc and "PLAIN" not in enc for _, enc in integers), integers
+        assert others and all("DELTA_BINARY_PACKED" not in enc for _, enc in others)
+        assert all(enc.isdisjoint({"PLAIN_DICTIONARY", "RLE_DICTIONARY"}) for _, _, enc in chunks)
+
+
+def test_compact_files_read_back_like_full_ones() -> None:
+    rows = _compact_rows()
+    full, compact = root(rows), root(rows, compact=True)
+    assert len(compact) < len(full)
+    assert round_trip(compact) == round_trip(full) == rows
+    assert to_positioned_rows(read(compact), specs=SPECS) == to_positioned_rows(read(full), specs=SPECS)
+    stored = raw(compact)
+    assert stored.equals(prune_null_columns(raw(full)))
+
+
+def _leaf_columns(table: pa.Table) -> pa.Table:
+    """The table with its structs flattened to dotted leaf columns (lists kept)."""
+    while any(pa.types.is_struct(f.type) for f in table.schema):
+        table = table.flatten()
+    return table
+
+
+def test_compact_files_read_in_duckdb(tmp_path: Path) -> None:
+    duckdb = pytest.importorskip("duckdb")
+    path = tmp_path / "root.parquet"
+    path.write_bytes(root(_compact_rows(), compact=True))
+    want = _leaf_columns(raw(path.read_bytes()))
+    got = _leaf_columns(duckdb.sql(f"select * from read_parquet('{path}')").arrow().read_all())
+    assert got.column_names == want.column_names and got.num_rows == len(_compact_rows())
+    for name in want.column_names:
+        expected, actual = want.column(name), got.column(name)
+        if expected.type == pa.timestamp("ns", tz="UTC"):  # DuckDB has no nanosecond TIMESTAMPTZ
+            expected = expected.cast(pa.timestamp("us", tz="UTC"), safe=False)
+        assert actual.cast(expected.type).equals(expected), name

@@ -11,6 +11,7 @@ from icefloe.formats.content_stats import (
     ColumnStats,
     MetricMaps,
     aggregate_content_stats,
+    aggregate_tight_bounds,
     column_id_for_stats_struct,
     content_stats_from_metrics,
     content_stats_from_struct_value,
@@ -159,8 +160,47 @@ def test_aggregate_sums_counts_and_widens_bounds() -> None:
     assert agg[1] == ColumnStats(-3, 5, True, 15, 1)
     assert agg[3].lower_bound == 0.5 and agg[3].upper_bound == 2.0
     assert agg[3].value_count == 14 and agg[3].null_value_count == 5 and agg[3].nan_value_count == 0
-    assert agg[3].tight_bounds is False  # one entry did not know
+    assert agg[3].tight_bounds is None  # one entry did not know: unknown, not "known loose"
     assert aggregate_content_stats([a, b], has_mdv=True)[1].tight_bounds is False
+    assert aggregate_content_stats([a, b], has_mdv=True)[3].tight_bounds is False
+
+
+T, F, U = True, False, None
+
+
+@pytest.mark.parametrize(
+    ("values", "has_mdv", "want"),
+    [
+        ([T, T], False, T),
+        ([T, U], False, U),
+        ([U, T], False, U),
+        ([T, F], False, F),
+        ([F, T], False, F),
+        ([U, U], False, U),
+        ([U, F], False, F),
+        ([F, U], False, F),
+        ([F, F], False, F),
+        ([T], False, T),
+        ([U], False, U),
+        ([T, T], True, F),
+        ([T, U], True, F),
+        ([U, U], True, F),
+        ([T, F], True, F),
+        ([T], True, F),
+    ],
+)
+def test_aggregated_tight_bounds_follow_kleene_logic(
+    values: list[bool | None], has_mdv: bool, want: bool | None
+) -> None:
+    assert aggregate_tight_bounds(values, has_mdv=has_mdv) is want
+    entries = [{1: ColumnStats(i, i + 10, tight, 5, 0)} for i, tight in enumerate(values)]
+    agg = aggregate_content_stats(entries, has_mdv=has_mdv)
+    assert agg[1] == ColumnStats(0, len(values) + 9, want, 5 * len(values), 0)
+
+
+def test_aggregated_tight_bounds_need_known_bounds() -> None:
+    counts_only = {1: ColumnStats(tight_bounds=True, value_count=3, null_value_count=1)}
+    assert aggregate_content_stats([counts_only, counts_only], has_mdv=True)[1].tight_bounds is None
 
 
 def test_aggregate_unknowns_stay_unknown() -> None:

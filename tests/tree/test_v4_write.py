@@ -14,8 +14,10 @@ import pytest
 from icefloe.errors import ValidationError
 from icefloe.io import FileIO
 from icefloe.spec.content import DataFile, DeletionVectorRef, EntryStatus
+from icefloe.spec.conversions import to_bytes
 from icefloe.spec.snapshots import Operation
 from icefloe.spec.table_metadata import TableMetadata
+from icefloe.spec.types import LongType
 from icefloe.tree.read_seam import live_entries, manifest_refs, read_entries
 from icefloe.tree.write_seam import TreeChange
 from tests.tree.helpers import data_file, new_metadata
@@ -591,3 +593,35 @@ def test_compaction_merges_leaves_of_one_size_tier(tmp_path: Path) -> None:
         "s1.parquet",
         "s3.parquet",
     ]
+
+
+def _bounded_file(tmp_path: Path, name: str, low: int) -> DataFile:
+    """A data file with v1–v3 metric maps: ids ``low .. low + 9``, no nulls."""
+    return _file(tmp_path, name).with_changes(
+        null_value_counts={1: 0},
+        lower_bounds={1: to_bytes(LongType(), low)},
+        upper_bounds={1: to_bytes(LongType(), low + 9)},
+    )
+
+
+def _tight_bounds_paths(path: str | None) -> list[str]:
+    return [p for p in field_ids(path) if p.endswith(".tight_bounds")]
+
+
+def test_stats_from_v3_metrics_leave_tight_bounds_out_of_compact_roots(tmp_path: Path) -> None:
+    io, md = FileIO(), new_metadata(tmp_path, 4, INLINE_2)
+    leaf_files = [_bounded_file(tmp_path, f"f{i}", 10 * i) for i in range(3)]
+    md, _ = commit4(io, md, TreeChange(added_data_files=leaf_files))  # 3 > 2 inline: a leaf
+    md, r = commit4(io, md, TreeChange(added_data_files=[_bounded_file(tmp_path, "g", 100)]))  # inline
+    rows = raw_rows(r.root_manifest_location)
+    assert [(x["content_type"], x["content_stats"]["id"]["lower_bound"]) for x in rows] == [(3, 0), (0, 100)]
+    assert rows[0]["content_stats"]["id"]["upper_bound"] == 29  # aggregated over the leaf
+    assert _tight_bounds_paths(r.root_manifest_location) == []  # unknown everywhere: not stored
+    ref = next(m for m in manifest_refs(io, md, head(md)) if m.manifest_path.endswith("-l0.parquet"))
+    assert ref.content_stats is not None and ref.content_stats[1].tight_bounds is None
+
+    # under a manifest DV the aggregated bounds are known to be loose
+    md, r = commit4(io, md, TreeChange(removed_entries=[_entry(io, md, "f1")]), operation=Operation.DELETE)
+    rows = raw_rows(r.root_manifest_location)
+    assert [x["content_stats"]["id"]["tight_bounds"] for x in rows] == [False, None]
+    assert _tight_bounds_paths(r.root_manifest_location) == ["content_stats.id.tight_bounds"]

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import fields as dataclass_fields
 from typing import Any, Literal, TypeAlias, TypedDict, Unpack, cast
 
@@ -305,7 +305,7 @@ class EntryFileOptions(TypedDict, total=False):
     metadata: Mapping[str, str] | None  # extra footer key/values
     mdv_encoding: str | None  # manifest DV codec name (default Mumbling v1)
     row_lineage: bool  # stats structs for _row_id / _last_updated_sequence_number (default True)
-    compact: bool  # leave out all-null optional columns; no column statistics or dictionaries
+    compact: bool  # no all-null optional columns, column statistics or dictionaries; delta-coded ints
 
 
 def encode_content_entries(
@@ -358,10 +358,58 @@ def encode_content_entries(
         store_schema=False,
         write_statistics=not compact,
         use_dictionary=not compact,
+        column_encoding=_delta_encodings(table.schema) if compact else None,
     ) as out:
         out.write_table(table)
         out.add_key_value_metadata(footer)
     return buf.getvalue()
+
+
+def _delta_encodings(schema: pa.Schema) -> dict[str, str] | None:
+    """``column_encoding`` of a compact file: DELTA_BINARY_PACKED for every INT32 / INT64 column.
+
+    Counts, ids, sequence numbers and bounds of neighbouring rows are close, so their deltas pack
+    into a few bits. Strings and booleans stay PLAIN: on a typical root, delta-encoding
+    ``location`` came out slightly larger.
+    """
+    return {path: "DELTA_BINARY_PACKED" for path in _integer_column_paths(schema)} or None
+
+
+def _integer_column_paths(schema: pa.Schema) -> list[str]:
+    """Dotted Parquet paths of the leaf columns that Parquet stores as INT32 or INT64."""
+    is_integer: dict[str, bool] = {}
+    for path, t in _leaf_columns(list(schema), ()):
+        # names may contain dots: a path shared with a non-integer leaf gets no special encoding
+        is_integer[path] = is_integer.get(path, True) and _stored_as_integer(t)
+    return [path for path, ok in is_integer.items() if ok]
+
+
+def _leaf_columns(fields: list[pa.Field], prefix: tuple[str, ...]) -> Iterator[tuple[str, pa.DataType]]:
+    for f in fields:
+        yield from _leaves_of(f.type, (*prefix, f.name))
+
+
+def _leaves_of(t: pa.DataType, path: tuple[str, ...]) -> Iterator[tuple[str, pa.DataType]]:
+    if pa.types.is_struct(t):
+        yield from _leaf_columns(list(t), path)
+    elif pa.types.is_map(t):  # Parquet's MAP layout: <name>.key_value.{key,value}
+        yield from _leaves_of(t.key_type, (*path, "key_value", "key"))
+        yield from _leaves_of(t.item_type, (*path, "key_value", "value"))
+    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        yield from _leaves_of(t.value_type, (*path, "list", "element"))  # Parquet's LIST layout
+    else:
+        yield ".".join(path), t
+
+
+def _stored_as_integer(t: pa.DataType) -> bool:
+    """True for Arrow types pyarrow writes as Parquet INT32 / INT64 (decimals go fixed-length)."""
+    return (
+        pa.types.is_integer(t)
+        or pa.types.is_date(t)
+        or pa.types.is_time(t)
+        or pa.types.is_timestamp(t)
+        or pa.types.is_duration(t)
+    )
 
 
 def _leaf_content(rows: Sequence[ContentRow], declared: FileContent | None) -> FileContent:

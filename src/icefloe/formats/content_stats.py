@@ -59,6 +59,7 @@ __all__ = [
     "MetricMaps",
     "StatsLayout",
     "aggregate_content_stats",
+    "aggregate_tight_bounds",
     "column_id_for_stats_struct",
     "content_stats_column",
     "content_stats_from_metrics",
@@ -407,13 +408,30 @@ def _is_nan(value: Any) -> bool:
     return isinstance(value, float) and math.isnan(value)
 
 
+def aggregate_tight_bounds(values: Iterable[bool | None], *, has_mdv: bool = False) -> bool | None:
+    """Three-valued (Kleene) AND of the entries' ``tight_bounds``; False under a manifest DV.
+
+    False wins (one loose entry, or a manifest DV whose masked rows still count, makes the bounds
+    loose); otherwise an unknown entry (e.g. converted from v1–v3 metrics, whose bounds may be
+    truncated) makes the aggregate unknown; only all-True gives True.
+    """
+    if has_mdv:
+        return False
+    known = True
+    for tight in values:
+        if tight is False:
+            return False
+        known = known and tight is not None
+    return True if known else None
+
+
 def aggregate_content_stats(entries: Iterable[ContentStats | None], *, has_mdv: bool = False) -> ContentStats:
     """Manifest-level stats over the entries of a leaf (pass the live ones).
 
-    Counts are summed, bounds are the min of lower / max of upper bounds, ``tight_bounds`` is the AND
-    of the entries' (and False when the reference has a manifest DV, since masked rows still
-    count), the average size is left unknown. A statistic unknown for any entry is unknown for the
-    manifest, except that a bound may be missing on an entry whose column is all null.
+    Counts are summed, bounds are the min of lower / max of upper bounds, ``tight_bounds`` is the
+    three-valued AND of the entries' (see ``aggregate_tight_bounds``), the average size is left
+    unknown. A statistic unknown for any entry is unknown for the manifest, except that a bound may
+    be missing on an entry whose column is all null.
     """
     rows = list(entries)
     if not rows or any(r is None for r in rows):
@@ -430,11 +448,13 @@ def aggregate_content_stats(entries: Iterable[ContentStats | None], *, has_mdv: 
                 continue
             lows.append(cs.lower_bound)
             highs.append(cs.upper_bound)
-        tight_all = all(cs.tight_bounds for cs in per)
+        bounded = bounds_known and bool(lows)
         agg = ColumnStats(
-            lower_bound=min(lows) if bounds_known and lows else None,
-            upper_bound=max(highs) if bounds_known and highs else None,
-            tight_bounds=(tight_all and not has_mdv) if bounds_known and lows else None,
+            lower_bound=min(lows) if bounded else None,
+            upper_bound=max(highs) if bounded else None,
+            tight_bounds=aggregate_tight_bounds([cs.tight_bounds for cs in per], has_mdv=has_mdv)
+            if bounded
+            else None,
             value_count=_sum([cs.value_count for cs in per]),
             null_value_count=_sum([cs.null_value_count for cs in per]),
             nan_value_count=_sum([cs.nan_value_count for cs in per])

@@ -73,7 +73,8 @@ def aggregate_metrics(files: Sequence[DataFile], layout: StatsLayout) -> Content
     """``aggregate_content_stats`` of the files' metric maps, without per-file stats objects.
 
     Same rules: counts summed when every file has them, bounds min / max unless a file lacks
-    them (an all-null column excepted), ``tight_bounds`` false (v1–v3 bounds may be truncated).
+    them (an all-null column excepted), ``tight_bounds`` unknown (None): v1–v3 bounds may be
+    truncated, and an AND over unknowns is unknown.
     """
     if not files:
         return {}
@@ -117,7 +118,6 @@ def aggregate_metrics(files: Sequence[DataFile], layout: StatsLayout) -> Content
         cs = ColumnStats(
             lower_bound=min(lows) if bounded else None,
             upper_bound=max(highs) if bounded else None,
-            tight_bounds=False if bounded else None,
             value_count=None if None in v else sum(cast(list[int], v)),
             null_value_count=None if None in nc else sum(cast(list[int], nc)),
             nan_value_count=None if None in nan else sum(cast(list[int], nan)),

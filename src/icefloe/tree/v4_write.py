@@ -168,7 +168,8 @@ def _loose(stats: dict[int, Any] | None) -> dict[int, Any] | None:
         return stats
     out: ContentStats = {}
     for fid, cs in stats.items():
-        out[fid] = cs if not cs.tight_bounds else replace(cs, tight_bounds=False)
+        bounded = cs.lower_bound is not None or cs.upper_bound is not None
+        out[fid] = replace(cs, tight_bounds=False) if bounded and cs.tight_bounds is not False else cs
     return out
 
 
