@@ -18,7 +18,9 @@ from icefloe.errors import NotFound, ValidationError
 from icefloe.io.fileio import local_path
 from icefloe.maintenance.expire_snapshots import expire_snapshots
 from icefloe.tree.reachable import reachable_files
+from icefloe.tree.read_seam import live_entries
 from icefloe.tree.v4_read import read_root
+from icefloe.txn.producers import OverwriteFiles
 from tests.maintenance.helpers import batch, data_paths, delete_ids, make_table, rows_by_id
 from tests.support.interop import read_with_duckdb, read_with_pyiceberg, sorted_rows
 
@@ -258,3 +260,26 @@ def test_crash_while_deleting_leaves_a_readable_table(catalog: Catalog, tmp_path
     assert len(fresh.snapshots()) == 1  # the expiry committed before it started deleting
     assert rows_by_id(fresh) == rows
     assert _needed_files(fresh) <= _files_on_disk(fresh)
+
+
+@pytest.mark.parametrize("fv", [2, 4])
+def test_a_file_named_in_two_spellings_is_not_deleted(catalog: Catalog, fv: int) -> None:
+    # An engine that spells local paths file:/x re-commits a file another wrote as file:///x:
+    # the old snapshot expires, but the file is live in the new one under its other name.
+    table = make_table(catalog, "db.t", fv, batches=1, partitioned=False)
+    snap = table.current_snapshot()
+    assert snap is not None
+    (entry,) = list(live_entries(table.io, table.metadata, snap))
+    path = local_path(entry.data_file.file_path) or ""
+    respelled = entry.data_file.with_changes(file_path="file:" + path)
+    assert respelled.file_path != entry.data_file.file_path
+    with table.transaction() as tx:
+        tx.add_action(OverwriteFiles(removed=[entry], added=[respelled], base_snapshot_id=snap.snapshot_id))
+    rows = rows_by_id(table)
+
+    result = expire_snapshots(table, older_than=_now_ms())
+
+    assert result.expired_snapshot_ids == (snap.snapshot_id,)
+    assert result.deleted_content_files == ()
+    assert Path(local_path(entry.data_file.file_path) or "").exists()
+    assert rows_by_id(table) == rows

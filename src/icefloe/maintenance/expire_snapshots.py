@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 
 from icefloe.catalog.table import Table
 from icefloe.errors import ValidationError
-from icefloe.io.fileio import FileIO
+from icefloe.io.fileio import FileIO, normalize_location
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.tree.reachable import reachable_files
 from icefloe.txn.expire_snapshots import ExpireSnapshots, RetentionRequest, select_expired
@@ -84,9 +84,7 @@ def expire_snapshots(
     with table.transaction() as tx:
         tx.add_action(action)
     expiry, base = action.expiry, action.base
-    if expiry.is_empty or base is None:
-        return ExpireResult(expiry.snapshot_ids, expiry.removed_refs, (), ())
-    if not delete_files:
+    if expiry.is_empty or base is None or not delete_files:
         return ExpireResult(expiry.snapshot_ids, expiry.removed_refs, (), ())
     metadata_files, content_files = files_to_delete(table.io, base, table.metadata, expiry.snapshot_ids)
     failed = delete_all(table.io, [*metadata_files, *content_files])
@@ -102,15 +100,21 @@ def expire_snapshots(
 def files_to_delete(
     io: FileIO, base: TableMetadata, committed: TableMetadata, expired_ids: Iterable[int]
 ) -> tuple[list[str], list[str]]:
-    """(metadata files, content files) reachable from the expired snapshots and from no retained one."""
+    """(metadata files, content files) reachable from the expired snapshots and from no retained one.
+
+    Locations are compared in their canonical spelling: tables written by several engines may
+    name one file ``file:/x`` in one manifest and ``file:///x`` in another.
+    """
     wanted = set(expired_ids)
     expired = reachable_files(io, base, [s for s in base.snapshots if s.snapshot_id in wanted])
     retained = reachable_files(io, committed, committed.snapshots)
     stats_before = {s.get("statistics-path") for s in (*base.statistics, *base.partition_statistics)}
     stats_after = {s.get("statistics-path") for s in (*committed.statistics, *committed.partition_statistics)}
     stats = {p for p in stats_before - stats_after if isinstance(p, str)}
-    metadata_files = sorted((expired.tree - retained.tree) | stats)
-    content_files = sorted(expired.live - retained.live)
+    still_named = (*retained.tree, *retained.live, *stats_after)
+    keep = {normalize_location(p) for p in still_named if isinstance(p, str)}
+    metadata_files = sorted(p for p in expired.tree | stats if normalize_location(p) not in keep)
+    content_files = sorted(p for p in expired.live if normalize_location(p) not in keep)
     return metadata_files, content_files
 
 
