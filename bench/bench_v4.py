@@ -14,7 +14,9 @@ files, default table properties; v3 appends use merge-append, as ``Table.append`
     to-merge`` appends) and v4's flushes of inline root entries into a leaf (every
     ``write.v4.root.max-inline-entries``) and leaf compactions; the largest single append is
     reported too. Variants with ``write.metadata.compression-codec=gzip`` show the metadata.json
-    part compressed.
+    part compressed; "expiry" variants are kept to their last 100 snapshots by
+    ``expire_snapshots`` (run every 100 appends, its metadata file counted), as a streaming table
+    in production would be, so metadata.json stops growing with the history.
 (b) Commit latency. Tables with 10 and ``--history`` snapshots (built in one transaction of
     one-file appends) get ``--runs`` ``Table.append`` calls of 10 rows each (data file, tree,
     metadata file, catalog swap), alternating between the two tables so that load on a shared
@@ -52,6 +54,7 @@ import pyarrow as pa
 
 from icefloe.catalog import load_catalog
 from icefloe.expressions.parser import parse
+from icefloe.maintenance.expire_snapshots import expire_snapshots
 from icefloe.spec.content import DataFile
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
@@ -97,14 +100,14 @@ def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]
     print(flush=True)
 
 
-def print_environment(settings: dict[str, Any]) -> None:
+def print_environment(settings: dict[str, Any], argv: Sequence[str]) -> None:
     """Title, command, machine, versions and settings."""
     import pyarrow
 
     import icefloe
 
     print("# icefloe format v4 vs v3")
-    print("command:  python -m bench.bench_v4 " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
+    print("command:  python -m bench.bench_v4 " + " ".join(shlex.quote(a) for a in argv))
     print(f"machine:  {platform.machine()} {platform.system()} {platform.release()}, {os.cpu_count()} CPUs")
     versions = (
         f"python {platform.python_version()}, icefloe {icefloe.__version__}, pyarrow {pyarrow.__version__}"
@@ -260,12 +263,29 @@ def metadata_listing(table: Any) -> dict[str, int]:
 
 
 GZIP = {"write.metadata.compression-codec": "gzip"}
+EXPIRED_KEEP = 100
+"""Snapshots the maintained variants keep: ``expire_snapshots(retain_last=100)`` every 100 appends."""
+
+
+@dataclass(frozen=True)
+class VariantA:
+    """One table setup of (a); rows are compared with the v4 variant of the same ``group``."""
+
+    label: str
+    version: int
+    properties: dict[str, str] | None = None
+    group: str = "plain"
+    expire: bool = False
+
+
 VARIANTS_A = (
-    ("v3 merge-append", 3, None),
-    ("v3 fast-append", 3, {"commit.manifest-merge.enabled": "false"}),
-    ("v4", 4, None),
-    ("v3 merge-append, gzip", 3, GZIP),
-    ("v4, gzip", 4, GZIP),
+    VariantA("v3 merge-append", 3),
+    VariantA("v3 fast-append", 3, {"commit.manifest-merge.enabled": "false"}),
+    VariantA("v4", 4),
+    VariantA("v3 merge-append, gzip", 3, GZIP, group="gzip"),
+    VariantA("v4, gzip", 4, GZIP, group="gzip"),
+    VariantA(f"v3 merge-append, expiry (last {EXPIRED_KEEP})", 3, group="expiry", expire=True),
+    VariantA(f"v4, expiry (last {EXPIRED_KEEP})", 4, group="expiry", expire=True),
 )
 
 
@@ -273,7 +293,7 @@ VARIANTS_A = (
 class AppendBytes:
     """Mean files and bytes of metadata per append, and the largest single append."""
 
-    label: str
+    variant: VariantA
     files: float
     tree: float
     metadata_json: float
@@ -285,36 +305,52 @@ class AppendBytes:
         return self.tree + self.metadata_json
 
 
+def expire_to_last(table: Any) -> None:
+    """Expire every snapshot but the newest ``EXPIRED_KEEP`` (and delete their files)."""
+    expire_snapshots(table, older_than=int(time.time() * 1000) + 1, retain_last=EXPIRED_KEEP)
+    table.refresh()
+
+
 def bench_small_appends(work: str, files: int, chunk: int, appends: int) -> list[AppendBytes]:
-    """Files and bytes of metadata written per one-file append, for each variant."""
+    """Files and bytes of metadata written per one-file append, for each variant.
+
+    Maintained variants expire down to the last ``EXPIRED_KEEP`` snapshots once before measuring
+    and then after every ``EXPIRED_KEEP`` appends; the metadata file those expiries write is
+    counted with the append it follows (expiry writes no tree file).
+    """
     catalog = icefloe_catalog(work)
     stats = []
-    for i, (label, v, props) in enumerate(VARIANTS_A):
-        table = build_table(catalog, f"a{i}_v{v}", v, files, chunk, props)
+    for i, variant in enumerate(VARIANTS_A):
+        name = f"a{i}_v{variant.version}"
+        table = build_table(catalog, name, variant.version, files, chunk, variant.properties)
+        if variant.expire:
+            expire_to_last(table)
         n_files = tree = meta_json = largest = 0
         t0 = time.perf_counter()
         for k in range(appends):
             before = metadata_listing(table)
             commit_files(table, synthetic_files(table.location(), files + k, 1))
+            if variant.expire and (k + 1) % EXPIRED_KEEP == 0:
+                expire_to_last(table)
             new = {name: size for name, size in metadata_listing(table).items() if name not in before}
             n_files += len(new)
             meta_json += sum(size for name, size in new.items() if name.endswith(".metadata.json"))
             tree += sum(size for name, size in new.items() if not name.endswith(".metadata.json"))
             largest = max(largest, sum(new.values()))
-        log(f"  {label}: {appends} appends in {time.perf_counter() - t0:.1f} s")
-        stats.append(AppendBytes(label, n_files / appends, tree / appends, meta_json / appends, largest))
+        log(f"  {variant.label}: {appends} appends in {time.perf_counter() - t0:.1f} s")
+        stats.append(AppendBytes(variant, n_files / appends, tree / appends, meta_json / appends, largest))
     return stats
 
 
 def small_append_rows(stats: list[AppendBytes]) -> list[list[str]]:
-    """Report rows: each variant against v4 (and the gzip variants against v4 with gzip)."""
-    by_label = {s.label: s for s in stats}
+    """Report rows: each variant against the v4 variant of its group."""
+    v4_of = {s.variant.group: s for s in stats if s.variant.version == 4}
     rows = []
     for s in stats:
-        ref = by_label["v4, gzip" if s.label.endswith("gzip") else "v4"]
+        ref = v4_of[s.variant.group]
         rows.append(
             [
-                s.label,
+                s.variant.label,
                 f"{s.files:.2f}",
                 f"{s.tree:,.0f}",
                 ratio(s.tree, ref.tree),
@@ -553,7 +589,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "runs": args.runs,
         "plan_runs": args.plan_runs,
     }
-    print_environment(settings)
+    print_environment(settings, sys.argv[1:] if argv is None else argv)
     with workspace(args.dir) as work:
         run_parts(work, parts, args, files_a, files_cd, history, appends, chunk)
     print(f"load avg: {load_average()} at the end")
@@ -575,7 +611,7 @@ def run_parts(
         a = small_append_rows(bench_small_appends(work, files_a, args.chunk_a, appends))
         print_table(
             f"(a) metadata written per one-file append to a {files_a:,}-file table built by appends of "
-            f"{args.chunk_a} files (mean of {appends} appends; gzip rows compare with v4 gzip)",
+            f"{args.chunk_a} files (mean of {appends} appends; each row against the v4 row of its kind)",
             [
                 "table",
                 "files",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import bench_core, bench_deletes, bench_row_changes
+from bench import bench_core, bench_deletes, bench_row_changes, bench_v4
 
 CORE = "--snapshots 1,2 --appends 1 --files 200 --files-per-manifest 100 --cases partition,metrics,all"
 DELETES = "--files 200 --dvs 20 --files-per-manifest 100 --rows 4000 --data-files 2"
@@ -47,3 +47,20 @@ def test_bench_row_changes_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[st
     measured = [(r[0], r[1]) for r in rows if r[1] in ("copy-on-write", "merge-on-read")]
     assert measured == [(v, m) for v in ("v3", "v4") for m in ("copy-on-write", "merge-on-read")]
     assert "(!)" not in out
+
+
+V4 = "--files-a 300 --chunk-a 100 --appends 3 --files-cd 400 --chunk 200 --history 20 --runs 2 --plan-runs 1"
+
+
+def test_bench_v4_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bench_v4.main([*V4.split(), "--dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert f"command:  python -m bench.bench_v4 {V4}" in out
+    part_a = out.split("## (a)")[1].split("## (b)")[0]
+    rows = {line.split("  ")[0]: line for line in part_a.splitlines() if line.startswith(("v3 ", "v4"))}
+    labels = [v.label for v in bench_v4.VARIANTS_A]
+    assert all(label in rows for label in labels)
+    v4_files, v3_files = float(rows["v4"].split()[1]), float(rows["v3 merge-append"].split()[2])
+    assert 2.0 <= v4_files < v3_files == 3.0  # a root (+ a leaf when the root is full) vs list + manifest
+    assert "(c) tree files written to delete one data file from a 400-file table" in out
+    assert "(d) plan_files() on a 400-file table" in out
