@@ -277,6 +277,13 @@ class ManifestColumns:
         ]
         return list(zip(*columns, strict=True))
 
+    def content_locations(self, rows: np.ndarray) -> list[str]:
+        """The ``file_path`` of ``rows`` (v1–v3 entries have no colocated DVs)."""
+        paths = self.columns.get(FILE_PATH)
+        if paths is None or not len(rows):
+            return []
+        return [p for p in paths.take(pa.array(rows, pa.int64())).to_pylist() if p is not None]
+
     def entries(self, rows: np.ndarray | None = None) -> list[ManifestEntry]:
         """``ManifestEntry`` objects for ``rows`` (all rows when None), values as stored in the columns."""
         n = self.num_rows if rows is None else len(rows)

@@ -79,3 +79,7 @@ class EntryColumns(Protocol):
     def entries(self, rows: np.ndarray | None = None) -> list[ManifestEntry]:
         """``ManifestEntry`` objects of ``rows`` (all rows when None), in row order."""
         ...
+
+    def content_locations(self, rows: np.ndarray) -> list[str]:
+        """The files ``rows`` name: their own locations, then their colocated DVs' Puffin files."""
+        ...

@@ -11,7 +11,8 @@ every file some snapshot names; both ask this module:
   the referencing root's manifest DV, so a file masked in every view is not live even though its
   leaf row is still on disk.
 
-Each distinct view of a manifest (path, content, manifest DV) is read once, on a thread pool.
+Each distinct view of a manifest (path, content, manifest DV) is read once, on a thread pool,
+through the read seam's columnar decoding (as planning does), objects only where it cannot.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from icefloe.errors import CorruptMetadata
+from icefloe.formats.avro_columnar import ColumnarUnsupported
 from icefloe.spec.content import DataFile, ManifestContent, ManifestFile
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
@@ -86,13 +91,20 @@ def reachable_files(
             if seen is None or (live and not seen[1]):
                 views[key] = (ref, live)  # a live reference is the view to read
     live_views = [ref for ref, live in views.values() if live]
-
-    def read(ref: ManifestFile) -> list[Any]:
-        return read_seam.read_entries(io, metadata, ref)
-
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(live_views) or 1))) as pool:
-        for entries in pool.map(read, live_views):
-            for e in entries:
-                if e.is_live:
-                    out.live.update(content_locations(e.data_file))
+        for locations in pool.map(lambda ref: live_locations(io, metadata, ref), live_views):
+            out.live.update(locations)
     return out
+
+
+def live_locations(io: Any, metadata: TableMetadata, ref: ManifestFile) -> list[str]:
+    """The content files live in one manifest view: decoded as columns, else as entry objects."""
+    try:
+        columns = read_seam.read_live_columns(io, metadata, ref)
+        live = columns.live_mask()
+    except (ColumnarUnsupported, CorruptMetadata):
+        live = None  # inline root entries, or a manifest the object reader must judge
+    if live is not None:
+        return columns.content_locations(np.flatnonzero(live))
+    entries = read_seam.read_entries(io, metadata, ref)
+    return [loc for e in entries if e.is_live for loc in content_locations(e.data_file)]

@@ -190,6 +190,18 @@ class LeafColumns:
         )
         return [e for _, e in decoded]
 
+    def content_locations(self, rows: np.ndarray) -> list[str]:
+        """Locations (already resolved) of ``rows``' files, then of their deletion vectors' Puffin files."""
+        if not len(rows):
+            return []
+        indices = pa.array(rows, _INT64)
+        locations = self._top.get(ce.LOCATION)
+        out = [] if locations is None else [p for p in locations.take(indices).to_pylist() if p is not None]
+        dv_location = struct_members(self._top.get(ce.DELETION_VECTOR)).get(ce.DV_LOCATION)
+        if dv_location is not None and dv_location.null_count < self.num_rows:
+            out += [p for p in dv_location.take(indices).to_pylist() if p is not None]
+        return out
+
     # -- helpers --------------------------------------------------------------------------------
 
     def _positions(self) -> np.ndarray:
