@@ -17,7 +17,7 @@ through the read seam's columnar decoding (as planning does), objects only where
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,23 +49,26 @@ def snapshot_tree_location(snapshot: Snapshot) -> str | None:
     return snapshot.root_manifest or snapshot.manifest_list
 
 
-def references(io: Any, metadata: TableMetadata, snapshot: Snapshot) -> Iterator[tuple[ManifestFile, bool]]:
-    """Every manifest a snapshot references, with whether its entries belong to the snapshot.
+@dataclass(frozen=True)
+class SnapshotParts:
+    """One snapshot's manifests (with whether their entries belong to it) and inline live files."""
 
-    v4 roots: live and non-live references, then one synthetic reference per inline content
-    (its path is the root itself). v1–v3: the manifest list, all live.
+    references: tuple[tuple[ManifestFile, bool], ...]
+    inline_live: frozenset[str]
+
+
+def snapshot_parts(io: Any, metadata: TableMetadata, snapshot: Snapshot) -> SnapshotParts:
+    """The manifests a snapshot references and, for a v4 root, the files its inline entries keep live.
+
+    v4 roots: live and non-live (DELETED) references; inline rows are already decoded with the
+    root, so their live files come straight from it. v1–v3: the manifest list, all live.
     """
     if snapshot.root_manifest is None:
-        for ref in read_seam.manifest_refs(io, metadata, snapshot):
-            yield ref, True
-        return
+        refs = read_seam.manifest_refs(io, metadata, snapshot)
+        return SnapshotParts(tuple((ref, True) for ref in refs), frozenset())
     root = v4_read.read_root(io, metadata, snapshot.root_manifest)
-    for ref in root.refs:
-        yield ref, ref.status.is_live
-    for content in ManifestContent:
-        inline = v4_read.inline_reference(root, snapshot, content)
-        if inline is not None:
-            yield inline, True
+    inline = frozenset(loc for e in root.inline if e.is_live for loc in content_locations(e.data_file))
+    return SnapshotParts(tuple((ref, ref.status.is_live) for ref in root.refs), inline)
 
 
 def content_locations(data_file: DataFile) -> tuple[str, ...]:
@@ -80,21 +83,29 @@ def reachable_files(
     """The tree files and the live content files of ``snapshots``."""
     out = ReachableFiles()
     views: dict[_ViewKey, tuple[ManifestFile, bool]] = {}
-    for snapshot in snapshots:
+    chosen = list(snapshots)
+    with ThreadPoolExecutor(max_workers=_workers(workers, chosen)) as pool:
+        parts = list(pool.map(lambda s: snapshot_parts(io, metadata, s), chosen))
+    for snapshot, part in zip(chosen, parts, strict=True):
         tree_location = snapshot_tree_location(snapshot)
         if tree_location is not None:
             out.tree.add(tree_location)
-        for ref, live in references(io, metadata, snapshot):
+        out.live.update(part.inline_live)
+        for ref, live in part.references:
             out.tree.add(ref.manifest_path)
             key = (ref.manifest_path, ref.content, ref.mdv)
             seen = views.get(key)
             if seen is None or (live and not seen[1]):
                 views[key] = (ref, live)  # a live reference is the view to read
     live_views = [ref for ref, live in views.values() if live]
-    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(live_views) or 1))) as pool:
+    with ThreadPoolExecutor(max_workers=_workers(workers, live_views)) as pool:
         for locations in pool.map(lambda ref: live_locations(io, metadata, ref), live_views):
             out.live.update(locations)
     return out
+
+
+def _workers(workers: int, items: list[Any]) -> int:
+    return max(1, min(workers, len(items)))
 
 
 def live_locations(io: Any, metadata: TableMetadata, ref: ManifestFile) -> list[str]:
