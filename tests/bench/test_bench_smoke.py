@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import bench_core, bench_deletes, bench_row_changes, bench_v4
+from bench import bench_core, bench_deletes, bench_maintenance, bench_row_changes, bench_v4
 
 CORE = "--snapshots 1,2 --appends 1 --files 200 --files-per-manifest 100 --cases partition,metrics,all"
 DELETES = "--files 200 --dvs 20 --files-per-manifest 100 --rows 4000 --data-files 2"
@@ -64,3 +64,14 @@ def test_bench_v4_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert 2.0 <= v4_files < v3_files == 3.0  # a root (+ a leaf when the root is full) vs list + manifest
     assert "(c) tree files written to delete one data file from a 400-file table" in out
     assert "(d) plan_files() on a 400-file table" in out
+
+
+def test_bench_maintenance_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--history", "30", "--keep", "5", "--runs", "1", "--appends", "2", "--dir", str(tmp_path)]
+    assert bench_maintenance.main(argv) == 0  # exits 1 when the libraries expire different snapshots
+    out = capsys.readouterr().out
+    assert "(a) expire 25 of 30 snapshots" in out
+    part_a = out.split("## (a)")[1].split("## (b)")[0].splitlines()[3:]  # title, header, rule
+    rows = {line.split()[0]: line for line in part_a if line}
+    assert set(rows) == {"v2", "v3", "v4"} and "cannot write v3+" in rows["v3"]
+    assert "(b) metadata file and Table.append latency" in out
