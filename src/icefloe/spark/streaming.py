@@ -6,7 +6,8 @@ records ``spark.streaming.query-id`` and ``spark.streaming.batch-id``. When Spar
 (it committed to the table, then failed before recording the batch in its checkpoint), the writer
 finds the batch in the branch's snapshot ancestry and skips it, so no row is written twice. The
 check runs again inside the commit (on freshly loaded metadata), so a concurrent replay cannot slip
-through either.
+through either. The check needs the query's last batch snapshot in the ancestry: snapshot expiry
+must not remove it while the query is stopped (the default retention of 5 days does not).
 """
 
 from __future__ import annotations
