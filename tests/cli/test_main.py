@@ -110,6 +110,17 @@ def test_tables_lists_every_namespace_with_its_tables(catalog: Catalog, icefloe:
     assert only_eu.lines == ["namespace  db.eu", "table      db.eu.orders"]
 
 
+def test_catalog_option_selects_one_of_the_catalogs_sharing_the_database(
+    catalog: Catalog, catalog_args: list[str], icefloe: Icefloe
+) -> None:
+    other = load_catalog("bench", uri=catalog_args[1], warehouse=catalog_args[3])
+    other.create_namespace(("bench",))
+    other.create_table("bench.t", SCHEMA)
+
+    assert icefloe("tables").lines == ["namespace  db"]
+    assert icefloe("--catalog", "bench", "tables").lines == ["namespace  bench", "table      bench.t"]
+
+
 def test_info_shows_schema_partitioning_sort_order_properties_and_refs(
     catalog: Catalog, icefloe: Icefloe
 ) -> None:

@@ -73,18 +73,18 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     if args.command == "pipeline":
         return run_pipeline(args.uri, args.warehouse, extra)
     handler: Handler = args.handler
-    with open_catalog(args.uri, args.warehouse) as catalog:
+    with open_catalog(args.uri, args.warehouse, args.catalog) as catalog:
         lines = handler(catalog, args)
     if lines:
         print("\n".join(lines))
     return 0
 
 
-def open_catalog(uri: str | None, warehouse: str | None) -> Catalog:
-    """The catalog at ``uri`` / ``warehouse``, each defaulting as ``load_catalog()`` does."""
+def open_catalog(uri: str | None, warehouse: str | None, name: str = "default") -> Catalog:
+    """Catalog ``name`` at ``uri`` / ``warehouse``, each defaulting as ``load_catalog()`` does."""
     options = {key: value for key, value in (("uri", uri), ("warehouse", warehouse)) if value}
     try:
-        return load_catalog(**options)
+        return load_catalog(name, **options)
     except ArgumentError as exc:  # SQLAlchemy cannot parse the URI or has no such dialect
         raise ValidationError(f"cannot open the catalog at {uri!r}: {exc}") from None
 
@@ -99,6 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--uri", help=f"catalog database URI (default: ${ENV_CATALOG_URI}, else ./.icefloe/catalog.db)"
+    )
+    parser.add_argument(
+        "--catalog",
+        default="default",
+        metavar="NAME",
+        help="catalog name: the JDBC tables hold several catalogs side by side (default: default)",
     )
     parser.add_argument(
         "--warehouse",
