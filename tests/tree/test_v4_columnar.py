@@ -12,10 +12,18 @@ from icefloe.formats.content_stats import (
     content_stats_from_metrics,
     content_stats_type,
 )
-from icefloe.spec.content import DataFile, DeletionVectorRef, EntryStatus, FileContent, ManifestEntry
+from icefloe.spec.content import (
+    DataFile,
+    DeletionVectorRef,
+    EntryStatus,
+    FileContent,
+    ManifestEntry,
+    ManifestFile,
+)
 from icefloe.spec.conversions import to_bytes
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
+from icefloe.spec.sort_order import UNSORTED
 from icefloe.spec.transforms import BucketTransform, DayTransform, IdentityTransform, TruncateTransform
 from icefloe.spec.types import (
     BinaryType,
@@ -28,6 +36,8 @@ from icefloe.spec.types import (
     TimestamptzType,
     UUIDType,
 )
+from icefloe.spec.updates import new_table_metadata
+from icefloe.tree import v4_read
 from icefloe.tree.v4_columnar import decode_leaf_rows
 from icefloe.tree.v4_leaves import aggregate_metrics
 
@@ -156,3 +166,78 @@ def test_leaf_stats_aggregation_matches_the_reference_aggregation() -> None:
     got = aggregate_metrics([f for f in files if f.lower_bounds], layout)
     assert (got[1].lower_bound, got[1].upper_bound, got[1].tight_bounds) == (1, 59, None)  # v1–v3: unknown
     assert got[2].lower_bound == "n10é" and got[6].lower_bound == -88.5
+
+
+def test_root_parse_matches_the_row_decoder() -> None:
+    """Roots decode inline rows column-wise: same objects as the reference row decoder gives."""
+    uuid_spec = PartitionSpec(PartitionField(8, 1004, IdentityTransform(), "u"), spec_id=3)
+    specs = {**SPECS, 3: uuid_spec}
+    md = new_table_metadata(SCHEMA, SPECS[0], UNSORTED, "file:///t", {"format-version": "4"}).with_changes(
+        partition_specs=tuple(specs.values())
+    )
+    inline = []
+    for i in range(40):
+        f = _file(i)
+        if i % 8 == 7:
+            f = f.with_changes(spec_id=3, partition=(uuid.UUID(int=i),))
+        if f.content == FileContent.DATA:
+            f = f.with_changes(first_row_id=1_000 * i)  # root rows carry every tracking value
+        status = list(EntryStatus)[i % 5]
+        dv_sid = 90 + i if f.deletion_vector is not None else None
+        inline.append(ManifestEntry(status, 70 + i, i, i, f, dv_sid))
+    reference = ManifestFile(
+        "file:///t/metadata/leaf-l0.parquet",
+        4_000,
+        0,
+        added_snapshot_id=5,
+        sequence_number=2,
+        min_sequence_number=2,
+        added_files_count=3,
+        existing_files_count=0,
+        deleted_files_count=0,
+        added_rows_count=30,
+        existing_rows_count=0,
+        deleted_rows_count=0,
+        first_row_id=0,
+        format_version=4,
+        status=EntryStatus.EXISTING,
+        record_count=3,
+    )
+    data = encode_content_entries(
+        [
+            reference,
+            *inline[:20],
+            reference.with_changes(manifest_path="file:///t/metadata/b.parquet"),
+            *inline[20:],
+        ],
+        table_schema=SCHEMA,
+        specs=specs,
+        kind="root",
+        table_location="file:///t",
+        snapshot_id=99,
+        sequence_number=9,
+        compact=True,
+    )
+    root = v4_read._parse_root(md, "file:///t/metadata/root.parquet", data)
+
+    table = read_content_entries(data, table_schema=SCHEMA, specs=specs, table_location="file:///t")
+    rows = [row for _, row in to_positioned_rows(table, specs=specs)]
+    expected = []
+    for row in rows:
+        if isinstance(row, ManifestEntry):
+            df = row.data_file
+            if df.spec_id == 3 and isinstance(df.partition[0], bytes):
+                row = row.with_changes(
+                    data_file=df.with_changes(partition=(uuid.UUID(bytes=df.partition[0]),))
+                )
+            if df.deletion_vector is not None and row.dv_snapshot_id is None:
+                row = row.with_changes(dv_snapshot_id=row.snapshot_id)  # facts Q6
+            expected.append(row)
+    assert list(root.inline) == expected and len(expected) == 40
+    assert [r.manifest_path for r in root.refs] == [
+        "file:///t/metadata/leaf-l0.parquet",
+        "file:///t/metadata/b.parquet",
+    ]
+    assert any(
+        isinstance(e.data_file.partition[0], uuid.UUID) for e in root.inline if e.data_file.spec_id == 3
+    )

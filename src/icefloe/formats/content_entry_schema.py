@@ -16,6 +16,7 @@ entry columns to icefloe's internal Python values.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
@@ -237,6 +238,15 @@ def content_entry_schema(
     row_lineage: bool = True,
 ) -> ContentEntrySchema:
     """The content-entry schema of a table with these specs (union partition, per-table stats)."""
+    spec_list = specs.values() if isinstance(specs, Mapping) else specs
+    return _cached_entry_schema(table_schema, tuple(sorted(spec_list, key=lambda s: s.spec_id)), row_lineage)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_entry_schema(
+    table_schema: Schema, specs: tuple[PartitionSpec, ...], row_lineage: bool
+) -> ContentEntrySchema:
+    """Built once per (schema, specs): every root and leaf read or written asks for it."""
     return ContentEntrySchema(
         union_partition_type(specs, table_schema), content_stats_type(table_schema, row_lineage=row_lineage)
     )
