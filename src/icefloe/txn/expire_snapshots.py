@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from icefloe.errors import ValidationError
 from icefloe.spec.properties import int_property
-from icefloe.spec.snapshots import MAIN_BRANCH, RefType, SnapshotRef
+from icefloe.spec.snapshots import MAIN_BRANCH, RefType, Snapshot, SnapshotRef
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.updates import RemoveSnapshotRef, RemoveSnapshots, TableUpdate
 from icefloe.txn.refs import ancestor_ids, current_refs
@@ -90,17 +90,13 @@ def select_expired(md: TableMetadata, now_ms: int, request: RetentionRequest) ->
         _check_not_ref_heads(explicit, refs)
         return Expiry(tuple(sorted(explicit)), ())
 
-    max_ref_age = (
-        int_property(md.properties, MAX_REF_AGE_MS, 0, 1) if MAX_REF_AGE_MS in md.properties else None
-    )
-    removed_refs = sorted(
-        name
-        for name, ref in refs.items()
-        if name != MAIN_BRANCH
-        and (ref.max_ref_age_ms or max_ref_age) is not None
-        and ref.snapshot_id in by_id
-        and now_ms - by_id[ref.snapshot_id].timestamp_ms > (ref.max_ref_age_ms or max_ref_age or 0)
-    )
+    table_max_ref_age = int_property(md.properties, MAX_REF_AGE_MS, 0, 1)  # 0: refs never age out
+    removed_refs = []
+    for name, ref in sorted(refs.items()):
+        max_age = ref.max_ref_age_ms or table_max_ref_age
+        head = by_id.get(ref.snapshot_id)
+        if name != MAIN_BRANCH and max_age and head is not None and now_ms - head.timestamp_ms > max_age:
+            removed_refs.append(name)
     kept_refs = {name: ref for name, ref in refs.items() if name not in removed_refs}
     _check_not_ref_heads(explicit, kept_refs)
 
@@ -118,7 +114,7 @@ def select_expired(md: TableMetadata, now_ms: int, request: RetentionRequest) ->
             continue
         history = list(ancestor_ids(md, ref.snapshot_id))
         on_refs.update(history)
-        retained.update(_branch_retained(md, history, ref, now_ms, older_than, min_keep))
+        retained.update(_branch_retained(by_id, history, ref, now_ms, older_than, min_keep))
     retained.update(
         sid for sid, s in by_id.items() if sid not in on_refs and s.timestamp_ms >= older_than
     )
@@ -127,10 +123,14 @@ def select_expired(md: TableMetadata, now_ms: int, request: RetentionRequest) ->
 
 
 def _branch_retained(
-    md: TableMetadata, history: list[int], ref: SnapshotRef, now_ms: int, older_than: int, min_keep: int
+    by_id: dict[int, Snapshot],
+    history: list[int],
+    ref: SnapshotRef,
+    now_ms: int,
+    older_than: int,
+    min_keep: int,
 ) -> Iterable[int]:
     """The ancestors a branch keeps: the newest ``min_keep`` and all newer than its age limit."""
-    by_id = {s.snapshot_id: s for s in md.snapshots}
     limit = now_ms - ref.max_snapshot_age_ms if ref.max_snapshot_age_ms is not None else older_than
     keep = ref.min_snapshots_to_keep or min_keep
     for count, sid in enumerate(history):
