@@ -161,12 +161,8 @@ def _add_expire_snapshots(commands: Commands) -> None:
         commands, "expire-snapshots", "expire old snapshots and delete the files only they used", cmd_expire
     )
     sub.add_argument("table", help="table identifier, e.g. db.trips")
-    sub.add_argument(
-        "--older-than",
-        type=point_in_time,
-        metavar="WHEN",
-        help=f"snapshots committed before this may expire: {OLDER_THAN_HELP} "
-        "(default: history.expire.max-snapshot-age-ms, 5 days)",
+    _add_older_than(
+        sub, "snapshots committed before this may expire", "history.expire.max-snapshot-age-ms, 5 days"
     )
     sub.add_argument(
         "--retain-last", type=int, metavar="N", help="keep at least N snapshots per branch (default 1)"
@@ -189,13 +185,18 @@ def _add_remove_orphan_files(commands: Commands) -> None:
         commands, "remove-orphan-files", "delete files under the table location nothing names", cmd_orphans
     )
     sub.add_argument("table", help="table identifier, e.g. db.trips")
+    _add_older_than(sub, "only files modified before this", "3 days ago")
+    sub.add_argument("--dry-run", action="store_true", help="only list the orphans")
+
+
+def _add_older_than(sub: argparse.ArgumentParser, meaning: str, default: str) -> None:
+    """The ``--older-than WHEN`` option of the maintenance commands."""
     sub.add_argument(
         "--older-than",
         type=point_in_time,
         metavar="WHEN",
-        help=f"only files modified before this: {OLDER_THAN_HELP} (default: 3 days ago)",
+        help=f"{meaning}: {OLDER_THAN_HELP} (default: {default})",
     )
-    sub.add_argument("--dry-run", action="store_true", help="only list the orphans")
 
 
 def point_in_time(text: str) -> datetime:
