@@ -126,6 +126,27 @@ def test_list_files_reports_size_and_modification_time(tmp_path: Path, fio: File
     assert listed[0].modified_ms is not None and abs(listed[0].modified_ms / 1000 - time.time()) < 600
 
 
+def test_delete_many_counts_missing_files_as_deleted_and_reports_failures(
+    tmp_path: Path, fio: FileIO
+) -> None:
+    base = f"file:{tmp_path}/tbl"
+    for name in ("a", "b"):
+        fio.new_output(f"{base}/{name}.parquet").write_bytes(b"x")
+    (tmp_path / "tbl" / "dir.parquet").mkdir()  # not a file: deleting it fails
+    failed = fio.delete_many(
+        [
+            f"{base}/a.parquet",
+            f"{base}/b.parquet",
+            f"{base}/gone.parquet",
+            f"{base}/dir.parquet",
+            f"{base}/a.parquet",
+        ]
+    )
+    assert failed == [f"{base}/dir.parquet"]
+    assert fio.list_prefix(base) == []
+    assert fio.delete_many([]) == []
+
+
 def test_open_is_seekable(tmp_path: Path, fio: FileIO) -> None:
     loc = str(tmp_path / "blob")
     fio.new_output(loc).write_bytes(bytes(range(100)))

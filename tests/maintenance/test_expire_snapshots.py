@@ -283,3 +283,15 @@ def test_a_file_named_in_two_spellings_is_not_deleted(catalog: Catalog, fv: int)
     assert result.deleted_content_files == ()
     assert Path(local_path(entry.data_file.file_path) or "").exists()
     assert rows_by_id(table) == rows
+
+
+def test_gc_disabled_refuses_deleting_files_but_allows_metadata_expiry(catalog: Catalog) -> None:
+    table = make_table(catalog, "db.t", 3, batches=2)
+    table.set_properties(**{"gc.enabled": "false"})  # the table's files may be shared
+    table.overwrite(batch(0, 3))
+    location, on_disk = table.metadata_location, _files_on_disk(table)
+    with pytest.raises(ValidationError, match=r"gc\.enabled=false"):
+        expire_snapshots(table, older_than=_now_ms())
+    assert catalog.load_table("db.t").metadata_location == location and _files_on_disk(table) == on_disk
+    result = expire_snapshots(table, older_than=_now_ms(), delete_files=False)
+    assert len(result.expired_snapshot_ids) == 2 and on_disk <= _files_on_disk(table)

@@ -116,3 +116,14 @@ def test_location_outside_the_table_is_refused(catalog: Catalog, tmp_path: Path)
     with pytest.raises(ValidationError, match="not inside the table location"):
         remove_orphan_files(table, location=str(tmp_path), older_than=int(time.time() * 1000) + HOUR_MS)
     assert _files(table) == on_disk
+
+
+def test_gc_disabled_allows_only_a_dry_run(catalog: Catalog) -> None:
+    table = make_table(catalog, "db.t", 3, batches=1)
+    table.set_properties(**{"gc.enabled": "false"})
+    stray = _strays(table)[0]
+    later = int(time.time() * 1000) + HOUR_MS
+    assert remove_orphan_files(table, older_than=later, dry_run=True).orphan_files
+    with pytest.raises(ValidationError, match=r"gc\.enabled=false"):
+        remove_orphan_files(table, older_than=later)
+    assert stray.exists()

@@ -21,7 +21,6 @@ import logging
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import TracebackType
 
@@ -52,17 +51,19 @@ from icefloe.formats.metadata_file import (
 )
 from icefloe.io.fileio import FileIO, load_file_io
 from icefloe.spec.partitioning import UNPARTITIONED, PartitionSpec
+from icefloe.spec.properties import gc_enabled
 from icefloe.spec.schema import Schema
 from icefloe.spec.sort_order import UNSORTED, SortOrder
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.updates import new_table_metadata
+from icefloe.tree import read_seam
+from icefloe.tree.reachable import content_locations
 
 logger = logging.getLogger(__name__)
 
 WAREHOUSE = "warehouse"
 DEFAULT_FORMAT_VERSION = 2
 NAMESPACE_LOCATION = "location"
-GC_ENABLED = "gc.enabled"
 
 
 @dataclass(frozen=True)
@@ -371,23 +372,14 @@ def _table_files(io: FileIO, md: TableMetadata, metadata_location: str) -> Itera
     yield metadata_location
     for log_entry in md.metadata_log:
         yield log_entry.metadata_file
-    for stats in (*md.statistics, *md.partition_statistics):
-        path = stats.get("statistics-path")
-        if isinstance(path, str):
-            yield path
-    gc_enabled = md.properties.get(GC_ENABLED, "true").strip().lower() != "false"
+    yield from md.statistics_paths()
+    gc = gc_enabled(md.properties)
     for snapshot in md.snapshots:
         for path in (snapshot.manifest_list, snapshot.root_manifest, *(snapshot.manifests or ())):
             if path:
                 yield path
     if not md.snapshots:
         return
-    try:
-        from icefloe.tree import read_seam  # the tree layer reads manifests of every format version
-    except ImportError as exc:  # pragma: no cover - only while the tree layer is incomplete
-        logger.warning("purge: cannot read manifests (%s); data files are left in place", exc)
-        return
-
     seen_manifests: set[str] = set()
     for snapshot in md.snapshots:
         try:
@@ -400,7 +392,7 @@ def _table_files(io: FileIO, md: TableMetadata, metadata_location: str) -> Itera
                 continue
             seen_manifests.add(ref.manifest_path)
             yield ref.manifest_path
-            if not gc_enabled:
+            if not gc:
                 continue
             try:
                 entries = read_seam.read_entries(io, md, ref)
@@ -408,22 +400,13 @@ def _table_files(io: FileIO, md: TableMetadata, metadata_location: str) -> Itera
                 logger.warning("purge: cannot read manifest %s: %s", ref.manifest_path, exc)
                 continue
             for entry in entries:
-                yield entry.data_file.file_path
-                dv = entry.data_file.deletion_vector
-                if dv is not None:
-                    yield dv.location
+                yield from content_locations(entry.data_file)
 
 
 def purge_table_files(io: FileIO, md: TableMetadata, metadata_location: str) -> int:
     """Delete the files a table's metadata references (data files only when ``gc.enabled``)."""
-    paths: list[str] = []
-    seen: set[str] = set()
-    for path in _table_files(io, md, metadata_location):
-        if path not in seen:
-            seen.add(path)
-            paths.append(path)
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        list(pool.map(lambda p: _delete_quietly(io, p), paths))
+    paths = list(dict.fromkeys(_table_files(io, md, metadata_location)))
+    io.delete_many(paths)
     return len(paths)
 
 

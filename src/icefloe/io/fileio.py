@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import os
 import posixpath
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -354,6 +356,11 @@ def _is_missing(exc: OSError) -> bool:
 # FileIO
 
 
+DELETE_WORKERS = 8
+"""Deletes in flight at once (object stores answer one request at a time per connection)."""
+logger = logging.getLogger(__name__)
+
+
 @dataclass(frozen=True)
 class ListedFile:
     """A file found by ``FileIO.list_files``: location, size, modification time (None if unknown)."""
@@ -405,6 +412,26 @@ class FileIO:
                 return
             raise NotFound(f"file does not exist: {location}")
         fs.delete_file(fs_path)
+
+    def delete_many(self, locations: Iterable[str], workers: int = DELETE_WORKERS) -> list[str]:
+        """Delete files on a thread pool (a missing one counts as deleted); returns those that failed.
+
+        Best effort: a failure is logged and the rest go on (an undeleted file is only an orphan).
+        """
+        paths = list(dict.fromkeys(locations))
+
+        def delete(path: str) -> str | None:
+            try:
+                self.delete(path, missing_ok=True)
+            except Exception as exc:
+                logger.warning("could not delete %s: %s", path, exc)
+                return path
+            return None
+
+        if not paths:
+            return []
+        with ThreadPoolExecutor(max_workers=max(1, min(workers, len(paths)))) as pool:
+            return [p for p in pool.map(delete, paths) if p is not None]
 
     def list_prefix(self, prefix: str) -> list[str]:
         """Locations of every file under the directory ``prefix`` (recursive), spelled like ``prefix``.

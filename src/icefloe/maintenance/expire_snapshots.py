@@ -19,23 +19,18 @@ Old metadata files are not touched here: ``write.metadata.delete-after-commit.en
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from icefloe.catalog.table import Table
 from icefloe.errors import ValidationError
 from icefloe.io.fileio import FileIO, normalize_location
+from icefloe.spec.properties import GC_ENABLED, gc_enabled
 from icefloe.spec.table_metadata import TableMetadata
-from icefloe.tree.reachable import reachable_files
+from icefloe.tree.reachable import live_files, tree_views
 from icefloe.txn.expire_snapshots import ExpireSnapshots, RetentionRequest, select_expired
-
-log = logging.getLogger(__name__)
-
-DELETE_WORKERS = 8
 
 
 @dataclass(frozen=True)
@@ -60,6 +55,14 @@ def to_epoch_ms(value: datetime | int | None) -> int | None:
     raise ValidationError(f"expected a datetime or epoch milliseconds, got {type(value).__name__}")
 
 
+def check_gc_enabled(table: Table, what: str) -> None:
+    """ValidationError unless the table lets icefloe delete files it no longer needs."""
+    if not gc_enabled(table.properties):
+        raise ValidationError(
+            f"cannot {what}: table {table.name} has {GC_ENABLED}=false (its files may be shared)"
+        )
+
+
 def expire_snapshots(
     table: Table,
     *,
@@ -70,6 +73,9 @@ def expire_snapshots(
 ) -> ExpireResult:
     """Expire snapshots of ``table`` (see ``txn.expire_snapshots`` for the rules) and delete their files.
 
+    File deletion is refused (ValidationError, nothing committed) when ``gc.enabled`` is false,
+    as in Iceberg Java: the files may belong to other tables too.
+
     ``older_than``: snapshots committed before it may go (default: now minus
     ``history.expire.max-snapshot-age-ms``, 5 days); ``retain_last``: each branch keeps at least
     this many of its newest snapshots (default ``history.expire.min-snapshots-to-keep``, 1);
@@ -79,6 +85,8 @@ def expire_snapshots(
     request = RetentionRequest(to_epoch_ms(older_than), retain_last, tuple(snapshot_ids))
     action = ExpireSnapshots(request)
     table.refresh()
+    if delete_files:
+        check_gc_enabled(table, "expire snapshots and delete their files (pass delete_files=False)")
     if select_expired(table.metadata, int(time.time() * 1000), request).is_empty:
         return ExpireResult((), (), (), ())  # nothing to expire: no commit, no new metadata file
     with table.transaction() as tx:
@@ -87,7 +95,7 @@ def expire_snapshots(
     if expiry.is_empty or base is None or not delete_files:
         return ExpireResult(expiry.snapshot_ids, expiry.removed_refs, (), ())
     metadata_files, content_files = files_to_delete(table.io, base, table.metadata, expiry.snapshot_ids)
-    failed = delete_all(table.io, [*metadata_files, *content_files])
+    failed = set(table.io.delete_many([*metadata_files, *content_files]))
     return ExpireResult(
         expiry.snapshot_ids,
         expiry.removed_refs,
@@ -102,36 +110,22 @@ def files_to_delete(
 ) -> tuple[list[str], list[str]]:
     """(metadata files, content files) reachable from the expired snapshots and from no retained one.
 
-    Locations are compared in their canonical spelling: tables written by several engines may
-    name one file ``file:/x`` in one manifest and ``file:///x`` in another.
+    Manifest views the expired snapshots share with retained ones hold the same live files in
+    both, so only the expired snapshots' own views are read for candidates. Locations are
+    compared in their canonical spelling: tables written by several engines may name one file
+    ``file:/x`` in one manifest and ``file:///x`` in another.
     """
     wanted = set(expired_ids)
-    expired = reachable_files(io, base, [s for s in base.snapshots if s.snapshot_id in wanted])
-    retained = reachable_files(io, committed, committed.snapshots)
-    stats_before = {s.get("statistics-path") for s in (*base.statistics, *base.partition_statistics)}
-    stats_after = {s.get("statistics-path") for s in (*committed.statistics, *committed.partition_statistics)}
-    stats = {p for p in stats_before - stats_after if isinstance(p, str)}
-    still_named = (*retained.tree, *retained.live, *stats_after)
-    keep = {normalize_location(p) for p in still_named if isinstance(p, str)}
+    expired = tree_views(io, base, [s for s in base.snapshots if s.snapshot_id in wanted])
+    retained = tree_views(io, committed, committed.snapshots)
+    own_views = [ref for key, ref in expired.views.items() if key not in retained.views]
+    candidates = expired.inline_live | live_files(io, base, own_views)
+    still_live = retained.inline_live | live_files(io, committed, retained.views.values())
+    stats = set(base.statistics_paths()) - set(committed.statistics_paths())
+    keep = {
+        normalize_location(p)
+        for p in (*retained.tree, *still_live, *committed.statistics_paths())
+    }
     metadata_files = sorted(p for p in expired.tree | stats if normalize_location(p) not in keep)
-    content_files = sorted(p for p in expired.live if normalize_location(p) not in keep)
+    content_files = sorted(p for p in candidates if normalize_location(p) not in keep)
     return metadata_files, content_files
-
-
-def delete_all(io: FileIO, paths: list[str]) -> set[str]:
-    """Delete ``paths`` (a missing file counts as deleted); returns the ones that failed."""
-    failed: set[str] = set()
-    if not paths:
-        return failed
-
-    def delete(path: str) -> str | None:
-        try:
-            io.delete(path, missing_ok=True)
-        except Exception as exc:  # keep going: an undeleted file is only an orphan
-            log.warning("could not delete %s: %s", path, exc)
-            return path
-        return None
-
-    with ThreadPoolExecutor(max_workers=min(DELETE_WORKERS, len(paths))) as pool:
-        failed.update(p for p in pool.map(delete, paths) if p is not None)
-    return failed

@@ -14,7 +14,8 @@ delete. A file is kept when any of these names it (locations compared in a canon
 - statistics and partition-statistics files.
 
 A file modified after ``older_than`` (default: three days ago, as Iceberg Java) is never deleted,
-because it may belong to a write still in flight. ``dry_run`` only reports.
+because it may belong to a write still in flight. ``dry_run`` only reports; deleting is refused
+when ``gc.enabled`` is false (the files may be shared with other tables), as in Iceberg Java.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from datetime import datetime
 from icefloe.catalog.table import Table
 from icefloe.errors import ValidationError
 from icefloe.io.fileio import normalize_location
-from icefloe.maintenance.expire_snapshots import delete_all, to_epoch_ms
+from icefloe.maintenance.expire_snapshots import check_gc_enabled, to_epoch_ms
 from icefloe.tree.reachable import reachable_files
 
 DEFAULT_ORPHAN_AGE_MS = 3 * 24 * 3600 * 1000
@@ -49,10 +50,7 @@ def referenced_locations(table: Table) -> set[str]:
     names: set[str] = set(reachable.tree) | reachable.live
     names.add(table.metadata_location)
     names.update(entry.metadata_file for entry in md.metadata_log)
-    for stats in (*md.statistics, *md.partition_statistics):
-        path = stats.get("statistics-path")
-        if isinstance(path, str):
-            names.add(path)
+    names.update(md.statistics_paths())
     return {normalize_location(n) for n in names}
 
 
@@ -65,13 +63,14 @@ def remove_orphan_files(
 ) -> OrphanResult:
     """Find, and unless ``dry_run`` delete, files under ``location`` (default: the table's) nothing names."""
     table.refresh()
+    if not dry_run:
+        check_gc_enabled(table, "remove orphan files (pass dry_run=True to list them)")
     cutoff = to_epoch_ms(older_than)
     if cutoff is None:
         cutoff = int(time.time() * 1000) - DEFAULT_ORPHAN_AGE_MS
     root = location or table.location()
-    if normalize_location(root).rstrip("/") != normalize_location(table.location()).rstrip("/") and not (
-        normalize_location(root).startswith(normalize_location(table.location()).rstrip("/") + "/")
-    ):
+    table_root = normalize_location(table.location())  # canonical spelling has no trailing slash
+    if not (normalize_location(root) + "/").startswith(table_root + "/"):
         raise ValidationError(f"{root} is not inside the table location {table.location()}")
     keep = referenced_locations(table)
     orphans = tuple(
@@ -84,5 +83,5 @@ def remove_orphan_files(
     )
     if dry_run or not orphans:
         return OrphanResult(orphans, deleted=False)
-    failed = delete_all(table.io, list(orphans))
+    failed = table.io.delete_many(orphans)
     return OrphanResult(orphans, deleted=True, failed_deletes=tuple(sorted(failed)))

@@ -6,6 +6,14 @@ from collections.abc import Mapping
 
 from icefloe.errors import ValidationError
 
+GC_ENABLED = "gc.enabled"
+"""Whether icefloe may delete data files the table no longer needs (false for shared files)."""
+
+
+def gc_enabled(props: Mapping[str, str]) -> bool:
+    """``gc.enabled`` (default true)."""
+    return str(props.get(GC_ENABLED, "true")).strip().lower() != "false"
+
 
 def int_property(props: Mapping[str, str], key: str, default: int, low: int, high: int | None = None) -> int:
     """``props[key]`` as an int in ``[low, high]``, or ``default`` when it is not set."""

@@ -87,6 +87,11 @@ class TableMetadata:
                 return s
         raise NotFound(f"sort order {self.default_sort_order_id} not found in table metadata")
 
+    def statistics_paths(self) -> tuple[str, ...]:
+        """The statistics and partition-statistics files the metadata names."""
+        stats = (*self.statistics, *self.partition_statistics)
+        return tuple(p for s in stats if isinstance(p := s.get("statistics-path"), str))
+
     def snapshot_by_id(self, snapshot_id: int) -> Snapshot:
         """A snapshot by id."""
         for s in self.snapshots:

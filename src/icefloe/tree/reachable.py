@@ -12,7 +12,8 @@ every file some snapshot names; both ask this module:
   leaf row is still on disk.
 
 Each distinct view of a manifest (path, content, manifest DV) is read once, on a thread pool,
-through the read seam's columnar decoding (as planning does), objects only where it cannot.
+through the read seam's columnar decoding (as planning does), objects only where it cannot;
+``tree_views`` / ``live_files`` let a caller skip views it already knows the answer for.
 """
 
 from __future__ import annotations
@@ -77,12 +78,25 @@ def content_locations(data_file: DataFile) -> tuple[str, ...]:
     return (data_file.file_path,) if dv is None else (data_file.file_path, dv.location)
 
 
-def reachable_files(
+@dataclass
+class TreeViews:
+    """What snapshots' trees name before any manifest is read: tree files, inline live files, views.
+
+    ``views`` maps each distinct view of a manifest (path, content, manifest DV) whose entries
+    belong to some of the snapshots to one reference standing for it; reading it gives the same
+    live files whichever reference is read, so two sets of snapshots can share the reading.
+    """
+
+    tree: set[str] = field(default_factory=set)
+    inline_live: set[str] = field(default_factory=set)
+    views: dict[_ViewKey, ManifestFile] = field(default_factory=dict)
+
+
+def tree_views(
     io: Any, metadata: TableMetadata, snapshots: Iterable[Snapshot], workers: int = READ_WORKERS
-) -> ReachableFiles:
-    """The tree files and the live content files of ``snapshots``."""
-    out = ReachableFiles()
-    views: dict[_ViewKey, tuple[ManifestFile, bool]] = {}
+) -> TreeViews:
+    """The tree files, inline live files and manifest views of ``snapshots`` (roots read in parallel)."""
+    out = TreeViews()
     chosen = list(snapshots)
     with ThreadPoolExecutor(max_workers=_workers(workers, chosen)) as pool:
         parts = list(pool.map(lambda s: snapshot_parts(io, metadata, s), chosen))
@@ -90,18 +104,33 @@ def reachable_files(
         tree_location = snapshot_tree_location(snapshot)
         if tree_location is not None:
             out.tree.add(tree_location)
-        out.live.update(part.inline_live)
+        out.inline_live.update(part.inline_live)
         for ref, live in part.references:
             out.tree.add(ref.manifest_path)
-            key = (ref.manifest_path, ref.content, ref.mdv)
-            seen = views.get(key)
-            if seen is None or (live and not seen[1]):
-                views[key] = (ref, live)  # a live reference is the view to read
-    live_views = [ref for ref, live in views.values() if live]
-    with ThreadPoolExecutor(max_workers=_workers(workers, live_views)) as pool:
-        for locations in pool.map(lambda ref: live_locations(io, metadata, ref), live_views):
-            out.live.update(locations)
+            if live:  # a DELETED reference's rows belong to no snapshot: only its file is named
+                out.views.setdefault((ref.manifest_path, ref.content, ref.mdv), ref)
     return out
+
+
+def live_files(
+    io: Any, metadata: TableMetadata, refs: Iterable[ManifestFile], workers: int = READ_WORKERS
+) -> set[str]:
+    """The content files live in some of the manifest views ``refs`` (read on a thread pool)."""
+    chosen = list(refs)
+    out: set[str] = set()
+    with ThreadPoolExecutor(max_workers=_workers(workers, chosen)) as pool:
+        for locations in pool.map(lambda ref: live_locations(io, metadata, ref), chosen):
+            out.update(locations)
+    return out
+
+
+def reachable_files(
+    io: Any, metadata: TableMetadata, snapshots: Iterable[Snapshot], workers: int = READ_WORKERS
+) -> ReachableFiles:
+    """The tree files and the live content files of ``snapshots``."""
+    views = tree_views(io, metadata, snapshots, workers)
+    live = views.inline_live | live_files(io, metadata, views.views.values(), workers)
+    return ReachableFiles(views.tree, live)
 
 
 def _workers(workers: int, items: list[Any]) -> int:
