@@ -180,7 +180,7 @@ def file_ids(day: int, index: int, files_per_manifest: int) -> tuple[int, int]:
 
 def write_day_manifest(job: ManifestJob) -> ManifestFile:
     """Write the manifest of one day's ``files`` data files (runs in a worker process)."""
-    from icefloe.formats.avro_manifest import write_manifest
+    from icefloe.formats.avro.manifest import write_manifest
     from icefloe.io.fileio import load_file_io
 
     io = load_file_io({}, job.table_location)

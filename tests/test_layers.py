@@ -1,10 +1,10 @@
-"""The layering of DESIGN.md §2: a module may import its own layer and the layers below, never above.
+"""The layering of ARCHITECTURE.md: a module may import its own layer and the layers below, never above.
 
-Order, bottom to top: spec, expressions, io, formats, tree, txn, scan, catalog, maintenance, spark,
-cli. ``icefloe/errors.py`` and the package ``icefloe/__init__.py`` are neutral (below everything,
-importable from everywhere). Every import counts: module level, inside functions (lazy imports) and
-under ``if TYPE_CHECKING:`` — a type-only import of a higher layer is still a dependency on it, and
-none is needed, so none is allowed. ``importlib.import_module("icefloe...")`` /
+Order, bottom to top: spec, expressions, io, formats, tree, txn, scan, dml, maintenance, table,
+catalog, spark, cli. ``icefloe/errors.py`` and the package ``icefloe/__init__.py`` are neutral
+(below everything, importable from everywhere). Every import counts: module level, inside functions
+(lazy imports) and under ``if TYPE_CHECKING:`` — a type-only import of a higher layer is still a
+dependency on it, and none is needed, so none is allowed. ``importlib.import_module("icefloe...")`` /
 ``__import__("icefloe...")`` with a literal name count too. ``spec/`` (the pure model) imports neither
 pyarrow, pyspark nor fastavro, not even for type checking.
 """
@@ -27,8 +27,10 @@ LAYERS = (
     "tree",
     "txn",
     "scan",
-    "catalog",
+    "dml",
     "maintenance",
+    "table",
+    "catalog",
     "spark",
     "cli",
 )
@@ -119,7 +121,7 @@ def check_module(source: str, module: str, is_package: bool = False) -> list[str
     problems: list[str] = []
     rank = layer_rank(module)
     if rank is None:
-        return [f"{module}: maps to no layer of DESIGN.md §2 (add it to LAYERS or NEUTRAL in {__name__})"]
+        return [f"{module}: maps to no layer of ARCHITECTURE.md (add it to LAYERS or NEUTRAL in {__name__})"]
     for imp in imports_of(source, module, is_package):
         where = f"{module}:{imp.lineno}" + (" (under TYPE_CHECKING)" if imp.type_checking else "")
         top = imp.target.split(".")[0]
@@ -160,7 +162,7 @@ def test_package_respects_layers() -> None:
     """No module of src/icefloe imports a higher layer; spec/ imports no pyarrow/pyspark/fastavro."""
     assert SRC.is_dir(), SRC
     problems = package_violations()
-    assert not problems, "layering violations (DESIGN.md §2):\n  " + "\n  ".join(problems)
+    assert not problems, "layering violations (ARCHITECTURE.md):\n  " + "\n  ".join(problems)
 
 
 def test_every_layer_exists() -> None:
@@ -184,7 +186,12 @@ def test_every_layer_exists() -> None:
         ("icefloe.tree.read_seam", False, "from ..txn import producers\n", "imports icefloe.txn"),
         ("icefloe.io", True, "from ..catalog import sql\n", "imports icefloe.catalog"),
         ("icefloe.io.fileio", False, "from icefloe import catalog\n", "imports icefloe.catalog"),
-        ("icefloe.formats.puffin", False, "import icefloe.spark.session as s\n", "higher layer 'spark'"),
+        (
+            "icefloe.formats.puffin.files",
+            False,
+            "import icefloe.spark.session as s\n",
+            "higher layer 'spark'",
+        ),
         (
             "icefloe.expressions.binding",
             False,
@@ -225,7 +232,7 @@ def test_checker_detects_violation(module: str, is_package: bool, source: str, e
         ("icefloe.cli.main", False, "from icefloe.spark import session\nfrom icefloe.spec import types\n"),
         ("icefloe.expressions.arrow", False, "import pyarrow.compute as pc\n"),
         ("icefloe.errors", False, "import sys\n"),
-        ("icefloe.formats.puffin", False, "from icefloe import __version__\n"),
+        ("icefloe.formats.puffin.files", False, "from icefloe import __version__\n"),
         ("icefloe", True, "__version__ = '0'\n"),
     ],
 )

@@ -15,13 +15,13 @@ import pytest
 
 from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
-from icefloe.catalog.table import Table
 from icefloe.errors import ValidationError
 from icefloe.io.fileio import local_path
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.transforms import IdentityTransform
 from icefloe.spec.types import IntegerType, LongType, NestedField, StringType
+from icefloe.table.table import Table
 from tests.support.interop import read_with_duckdb, read_with_pyiceberg
 
 SCHEMA = Schema(

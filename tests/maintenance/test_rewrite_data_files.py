@@ -136,7 +136,7 @@ def test_nothing_to_rewrite_commits_nothing(catalog: Catalog) -> None:
 
 
 def test_equality_deletes_are_applied_and_retired(catalog: Catalog) -> None:
-    from icefloe.catalog.equality_upsert import delete_by_key
+    from icefloe.dml.upsert import delete_by_key
 
     table = make_table(catalog, "db.t", 2, partitioned=False)
     delete_by_key(table, batch(10, 5).select(["id"]), on=["id"])  # ids 10..14

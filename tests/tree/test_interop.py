@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from icefloe.formats.metadata_file import write_table_metadata
+from icefloe.formats.metadata.files import write_table_metadata
 from icefloe.io import FileIO
 from icefloe.spec.content import FileContent
 from icefloe.tree.read_seam import live_entries

@@ -8,9 +8,9 @@ import pytest
 
 from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
-from icefloe.catalog.table import Table
-from icefloe.formats.avro_columnar import ColumnarUnsupported
+from icefloe.formats.avro.columnar import ColumnarUnsupported
 from icefloe.spec.content import ManifestFile
+from icefloe.table.table import Table
 from icefloe.tree import reachable
 from icefloe.tree.reachable import reachable_files
 from tests.maintenance.helpers import batch, delete_ids, make_table

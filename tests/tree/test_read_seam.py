@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from icefloe.formats.metadata_file import read_table_metadata
+from icefloe.formats.metadata.files import read_table_metadata
 from icefloe.io import FileIO
 from icefloe.spec.content import (
     DataFile,

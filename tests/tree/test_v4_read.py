@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from icefloe.expressions.parser import parse
-from icefloe.formats import mumbling
-from icefloe.formats.content_entry import ContentRow, write_content_entries
-from icefloe.formats.content_stats import ColumnStats
+from icefloe.formats.v4 import mumbling
+from icefloe.formats.v4.content_entry import ContentRow, write_content_entries
+from icefloe.formats.v4.content_stats import ColumnStats
 from icefloe.io import FileIO
 from icefloe.scan.planner import PlanStats, plan_files
 from icefloe.spec.content import (

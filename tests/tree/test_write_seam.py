@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from icefloe.errors import ValidationError
-from icefloe.formats.avro_manifest import read_manifest_header
-from icefloe.formats.avro_manifest_list import read_manifest_list_header
+from icefloe.formats.avro.manifest import read_manifest_header
+from icefloe.formats.avro.manifest_list import read_manifest_list_header
 from icefloe.io import FileIO
 from icefloe.spec.content import EntryStatus, FileContent, ManifestContent
 from icefloe.tree.read_seam import live_entries, manifest_refs, read_entries
@@ -89,7 +89,7 @@ def test_removal_rewrites_only_the_manifest_holding_the_file(tmp_path: Path) -> 
     assert kept.status == EntryStatus.EXISTING and kept.snapshot_id == 1000
     assert (kept.sequence_number, kept.file_sequence_number, kept.data_file.first_row_id) == (1, 1, 30)
     # the rewritten manifest keeps explicit values: nothing is left to inheritance
-    from icefloe.formats.avro_manifest import read_manifest
+    from icefloe.formats.avro.manifest import read_manifest
 
     raw = read_manifest(io.new_input(rewritten.manifest_path))
     assert all(e.sequence_number == 1 and e.snapshot_id is not None for e in raw)

@@ -8,7 +8,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from icefloe.formats import mumbling
+from icefloe.formats.v4 import mumbling
 from icefloe.io import FileIO
 from icefloe.spec.snapshots import Operation, Snapshot
 from icefloe.spec.table_metadata import TableMetadata

@@ -31,7 +31,6 @@ from icefloe.catalog.identifiers import (
     parse_namespace,
     parse_table_identifier,
 )
-from icefloe.catalog.table import Table
 from icefloe.errors import (
     AlreadyExists,
     CommitConflict,
@@ -42,7 +41,7 @@ from icefloe.errors import (
     NotFound,
     ValidationError,
 )
-from icefloe.formats.metadata_file import (
+from icefloe.formats.metadata.files import (
     DELETE_AFTER_COMMIT,
     new_metadata_with_log,
     read_table_metadata,
@@ -56,6 +55,7 @@ from icefloe.spec.schema import Schema
 from icefloe.spec.sort_order import UNSORTED, SortOrder
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.updates import new_table_metadata
+from icefloe.table.table import Table
 from icefloe.tree import read_seam
 from icefloe.tree.reachable import content_locations
 
@@ -201,7 +201,8 @@ class Catalog(ABC):
 
     def _table(self, namespace: Namespace, name: str, metadata_location: str, md: TableMetadata) -> Table:
         io = self._file_io(md.properties, md.location)
-        return Table((*namespace, name), md, metadata_location, io, self)
+        identifier = (*namespace, name)
+        return Table(identifier, md, metadata_location, io, CatalogCommitTarget(self, identifier, io))
 
     # ------------------------------------------------------------------ tables
 
@@ -411,3 +412,25 @@ def purge_table_files(io: FileIO, md: TableMetadata, metadata_location: str) -> 
 
 
 __all__ = ["Catalog", "PropertiesUpdateSummary", "purge_table_files", "warehouse_location"]
+
+
+@dataclass(frozen=True)
+class CatalogCommitTarget:
+    """Where a catalog's table commits: the catalog's compare-and-swap of its metadata pointer."""
+
+    catalog: Catalog
+    identifier: tuple[str, ...]
+    io: FileIO
+
+    def load_for_commit(self) -> tuple[TableMetadata, str | None]:
+        """The table's metadata as the catalog has it now."""
+        fresh = self.catalog.load_table(self.identifier)
+        return fresh.metadata, fresh.metadata_location
+
+    def swap_metadata(
+        self, base_location: str | None, base_metadata: TableMetadata, new_metadata: TableMetadata
+    ) -> str:
+        """Write ``new_metadata`` and swap the catalog's pointer to it (see ``Catalog.commit_table``)."""
+        return self.catalog.commit_table(
+            self.identifier, base_location, new_metadata, base_metadata=base_metadata
+        )

@@ -20,7 +20,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe.catalog import load_catalog
-from icefloe.catalog.table import Table
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.transforms import BucketTransform, DayTransform
@@ -33,6 +32,7 @@ from icefloe.spec.types import (
     StringType,
     TimestamptzType,
 )
+from icefloe.table.table import Table
 
 TRIPS_SCHEMA = Schema(
     NestedField(1, "trip_id", LongType(), True),

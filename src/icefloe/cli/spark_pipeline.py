@@ -22,7 +22,7 @@ from icefloe.maintenance.expire_snapshots import expire_snapshots
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from icefloe.scan.row_level import RowLevelResult
+    from icefloe.dml.change_builder import RowLevelResult
 
 NAMESPACE = "demo"
 DAY_5 = "pickup_at >= '2026-01-06T00:00:00+00:00' and pickup_at < '2026-01-07T00:00:00+00:00'"
@@ -81,7 +81,7 @@ def run(rows: int, batches: int, spark: SparkSession | None = None) -> Report:
     end); a given session is used as it is configured, catalog included, and left running.
     """
     from icefloe.spark import delete_rows, read_table, rewrite_data_files, session, write_table
-    from icefloe.spark.context import resolve_catalog
+    from icefloe.spark.runtime import resolve_catalog
 
     report = Report()
     own_session = spark is None

@@ -24,11 +24,11 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 
-from icefloe.catalog.table import Table
 from icefloe.errors import ValidationError
 from icefloe.io.fileio import normalize_location
 from icefloe.maintenance.expire_snapshots import check_gc_enabled, to_epoch_ms
 from icefloe.tree.reachable import reachable_files
+from icefloe.txn.handle import TableHandle
 
 DEFAULT_ORPHAN_AGE_MS = 3 * 24 * 3600 * 1000
 VERSION_HINT = "version-hint.text"
@@ -43,7 +43,7 @@ class OrphanResult:
     failed_deletes: tuple[str, ...] = ()
 
 
-def referenced_locations(table: Table) -> set[str]:
+def referenced_locations(table: TableHandle) -> set[str]:
     """Canonical locations of every file the table's current metadata names."""
     md = table.metadata
     reachable = reachable_files(table.io, md, md.snapshots)
@@ -55,7 +55,7 @@ def referenced_locations(table: Table) -> set[str]:
 
 
 def remove_orphan_files(
-    table: Table,
+    table: TableHandle,
     *,
     older_than: datetime | int | None = None,
     location: str | None = None,
@@ -68,10 +68,10 @@ def remove_orphan_files(
     cutoff = to_epoch_ms(older_than)
     if cutoff is None:
         cutoff = int(time.time() * 1000) - DEFAULT_ORPHAN_AGE_MS
-    root = location or table.location()
-    table_root = normalize_location(table.location())  # canonical spelling has no trailing slash
+    root = location or table.metadata.location
+    table_root = normalize_location(table.metadata.location)  # canonical spelling has no trailing slash
     if not (normalize_location(root) + "/").startswith(table_root + "/"):
-        raise ValidationError(f"{root} is not inside the table location {table.location()}")
+        raise ValidationError(f"{root} is not inside the table location {table.metadata.location}")
     keep = referenced_locations(table)
     orphans = tuple(
         f.location

@@ -24,19 +24,19 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from icefloe.catalog.table import Table
+from icefloe.dml.row_io import prepare_changed_rows, read_for_change
 from icefloe.errors import ValidationError
 from icefloe.expressions.ast import AlwaysTrue, Expression
 from icefloe.expressions.binding import bind
 from icefloe.expressions.parser import to_expression
 from icefloe.io.fileio import FileIO
 from icefloe.scan.planner import plan_files
-from icefloe.scan.row_changes import prepare_changed_rows, read_for_change
 from icefloe.scan.tasks import DeleteFileRef, FileScanTask
 from icefloe.spec.content import DataFile, EntryStatus, FileContent, ManifestEntry
 from icefloe.spec.snapshots import MAIN_BRANCH, Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.txn.data_writer import DEFAULT_TARGET_FILE_SIZE, write_partition_files
+from icefloe.txn.handle import TableHandle, commit_action
 from icefloe.txn.producers import branch_head
 from icefloe.txn.rewrite_files import RewriteFiles
 
@@ -260,7 +260,7 @@ def rewrite_action(
 
 
 def commit_rewrite(
-    table: Table,
+    table: TableHandle,
     plan: RewritePlan,
     added: list[DataFile],
     branch: str = MAIN_BRANCH,
@@ -268,8 +268,7 @@ def commit_rewrite(
 ) -> RewriteResult:
     """Commit the rewrite of ``plan`` as one ``replace`` snapshot (new files deleted if it fails)."""
     action = rewrite_action(plan, added, branch, snapshot_properties)
-    with table.transaction() as tx:
-        tx.add_action(action)
+    commit_action(table, action)
     return RewriteResult(
         rewritten_data_files=len(plan.removed_data),
         added_data_files=len(added),
@@ -280,7 +279,7 @@ def commit_rewrite(
 
 
 def rewrite_data_files(
-    table: Table,
+    table: TableHandle,
     filter: Expression | str | None = None,
     target_file_size: int | None = None,
     *,

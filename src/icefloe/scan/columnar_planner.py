@@ -26,7 +26,7 @@ import numpy as np
 from icefloe.errors import CorruptMetadata
 from icefloe.expressions.ast import AlwaysTrue, Expression
 from icefloe.expressions.evaluators import InclusiveMetricsEvaluator, PartitionEvaluator
-from icefloe.formats import avro_columnar as ac
+from icefloe.formats.avro import columnar as ac
 from icefloe.scan.arrow_pruning import metrics_may_match, partition_mask
 from icefloe.spec.content import FileContent, ManifestEntry, ManifestFile
 from icefloe.spec.table_metadata import TableMetadata

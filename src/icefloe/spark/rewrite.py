@@ -23,8 +23,8 @@ from icefloe.maintenance.rewrite_data_files import (
     plan_rewrite,
     write_group,
 )
-from icefloe.spark.context import resolve_catalog
-from icefloe.spark.executor_jobs import JobStaging, executor_io, run_chunks
+from icefloe.spark.executor_jobs import JobStaging, run_chunks
+from icefloe.spark.runtime import executor_io, resolve_catalog
 from icefloe.spec.content import DataFile
 from icefloe.spec.snapshots import MAIN_BRANCH
 from icefloe.spec.table_metadata import TableMetadata
@@ -47,7 +47,7 @@ class RewriteJob:
 
 def rewrite_groups(job: RewriteJob, groups: Sequence[FileGroup]) -> Iterator[list[DataFile]]:
     """Executor side: rewrite each group; one list of new data files per group."""
-    io = executor_io(job.metadata, job.io_properties)
+    io = executor_io(job.io_properties, job.metadata.location)
     for group in groups:
         yield write_group(io, job.metadata, group, job.target_file_size)
 

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from icefloe.catalog.base import Catalog
-    from icefloe.catalog.table import Table
     from icefloe.spec.updates import TableUpdate
+    from icefloe.table.table import Table
 
 QUERY_ID_PROPERTY = "spark.streaming.query-id"
 BATCH_ID_PROPERTY = "spark.streaming.batch-id"
@@ -130,7 +130,7 @@ def stream_writer(
 ) -> Callable[[DataFrame, int], None]:
     """A ``foreachBatch`` function committing each micro-batch once (``query_id`` defaults to Spark's
     query id, which survives restarts from the same checkpoint)."""
-    from icefloe.spark.context import resolve_catalog
+    from icefloe.spark.runtime import resolve_catalog
 
     def write_batch(df: DataFrame, batch_id: int) -> None:
         spark = df.sparkSession

@@ -53,7 +53,7 @@ class LazyMap(Mapping[K, V]):
 
     Why: planning a million files builds a ``DataFile`` for each, and most plans never read the
     metric maps of most files (scan tasks need paths, partitions and counts). Readers that decode
-    manifests column-wise (:mod:`icefloe.formats.avro_columnar`, the v4 leaf decoder) put one of
+    manifests column-wise (:mod:`icefloe.formats.avro.columnar`, the v4 leaf decoder) put one of
     these in the metric fields instead of a dict, with a loader that builds the dict from the
     decoded columns; ``load`` is released once loaded. It compares equal to the dict
     it stands for, and pickles and copies as that plain dict (scan tasks travel to Spark

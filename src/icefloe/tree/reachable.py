@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from icefloe.errors import CorruptMetadata
-from icefloe.formats.avro_columnar import ColumnarUnsupported
+from icefloe.formats.avro.columnar import ColumnarUnsupported
 from icefloe.spec.content import DataFile, ManifestContent, ManifestFile
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata

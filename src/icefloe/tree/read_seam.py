@@ -12,7 +12,7 @@ compression of repeated values:
   counter); a manifest without ``first_row_id`` leaves them null.
 
 :func:`inherit_columns` applies the same rules to a manifest decoded to Arrow columns
-(:mod:`icefloe.formats.avro_columnar`), for the columnar planner.
+(:mod:`icefloe.formats.avro.columnar`), for the columnar planner.
 
 v4 snapshots (``root-manifest``) and v4 leaf references are handled by
 :mod:`icefloe.tree.v4_read` behind the same three functions.
@@ -30,9 +30,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.formats import avro_columnar as ac
-from icefloe.formats.avro_manifest import read_manifest_with_header
-from icefloe.formats.avro_manifest_list import read_manifest_list
+from icefloe.formats.avro import columnar as ac
+from icefloe.formats.avro.manifest import read_manifest_with_header
+from icefloe.formats.avro.manifest_list import read_manifest_list
 from icefloe.spec.content import (
     EntryStatus,
     FileContent,

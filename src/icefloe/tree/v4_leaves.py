@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from icefloe.errors import IcefloeError, ValidationError
-from icefloe.formats.avro_manifest import write_manifest
-from icefloe.formats.content_entry import ContentRow, write_content_entries
-from icefloe.formats.content_stats import (
+from icefloe.formats.avro.manifest import write_manifest
+from icefloe.formats.v4.content_entry import ContentRow, write_content_entries
+from icefloe.formats.v4.content_stats import (
     NAN_VALUE_COUNT,
     ColumnStats,
     ContentStats,

@@ -38,17 +38,17 @@ import pyarrow.compute as pc
 from icefloe.errors import CorruptMetadata
 from icefloe.expressions.ast import Expression
 from icefloe.expressions.evaluators import InclusiveMetricsEvaluator
-from icefloe.formats import content_entry_schema as ce
 from icefloe.formats.arrow_schema import field_id_of
-from icefloe.formats.bitmaps import ManifestDVCodec, manifest_dv_codec
-from icefloe.formats.content_entry import (
+from icefloe.formats.v4 import content_entry_schema as ce
+from icefloe.formats.v4.bitmaps import ManifestDVCodec, manifest_dv_codec
+from icefloe.formats.v4.content_entry import (
     ROOT_CONTENT,
     read_content_entries,
     read_footer_metadata,
     to_positioned_rows,
 )
-from icefloe.formats.content_entry_schema import POS_COLUMN, column_by_field_id, union_partition_type
-from icefloe.formats.content_stats import (
+from icefloe.formats.v4.content_entry_schema import POS_COLUMN, column_by_field_id, union_partition_type
+from icefloe.formats.v4.content_stats import (
     ContentStats,
     StatsLayout,
     content_stats_type,

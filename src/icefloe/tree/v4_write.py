@@ -46,10 +46,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from icefloe.errors import IcefloeError, ValidationError
-from icefloe.formats.bitmaps import manifest_dv_codec
-from icefloe.formats.content_entry import ContentRow
-from icefloe.formats.content_stats import ContentStats, StatsLayout
-from icefloe.formats.roaring64 import PositionBitmap
+from icefloe.formats.puffin.roaring64 import PositionBitmap
+from icefloe.formats.v4.bitmaps import manifest_dv_codec
+from icefloe.formats.v4.content_entry import ContentRow
+from icefloe.formats.v4.content_stats import ContentStats, StatsLayout
 from icefloe.spec.content import (
     DataFile,
     DeletionVectorRef,

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icefloe.errors import IcefloeError, ValidationError
-from icefloe.formats.avro_manifest import write_manifest
-from icefloe.formats.avro_manifest_list import write_manifest_list
+from icefloe.formats.avro.manifest import write_manifest
+from icefloe.formats.avro.manifest_list import write_manifest_list
 from icefloe.spec.content import (
     DataFile,
     DeletionVectorRef,

@@ -14,9 +14,9 @@ import numpy as np
 import pyarrow as pa
 
 from icefloe.formats.arrow_schema import schema_to_arrow
-from icefloe.formats.parquet_data import write_parquet_data_file
-from icefloe.formats.puffin import DVBlobRef, write_deletion_vectors
-from icefloe.formats.roaring64 import PositionBitmap
+from icefloe.formats.parquet.data_files import write_parquet_data_file
+from icefloe.formats.puffin.files import DVBlobRef, write_deletion_vectors
+from icefloe.formats.puffin.roaring64 import PositionBitmap
 from icefloe.io.fileio import FileIO
 from icefloe.spec.content import DataFile, DeletionVectorRef, FileContent
 from icefloe.spec.schema import DELETE_FILE_PATH_ID, DELETE_FILE_POS_ID, Schema
