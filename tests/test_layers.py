@@ -34,7 +34,7 @@ LAYERS = (
     "spark",
     "cli",
 )
-NEUTRAL = {PACKAGE, f"{PACKAGE}.errors"}
+NEUTRAL = {PACKAGE, f"{PACKAGE}.errors", f"{PACKAGE}.deprecation"}
 NEUTRAL_RANK = -1
 SPEC_FORBIDDEN = ("pyarrow", "pyspark", "fastavro")
 
@@ -122,7 +122,10 @@ def check_module(source: str, module: str, is_package: bool = False) -> list[str
     rank = layer_rank(module)
     if rank is None:
         return [f"{module}: maps to no layer of ARCHITECTURE.md (add it to LAYERS or NEUTRAL in {__name__})"]
+    facade_lazy = _lazy_import_lines(source) if module == PACKAGE else set()
     for imp in imports_of(source, module, is_package):
+        if imp.lineno in facade_lazy:
+            continue  # the package root is the public facade: it re-exports any layer, lazily
         where = f"{module}:{imp.lineno}" + (" (under TYPE_CHECKING)" if imp.type_checking else "")
         top = imp.target.split(".")[0]
         if top == PACKAGE:
@@ -137,6 +140,33 @@ def check_module(source: str, module: str, is_package: bool = False) -> list[str
         elif layer_name(module) == "spec" and top in SPEC_FORBIDDEN:
             problems.append(f"{where} imports {imp.target}: spec/ is the pure model (no {top})")
     return problems
+
+
+def _lazy_import_lines(source: str) -> set[int]:
+    """Lines of imports inside function bodies (``icefloe.__getattr__`` loads the facade's names)."""
+    lines: set[int] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Import | ast.ImportFrom | ast.Call):
+                    lines.add(inner.lineno)
+    return lines
+
+
+def test_package_root_is_a_lazy_facade() -> None:
+    """``import icefloe`` loads no layer; no module of the package imports the root's re-exports."""
+    root = (SRC / "__init__.py").read_text(encoding="utf-8")
+    eager = [i for i in imports_of(root, PACKAGE, True) if i.lineno not in _lazy_import_lines(root)]
+    assert [i.target for i in eager if i.target.startswith(PACKAGE + ".")] == []
+    for path in sorted(SRC.rglob("*.py")):
+        if path == SRC / "__init__.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == PACKAGE and not node.level:
+                names = {a.name for a in node.names}
+                allowed = {"__version__", "errors", "deprecation"}
+                assert names <= allowed, f"{path}: from icefloe import {names}"
 
 
 def module_name(path: Path, src_root: Path = SRC) -> tuple[str, bool]:

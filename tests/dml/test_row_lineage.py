@@ -94,7 +94,7 @@ def test_lineage_through_delete_update_merge(catalog: Catalog, fv: int, mode: st
     next_row_id = table.metadata.next_row_id
     assert next_row_id is not None
     source = pa.table({"id": pa.array([3, 15, 100, 101], pa.int64()), "tag": ["m3", "m15", "n100", "n101"]})
-    result = table.merge(source, on="id", mode=mode)
+    result = table.merge(source, on="id", mode=mode).when_matched_update().when_not_matched_insert().execute()
     assert (result.updated_rows, result.inserted_rows, result.deleted_rows) == (2, 2, 0)
     seq = _seq(table, result)
     expected[3] = ("m3", 3, seq)

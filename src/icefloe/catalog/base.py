@@ -24,6 +24,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from types import TracebackType
 
+import pyarrow as pa
+
 from icefloe.catalog.identifiers import (
     Namespace,
     TableIdentifier,
@@ -41,6 +43,7 @@ from icefloe.errors import (
     NotFound,
     ValidationError,
 )
+from icefloe.formats.arrow_schema import schema_from_arrow
 from icefloe.formats.metadata.files import (
     DELETE_AFTER_COMMIT,
     new_metadata_with_log,
@@ -209,13 +212,19 @@ class Catalog(ABC):
     def create_table(
         self,
         identifier: str | Iterable[str],
-        schema: Schema,
+        schema: Schema | pa.Schema,
         partition_spec: PartitionSpec | None = None,
         sort_order: SortOrder | None = None,
         location: str | None = None,
         properties: dict[str, str] | None = None,
     ) -> Table:
-        """Create a table and write its first metadata file (``format-version`` property: 1-4, default 2)."""
+        """Create a table and write its first metadata file (``format-version`` property: 1-4, default 2).
+
+        ``schema``: an icefloe ``Schema``, or a ``pyarrow.Schema`` (fresh field ids are assigned in
+        field order; a partition spec or sort order must then refer to those ids).
+        """
+        if isinstance(schema, pa.Schema):
+            schema = schema_from_arrow(schema)
         namespace, name = parse_table_identifier(identifier)
         self._require_namespace(namespace)
         if self.table_exists((*namespace, name)):

@@ -31,9 +31,9 @@ from icefloe.expressions.ast import Expression
 from icefloe.io.fileio import FileIO
 from icefloe.scan.tasks import FileScanTask
 from icefloe.spec.content import DataFile, FileContent, ManifestEntry
-from icefloe.spec.snapshots import MAIN_BRANCH, Operation
+from icefloe.spec.snapshots import Operation
 from icefloe.spec.table_metadata import TableMetadata
-from icefloe.txn.isolation import isolation_level
+from icefloe.txn.commit_options import DEFAULT_OPTIONS, CommitOptions
 from icefloe.txn.producers import OverwriteFiles, RowDelta, SnapshotProducer
 
 COPY_ON_WRITE = "copy-on-write"
@@ -123,23 +123,19 @@ class RowLevelChange:
         )
 
     def producer(
-        self,
-        md: TableMetadata,
-        branch: str = MAIN_BRANCH,
-        snapshot_properties: dict[str, str] | None = None,
-        merge_manifests: bool = True,
+        self, md: TableMetadata, options: CommitOptions = DEFAULT_OPTIONS, merge_manifests: bool = True
     ) -> SnapshotProducer | None:
         """One ``OverwriteFiles`` (copy-on-write) or ``RowDelta`` (merge-on-read); None when empty."""
         if self.is_empty:
             return None
         common: dict[str, Any] = {
-            "branch": branch,
-            "snapshot_properties": dict(snapshot_properties or {}),
+            "branch": options.branch,
+            "snapshot_properties": options.properties,
             "owned_files": self.written_files,
             "merge_manifests": merge_manifests,
             "base_snapshot_id": self.base_snapshot_id,
             "conflict_filter": self.conflict_filter,
-            "isolation_level": isolation_level(md, self.operation),
+            "isolation_level": options.isolation_for(md, self.operation),
             "case_sensitive": self.case_sensitive,
         }
         if self.deletes.is_empty:

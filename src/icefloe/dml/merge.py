@@ -1,18 +1,12 @@
-"""MERGE INTO table USING source ON keys (``write.merge.mode``): update, delete, insert rows.
+"""MERGE INTO table USING source ON keys (``write.merge.mode``), on Arrow data.
 
-Clauses (each optional):
-
-- ``matched_update``: ``True`` sets every table column the source has to the source's value;
-  a dict ``{column: literal | pc.Expression}`` sets chosen columns, expressions seeing the target
-  row's columns as ``pc.field("x")`` and the source row's as ``pc.field("source.x")``;
-- ``matched_delete``: ``True`` deletes every matched row, an expression (over the same pair)
-  deletes the matched rows where it holds (the others are updated when ``matched_update`` is set);
-- ``not_matched_insert``: source rows matching no target row are inserted;
-- ``not_matched_by_source_delete``: ``True`` or an expression over the target row: target rows
-  no source row matches are deleted (this reads the whole table).
+The clauses are a :class:`~icefloe.dml.merge_clauses.MergeSpec` (ordered; the first clause of a
+row's kind whose condition holds applies). Expressions are ``pyarrow.compute`` expressions: the
+target row's ``x`` is ``pc.field("x")``, the source row's ``pc.field("source.x")`` (conditions
+and values of inserts see only the source row).
 
 Keys compare with SQL equality: a null key matches nothing. A target row matched by several
-source rows is an error when a matched clause is set (``ValidationError``, nothing written).
+source rows is an error when a WHEN MATCHED clause is set (``ValidationError``, nothing written).
 """
 
 from __future__ import annotations
@@ -27,6 +21,7 @@ import pyarrow.compute as pc
 
 from icefloe.dml.assignments import Assignment, apply_assignments, resolve_assignments
 from icefloe.dml.change_builder import ChangeBuilder, RowLevelChange, row_mask, write_mode
+from icefloe.dml.merge_clauses import DELETE, UPDATE, MergeSpec
 from icefloe.dml.row_io import canonical_rows, mark_inserted, mark_modified, read_for_change
 from icefloe.dml.update import change_read_schema
 from icefloe.errors import ValidationError
@@ -52,25 +47,6 @@ IN_LIST_LIMIT = 1000  # more distinct source keys than this prune the target sca
 _T, _S = "__icefloe_target_row", "__icefloe_source_row"
 
 
-@dataclass(frozen=True)
-class MergeClauses:
-    """What MERGE does with matched, not-matched and not-matched-by-source rows."""
-
-    matched_update: bool | Mapping[str, Any] = True
-    matched_delete: bool | pc.Expression = False
-    not_matched_insert: bool = True
-    not_matched_by_source_delete: bool | pc.Expression = False
-
-    @property
-    def has_matched(self) -> bool:
-        """Whether a WHEN MATCHED clause is set."""
-        return bool(self.matched_update) or _is_set(self.matched_delete)
-
-
-def _is_set(clause: bool | pc.Expression) -> bool:
-    return isinstance(clause, pc.Expression) or bool(clause)
-
-
 @dataclass
 class _Source:
     """The source table conformed to the table's types, its join keys and match bookkeeping."""
@@ -92,25 +68,38 @@ def _join_form(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     return arr.storage if isinstance(arr, pa.ExtensionArray) else arr
 
 
+@dataclass(frozen=True, eq=False)
+class _Clause:
+    """One clause, compiled against the table schema: its condition, DELETE or its assignments."""
+
+    condition: pc.Expression | None
+    delete: bool
+    assignments: tuple[Assignment, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    matched: tuple[_Clause, ...]
+    inserts: tuple[_Clause, ...]  # assignments () = INSERT * (the source's columns)
+    by_source: tuple[_Clause, ...]
+
+
 def plan_merge(
     io: FileIO,
     md: TableMetadata,
     snapshot: Snapshot | None,
     source: pa.Table,
-    on: list[str] | str,
-    clauses: MergeClauses,
+    spec: MergeSpec,
     mode: str | None = None,
     case_sensitive: bool = True,
 ) -> RowLevelChange:
-    """Write the files of a MERGE of ``source`` into the table on ``on`` (uncommitted)."""
+    """Write the files of a MERGE of ``source`` into the table (uncommitted)."""
     chosen = write_mode(md, "merge", mode)
     schema = md.schema()
-    src = _prepare_source(schema, source, [on] if isinstance(on, str) else list(on), clauses, case_sensitive)
-    updates = _update_assignments(schema, src, clauses, case_sensitive)
-    _check_clauses(md, src, clauses, updates)
-    scan_filter: Expression = (
-        AlwaysTrue() if _is_set(clauses.not_matched_by_source_delete) else _key_filter(schema, src)
-    )
+    src = _prepare_source(schema, source, list(spec.on), spec, case_sensitive)
+    compiled = _compile(schema, src, spec, case_sensitive)
+    _check_clauses(md, src, compiled)
+    scan_filter: Expression = AlwaysTrue() if spec.reads_whole_table else _key_filter(schema, src)
     change = RowLevelChange(
         "merge",
         chosen,
@@ -123,11 +112,10 @@ def plan_merge(
         tasks = plan_files(io, md, snapshot, scan_filter, case_sensitive=case_sensitive) if snapshot else []
         for task in tasks:
             rows = read_for_change(io, md, task, case_sensitive)
-            removed = _merge_file(rows, src, clauses, updates, builder)
+            removed = _merge_file(rows, src, compiled, builder)
             builder.change_file(task, rows, removed)
-        if clauses.not_matched_insert:
-            inserted = src.table.filter(pa.array(~src.matched))
-            inserted = inserted.select([f.name for f in schema.fields if f.name in inserted.column_names])
+        if compiled.inserts:
+            inserted = _inserted_rows(schema, src, compiled.inserts)
             builder.add_rows(mark_inserted(inserted))
             change.inserted_rows += inserted.num_rows
         return builder.finish()
@@ -136,40 +124,90 @@ def plan_merge(
         raise
 
 
-def _merge_file(
-    rows: pa.Table, src: _Source, clauses: MergeClauses, updates: list[Assignment], builder: ChangeBuilder
-) -> np.ndarray:
+def _merge_file(rows: pa.Table, src: _Source, compiled: _Compiled, builder: ChangeBuilder) -> np.ndarray:
     """Apply the clauses to one file's rows; returns the mask of rows that leave the file."""
-    change = builder.change
     removed = np.zeros(rows.num_rows, dtype=bool)
     pairs = src.pairs_with(rows)
     target_idx = pairs.column(_T).to_numpy()
     source_idx = pairs.column(_S).to_numpy()
     src.matched[source_idx] = True
-    if clauses.has_matched and len(target_idx):
+    if compiled.matched and len(target_idx):
         _check_single_match(rows, src, target_idx, source_idx)
         pair_rows = _pair_table(rows, src, target_idx, source_idx)
-        if isinstance(clauses.matched_delete, pc.Expression):
-            delete = row_mask(pair_rows, clauses.matched_delete)
-        else:
-            delete = np.full(len(target_idx), bool(clauses.matched_delete))
-        removed[target_idx[delete]] = True
-        change.deleted_rows += int(delete.sum())
-        if updates:
-            update = ~delete
-            changed = apply_assignments(pair_rows.filter(pa.array(update)), updates)
-            builder.add_rows(mark_modified(changed.select(_row_columns(rows))))
-            removed[target_idx[update]] = True
-            change.updated_rows += int(update.sum())
-    if _is_set(clauses.not_matched_by_source_delete):
+        _apply_clauses(pair_rows, target_idx, compiled.matched, removed, builder, _row_columns(rows))
+    if compiled.by_source:
         unmatched = np.ones(rows.num_rows, dtype=bool)
         unmatched[target_idx] = False
-        condition = clauses.not_matched_by_source_delete
-        if isinstance(condition, pc.Expression):
-            unmatched &= row_mask(rows, condition)
-        removed |= unmatched
-        change.deleted_rows += int(unmatched.sum())
+        where = np.flatnonzero(unmatched)
+        if len(where):
+            target = rows.take(pa.array(where))
+            _apply_clauses(target, where, compiled.by_source, removed, builder, rows.column_names)
     return removed
+
+
+def _apply_clauses(
+    candidates: pa.Table,
+    row_index: np.ndarray,
+    clauses: tuple[_Clause, ...],
+    removed: np.ndarray,
+    builder: ChangeBuilder,
+    keep_columns: list[str],
+) -> None:
+    """First clause whose condition holds wins; ``row_index`` maps candidates to the file's rows."""
+    change = builder.change
+    undecided = np.ones(candidates.num_rows, dtype=bool)
+    for clause in clauses:
+        hits = undecided.copy()
+        if clause.condition is not None:
+            hits &= row_mask(candidates, clause.condition)
+        if not hits.any():
+            continue
+        undecided &= ~hits
+        removed[row_index[hits]] = True
+        if clause.delete:
+            change.deleted_rows += int(hits.sum())
+            continue
+        changed = apply_assignments(candidates.filter(pa.array(hits)), list(clause.assignments))
+        builder.add_rows(mark_modified(changed.select(keep_columns)))
+        change.updated_rows += int(hits.sum())
+
+
+def _inserted_rows(schema: Schema, src: _Source, inserts: tuple[_Clause, ...]) -> pa.Table:
+    """The rows the WHEN NOT MATCHED clauses insert, in the table's column order."""
+    unmatched = src.table.filter(pa.array(~src.matched))
+    columns = [f.name for f in schema.fields]
+    prefixed = _prefixed(unmatched)
+    undecided = np.ones(unmatched.num_rows, dtype=bool)
+    parts: list[pa.Table] = []
+    for clause in inserts:
+        hits = undecided.copy()
+        if clause.condition is not None:
+            hits &= row_mask(prefixed, clause.condition)
+        if not hits.any():
+            continue
+        undecided &= ~hits
+        chosen = unmatched.filter(pa.array(hits))
+        if not clause.assignments:  # INSERT *
+            parts.append(chosen.select([c for c in columns if c in chosen.column_names]))
+            continue
+        base = _null_rows(schema, chosen.num_rows)
+        for name in chosen.column_names:
+            base = base.append_column(SOURCE_PREFIX + name, chosen.column(name))
+        values = apply_assignments(base, list(clause.assignments))
+        parts.append(values.select(columns))
+    if not parts:
+        return unmatched.slice(0, 0).select([c for c in columns if c in unmatched.column_names])
+    return pa.concat_tables(parts, promote_options="default")
+
+
+def _prefixed(source: pa.Table) -> pa.Table:
+    """Source rows with their columns named ``source.<name>``."""
+    return source.rename_columns([SOURCE_PREFIX + n for n in source.column_names])
+
+
+def _null_rows(schema: Schema, n: int) -> pa.Table:
+    arrow = [field_to_arrow(f) for f in schema.fields]
+    return pa.Table.from_arrays([pa.nulls(n, f.type) for f in arrow], schema=pa.schema(arrow))
 
 
 def _row_columns(rows: pa.Table) -> list[str]:
@@ -199,10 +237,8 @@ def _check_single_match(rows: pa.Table, src: _Source, target_idx: np.ndarray, so
 
 
 def _prepare_source(
-    schema: Schema, source: pa.Table, keys: list[str], clauses: MergeClauses, case_sensitive: bool
+    schema: Schema, source: pa.Table, keys: list[str], spec: MergeSpec, case_sensitive: bool
 ) -> _Source:
-    if not keys:
-        raise ValidationError("MERGE needs at least one key column in 'on'")
     by_name = {f.name if case_sensitive else f.name.lower(): f for f in schema.fields}
     columns: dict[str, pa.ChunkedArray] = {}
     extra: list[str] = []
@@ -217,11 +253,13 @@ def _prepare_source(
         target = field_to_arrow(f).type
         chunks = [conform_array(c, f.field_type, target, f.name) for c in source.column(name).chunks]
         columns[f.name] = pa.chunked_array(chunks, type=target)
-    if extra and (clauses.matched_update is True or clauses.not_matched_insert):
+    copies_all = any(c.action == UPDATE and c.set is None for c in spec.matched) or any(
+        c.values is None for c in spec.not_matched
+    )
+    if extra and copies_all:
         raise ValidationError(
-            f"MERGE source columns {extra} are not in the table schema (update-all and insert copy "
-            "every source column; to use extra columns, set matched_update to a dict and "
-            "not_matched_insert=False)"
+            f"MERGE source columns {extra} are not in the table schema (UPDATE SET * and INSERT * copy "
+            "every source column; to use extra columns, give the clauses explicit values)"
         )
     resolved: list[str] = []
     for key in keys:
@@ -243,39 +281,67 @@ def _prepare_source(
     return _Source(table, resolved, key_table, np.zeros(table.num_rows, dtype=bool))
 
 
-def _update_assignments(
-    schema: Schema, src: _Source, clauses: MergeClauses, case_sensitive: bool
-) -> list[Assignment]:
-    update = clauses.matched_update
-    if not update:
-        return []
-    if update is True:
-        names = [f.name for f in schema.fields if f.name in src.table.column_names and f.name not in src.keys]
-        if not names:
-            return []
-        return resolve_assignments(schema, {n: pc.field(SOURCE_PREFIX + n) for n in names}, True)
-    if not isinstance(update, Mapping):
-        raise ValidationError(
-            f"matched_update must be True, False or a dict of column values, not {update!r}"
+def _compile(schema: Schema, src: _Source, spec: MergeSpec, case_sensitive: bool) -> _Compiled:
+    """Resolve every clause's columns and literals against the table schema (errors before writes)."""
+    copy_all = {
+        f.name: pc.field(SOURCE_PREFIX + f.name) for f in schema.fields if f.name in src.table.column_names
+    }
+
+    def assignments(values: Mapping[str, Any] | None, copied: Mapping[str, Any]) -> tuple[Assignment, ...]:
+        chosen = copied if values is None else values
+        return tuple(resolve_assignments(schema, chosen, case_sensitive if values is not None else True))
+
+    matched = tuple(
+        _Clause(
+            _expression(c.condition),
+            c.action == DELETE,
+            ()
+            if c.action == DELETE
+            else assignments(c.set, {k: v for k, v in copy_all.items() if k not in src.keys}),
         )
-    return resolve_assignments(schema, update, case_sensitive)
+        for c in spec.matched
+    )
+    inserts = tuple(
+        _Clause(_expression(c.condition), False, () if c.values is None else assignments(c.values, {}))
+        for c in spec.not_matched
+    )
+    by_source = tuple(
+        _Clause(
+            _expression(c.condition), c.action == DELETE, () if c.action == DELETE else assignments(c.set, {})
+        )
+        for c in spec.not_matched_by_source
+    )
+    return _Compiled(matched, inserts, by_source)
 
 
-def _check_clauses(md: TableMetadata, src: _Source, clauses: MergeClauses, updates: list[Assignment]) -> None:
-    """Reject ambiguous clauses and evaluate every expression on empty input (errors before writes)."""
-    if clauses.matched_delete is True and clauses.matched_update:
+def _expression(condition: Any) -> pc.Expression | None:
+    if condition is None or condition is True:
+        return None
+    if not isinstance(condition, pc.Expression):
         raise ValidationError(
-            "MERGE: matched rows cannot be both updated and deleted; give matched_delete a condition "
-            "or set matched_update=False"
+            f"MERGE conditions on Arrow data are pyarrow.compute expressions, not {type(condition).__name__}"
         )
+    return condition
+
+
+def _check_clauses(md: TableMetadata, src: _Source, compiled: _Compiled) -> None:
+    """Evaluate every condition and value on one all-null row (type errors before any write)."""
     rows = change_read_schema(md).empty_table()
     pairs = _pair_table(rows, src, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
-    if updates:
-        apply_assignments(pairs, updates)
-    for clause, table in ((clauses.matched_delete, pairs), (clauses.not_matched_by_source_delete, rows)):
-        if isinstance(clause, pc.Expression):
-            row_mask(_one_null_row(table), clause)
-    if clauses.not_matched_insert:
+    source_rows = _prefixed(src.table.slice(0, 0))
+    for clauses, table in (
+        (compiled.matched, pairs),
+        (compiled.by_source, rows),
+        (compiled.inserts, source_rows),
+    ):
+        for clause in clauses:
+            if clause.condition is not None:
+                row_mask(_one_null_row(table), clause.condition)
+    for group, table in ((compiled.matched, pairs), (compiled.by_source, rows)):
+        for clause in group:
+            if clause.assignments:
+                apply_assignments(table, list(clause.assignments))
+    if any(not c.assignments for c in compiled.inserts):
         canonical_rows(md, src.table.slice(0, 0))
 
 

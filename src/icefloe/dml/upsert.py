@@ -30,8 +30,8 @@ from icefloe.errors import ValidationError
 from icefloe.io.fileio import FileIO
 from icefloe.spec.content import DataFile
 from icefloe.spec.schema import Schema
-from icefloe.spec.snapshots import MAIN_BRANCH
 from icefloe.spec.table_metadata import TableMetadata
+from icefloe.txn.commit_options import DEFAULT_OPTIONS, CommitOptions
 from icefloe.txn.data_writer import prepare_arrow_table, write_data_files
 from icefloe.txn.equality_deletes import key_groups, validate_equality_ids, write_equality_delete_files
 from icefloe.txn.handle import TableHandle, commit_action
@@ -53,9 +53,7 @@ def upsert_with_equality_deletes(
     table: TableHandle,
     df: pa.Table,
     on: Sequence[str] | str | None = None,
-    *,
-    branch: str = MAIN_BRANCH,
-    snapshot_properties: dict[str, str] | None = None,
+    options: CommitOptions = DEFAULT_OPTIONS,
 ) -> UpsertResult:
     """Replace the rows whose key is in ``df`` by the rows of ``df`` (inserting new keys), in one snapshot.
 
@@ -70,13 +68,13 @@ def upsert_with_equality_deletes(
     if prepared.num_rows == 0:
         return UpsertResult(None, 0, 0)
     _reject_duplicate_keys(prepared, schema, ids)
-    deletes = write_equality_delete_files(table.io, md, prepared, ids, branch=branch)
+    deletes = write_equality_delete_files(table.io, md, prepared, ids, branch=options.branch)
     try:
         data = write_data_files(table.io, md, prepared)
     except BaseException:
         _delete_quietly(table.io, deletes)
         raise
-    snapshot_id = _commit(table, data, deletes, branch, snapshot_properties)
+    snapshot_id = _commit(table, data, deletes, options)
     return UpsertResult(snapshot_id, prepared.num_rows, prepared.num_rows, tuple(data), tuple(deletes))
 
 
@@ -84,9 +82,7 @@ def delete_by_key(
     table: TableHandle,
     keys: pa.Table,
     on: Sequence[str] | str | None = None,
-    *,
-    branch: str = MAIN_BRANCH,
-    snapshot_properties: dict[str, str] | None = None,
+    options: CommitOptions = DEFAULT_OPTIONS,
 ) -> UpsertResult:
     """Delete every row whose key equals a row of ``keys`` (null matches null), in one snapshot.
 
@@ -97,11 +93,11 @@ def delete_by_key(
     _require_deletes(md)
     schema = md.schema()
     ids = key_field_ids(schema, on)
-    deletes = write_equality_delete_files(table.io, md, keys, ids, branch=branch)
+    deletes = write_equality_delete_files(table.io, md, keys, ids, branch=options.branch)
     if not deletes:
         return UpsertResult(None, 0, 0)
     distinct = _distinct_key_count(deletes)
-    snapshot_id = _commit(table, [], deletes, branch, snapshot_properties)
+    snapshot_id = _commit(table, [], deletes, options)
     return UpsertResult(snapshot_id, 0, distinct, (), tuple(deletes))
 
 
@@ -151,14 +147,14 @@ def _commit(
     table: TableHandle,
     data: list[DataFile],
     deletes: list[DataFile],
-    branch: str,
-    snapshot_properties: dict[str, str] | None,
+    options: CommitOptions,
 ) -> int:
     """Commit data and equality deletes as one RowDelta; returns the new snapshot id."""
+    branch = options.branch
     base = branch_head(table.metadata, branch)
     action = RowDelta(
         branch=branch,
-        snapshot_properties=dict(snapshot_properties or {}),
+        snapshot_properties=options.properties,
         owned_files=[f.file_path for f in (*deletes, *data)],
         added_data=list(data),
         added_deletes=list(deletes),

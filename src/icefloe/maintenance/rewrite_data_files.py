@@ -35,6 +35,7 @@ from icefloe.scan.tasks import DeleteFileRef, FileScanTask
 from icefloe.spec.content import DataFile, EntryStatus, FileContent, ManifestEntry
 from icefloe.spec.snapshots import MAIN_BRANCH, Snapshot
 from icefloe.spec.table_metadata import TableMetadata
+from icefloe.txn.commit_options import CommitOptions, resolve_options
 from icefloe.txn.data_writer import DEFAULT_TARGET_FILE_SIZE, write_partition_files
 from icefloe.txn.handle import TableHandle, commit_action
 from icefloe.txn.producers import branch_head
@@ -285,11 +286,17 @@ def rewrite_data_files(
     *,
     min_input_files: int = 2,
     rewrite_all: bool = False,
-    branch: str = MAIN_BRANCH,
-    snapshot_properties: dict[str, str] | None = None,
+    options: CommitOptions | None = None,
     case_sensitive: bool = True,
+    branch: str | None = None,
+    snapshot_properties: dict[str, str] | None = None,
 ) -> RewriteResult:
-    """Compact the files of ``table`` that may hold rows matching ``filter``; one ``replace`` snapshot."""
+    """Compact the files of ``table`` that may hold rows matching ``filter``; one ``replace`` snapshot.
+
+    ``branch=`` / ``snapshot_properties=`` are deprecated: pass ``options=CommitOptions(...)``.
+    """
+    opts = resolve_options(options, branch, snapshot_properties)
+    branch, snapshot_properties = opts.branch, opts.properties
     md = table.metadata
     plan = plan_rewrite(
         table.io,

@@ -81,6 +81,7 @@ from icefloe.spec.schema import Schema
 from icefloe.spec.snapshots import MAIN_BRANCH
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.types import IntegerType, LongType, StringType
+from icefloe.txn.commit_options import CommitOptions
 from icefloe.txn.producers import branch_head
 
 if TYPE_CHECKING:
@@ -545,7 +546,8 @@ def _commit(
     md = table.metadata
     result = change.result()
     try:
-        producer = change.producer(md, branch, snapshot_properties, merge_enabled(md))
+        options = CommitOptions(branch=branch, snapshot_properties=dict(snapshot_properties or {}))
+        producer = change.producer(md, options, merge_enabled(md))
         if producer is None:
             if staging is not None:
                 staging.discard()

@@ -11,16 +11,19 @@ Reads go through ``scan()``; writes (``append``, ``overwrite``, row-level ``dele
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icefloe.deprecation import renamed
 from icefloe.dml import upsert as equality_upsert
 from icefloe.dml.change_builder import RowLevelResult
+from icefloe.dml.merge_clauses import MergeSpec, spec_from_flags
 from icefloe.dml.upsert import UpsertResult
 from icefloe.expressions.ast import Expression
 from icefloe.expressions.parser import to_expression
@@ -29,10 +32,13 @@ from icefloe.scan import metadata_tables
 from icefloe.scan.table_scan import TableScan
 from icefloe.spec.partitioning import PartitionSpec
 from icefloe.spec.schema import Schema
-from icefloe.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotLogEntry, SnapshotRef
+from icefloe.spec.snapshots import Snapshot, SnapshotLogEntry, SnapshotRef
 from icefloe.spec.sort_order import SortOrder
 from icefloe.spec.table_metadata import TableMetadata
+from icefloe.table.inspect import InspectTable, TableMaintenance
+from icefloe.table.merge_builder import MergeBuilder
 from icefloe.table.table_transaction import TableTransaction
+from icefloe.txn.commit_options import DEFAULT_OPTIONS, CommitOptions, resolve_options
 from icefloe.txn.partition_evolution import UpdateSpec
 from icefloe.txn.refs import ManageSnapshots
 from icefloe.txn.schema_evolution import UpdateSchema
@@ -133,23 +139,33 @@ class Table:
     # ---- reads ----------------------------------------------------------------------------
     def scan(
         self,
-        row_filter: Expression | str | None = None,
-        selected_fields: tuple[str, ...] | list[str] = ("*",),
+        filter: Expression | str | bool | None = None,
+        columns: Sequence[str] | None = None,
         snapshot_id: int | None = None,
         ref: str | None = None,
         as_of_timestamp: int | datetime | None = None,
         case_sensitive: bool = True,
         limit: int | None = None,
+        *,
+        row_filter: Expression | str | None = None,
+        selected_fields: Sequence[str] | None = None,
     ) -> TableScan:
-        """Describe a read; call ``to_arrow()`` or ``plan_files()`` on the result."""
+        """Describe a read; call ``to_arrow()`` or ``plan_files()`` on the result.
+
+        ``filter``: rows to keep (expression or text such as ``"id > 5 and kind = 'a'"``);
+        ``columns``: the columns to return (default all); ``snapshot_id`` / ``ref`` (branch or tag)
+        / ``as_of_timestamp`` (ms or datetime): time travel.
+        """
+        chosen_filter = renamed(filter, row_filter, "filter", "row_filter")
+        chosen_columns = renamed(columns, selected_fields, "columns", "selected_fields", default=("*",))
         as_of_ms = as_of_timestamp
         if isinstance(as_of_timestamp, datetime):
             as_of_ms = int(as_of_timestamp.timestamp() * 1000)
         return TableScan(
             io=self.io,
             metadata=self.metadata,
-            row_filter=to_expression(row_filter),
-            selected_fields=tuple(selected_fields),
+            row_filter=to_expression(chosen_filter),
+            selected_fields=tuple(chosen_columns),
             snapshot_id=snapshot_id,
             ref=ref,
             as_of_timestamp_ms=as_of_ms if isinstance(as_of_ms, int) else None,
@@ -160,6 +176,16 @@ class Table:
     def to_arrow(self) -> pa.Table:
         """The whole current table as Arrow."""
         return self.scan().to_arrow()
+
+    @property
+    def inspect(self) -> InspectTable:
+        """Metadata tables: ``table.inspect.snapshots()``, ``.files()``, ``.partitions()`` ..."""
+        return InspectTable(self)
+
+    @property
+    def maintenance(self) -> TableMaintenance:
+        """Maintenance: ``table.maintenance.expire_snapshots()``, ``.rewrite_data_files()`` ..."""
+        return TableMaintenance(self)
 
     # ---- writes ---------------------------------------------------------------------------
     @contextmanager
@@ -174,128 +200,196 @@ class Table:
         tx.commit()
 
     def append(
-        self, df: pa.Table, branch: str = MAIN_BRANCH, snapshot_properties: dict[str, str] | None = None
+        self,
+        df: pa.Table,
+        options: CommitOptions | None = None,
+        *,
+        branch: str | None = None,
+        snapshot_properties: dict[str, str] | None = None,
     ) -> None:
         """Append rows (one new snapshot)."""
+        opts = resolve_options(options, branch, snapshot_properties)
         with self.transaction() as tx:
-            tx.append(df, branch=branch, snapshot_properties=snapshot_properties)
+            tx.append(df, opts)
 
     def overwrite(
         self,
         df: pa.Table,
+        filter: Expression | str | bool | None = None,
+        options: CommitOptions | None = None,
+        case_sensitive: bool = True,
+        *,
         overwrite_filter: Expression | str | None = None,
-        branch: str = MAIN_BRANCH,
+        branch: str | None = None,
         snapshot_properties: dict[str, str] | None = None,
     ) -> None:
-        """Replace the rows matching ``overwrite_filter`` (default: all rows) with ``df``, in one snapshot."""
+        """Replace the rows matching ``filter`` (default: all rows) with ``df``, in one snapshot."""
+        opts = resolve_options(options, branch, snapshot_properties)
+        chosen = renamed(filter, overwrite_filter, "filter", "overwrite_filter")
         with self.transaction() as tx:
-            tx.overwrite(df, overwrite_filter, branch=branch, snapshot_properties=snapshot_properties)
+            tx.overwrite(df, chosen, opts, case_sensitive)
 
     def delete(
         self,
-        delete_filter: Expression | str,
+        filter: Expression | str | bool | None = None,
         mode: str | None = None,
-        branch: str = MAIN_BRANCH,
-        snapshot_properties: dict[str, str] | None = None,
+        options: CommitOptions | None = None,
         case_sensitive: bool = True,
+        *,
+        delete_filter: Expression | str | None = None,
+        branch: str | None = None,
+        snapshot_properties: dict[str, str] | None = None,
     ) -> RowLevelResult:
-        """Delete the rows matching ``delete_filter`` (no snapshot when nothing matches).
+        """Delete the rows matching ``filter`` (no snapshot when nothing matches).
 
         ``mode``: ``copy-on-write`` (rewrite the touched files) or ``merge-on-read`` (write
         position deletes / deletion vectors); None uses the table property ``write.delete.mode``.
         """
+        opts = resolve_options(options, branch, snapshot_properties)
+        chosen = renamed(filter, delete_filter, "filter", "delete_filter")
         with self.transaction() as tx:
-            result = tx.delete(
-                delete_filter,
-                mode=mode,
-                branch=branch,
-                snapshot_properties=snapshot_properties,
-                case_sensitive=case_sensitive,
-            )
+            result = tx.delete(chosen, mode, opts, case_sensitive)
         return result
 
     def update(
         self,
         set: Mapping[str, Any],
-        update_filter: Expression | str | None = None,
+        filter: Expression | str | bool | None = None,
         mode: str | None = None,
-        branch: str = MAIN_BRANCH,
-        snapshot_properties: dict[str, str] | None = None,
+        options: CommitOptions | None = None,
         case_sensitive: bool = True,
+        *,
+        update_filter: Expression | str | None = None,
+        branch: str | None = None,
+        snapshot_properties: dict[str, str] | None = None,
     ) -> RowLevelResult:
-        """``UPDATE table SET ... WHERE update_filter`` (default: every row).
+        """``UPDATE table SET ... WHERE filter`` (default: every row).
 
         ``set`` maps column names to literals or ``pyarrow.compute`` expressions over the row's
         current values, e.g. ``{"price": pc.field("price") * 2, "note": "sale"}``.
         ``mode``: None uses ``write.update.mode``.
         """
+        opts = resolve_options(options, branch, snapshot_properties)
+        chosen = renamed(filter, update_filter, "filter", "update_filter")
         with self.transaction() as tx:
-            result = tx.update(
-                set,
-                update_filter,
-                mode=mode,
-                branch=branch,
-                snapshot_properties=snapshot_properties,
-                case_sensitive=case_sensitive,
-            )
+            result = tx.update(set, chosen, mode, opts, case_sensitive)
         return result
 
+    @overload
     def merge(
         self,
         source: pa.Table,
-        on: list[str] | str,
+        on: Sequence[str] | str,
+        mode: str | None = None,
+        options: CommitOptions | None = None,
+        case_sensitive: bool = True,
+    ) -> MergeBuilder: ...
+
+    @overload
+    def merge(
+        self,
+        source: pa.Table,
+        on: Sequence[str] | str,
+        mode: str | None = None,
+        options: CommitOptions | None = None,
+        case_sensitive: bool = True,
+        *,
         when_matched_update: bool | Mapping[str, Any] = True,
         when_matched_delete: bool | pc.Expression = False,
         when_not_matched_insert: bool = True,
         when_not_matched_by_source_delete: bool | pc.Expression = False,
-        mode: str | None = None,
-        branch: str = MAIN_BRANCH,
+        branch: str | None = None,
         snapshot_properties: dict[str, str] | None = None,
-        case_sensitive: bool = True,
-    ) -> RowLevelResult:
-        """``MERGE INTO table USING source ON on``: update or delete matched rows, insert the others.
+    ) -> RowLevelResult: ...
 
-        ``when_matched_update``: True copies every source column, or a dict of column values
-        (literals or expressions; ``pc.field("x")`` is the target's ``x``, ``pc.field("source.x")``
-        the source's); ``when_matched_delete``: True or a condition over the matched pair;
-        ``when_not_matched_insert``: insert source rows without a match;
-        ``when_not_matched_by_source_delete``: True or a condition over target rows without a match.
-        A target row matched by several source rows raises ``ValidationError``.
-        ``mode``: None uses ``write.merge.mode``.
+    def merge(
+        self,
+        source: pa.Table,
+        on: Sequence[str] | str,
+        mode: str | None = None,
+        options: CommitOptions | None = None,
+        case_sensitive: bool = True,
+        **legacy: Any,
+    ) -> MergeBuilder | RowLevelResult:
+        """``MERGE INTO table USING source ON on``: returns a builder of ordered clauses.
+
+        ``table.merge(src, on="id").when_matched_update().when_not_matched_insert().execute()``;
+        see :class:`~icefloe.table.merge_builder.MergeBuilder`. Expressions: the target row's
+        ``x`` is ``pc.field("x")``, the source row's ``pc.field("source.x")``. A target row matched
+        by several source rows raises ``ValidationError``. ``mode``: None uses ``write.merge.mode``.
+        The keyword form of earlier releases (``when_matched_update=...`` etc.) still runs the
+        merge at once, with a ``DeprecationWarning``.
         """
+        if legacy:
+            return self._legacy_merge(source, on, mode, options, case_sensitive, legacy)
+        opts = options or DEFAULT_OPTIONS
+
+        def run(spec: MergeSpec) -> RowLevelResult:
+            with self.transaction() as tx:
+                result = tx.queue_merge(source, spec, mode, opts, case_sensitive)
+            return result
+
+        return MergeBuilder(on, run)
+
+    def _legacy_merge(
+        self,
+        source: pa.Table,
+        on: Sequence[str] | str,
+        mode: str | None,
+        options: CommitOptions | None,
+        case_sensitive: bool,
+        legacy: dict[str, Any],
+    ) -> RowLevelResult:
+        flags = (
+            "when_matched_update",
+            "when_matched_delete",
+            "when_not_matched_insert",
+            "when_not_matched_by_source_delete",
+        )
+        unknown = set(legacy) - {*flags, "branch", "snapshot_properties"}
+        if unknown:
+            raise TypeError(f"merge() got unexpected keyword arguments {sorted(unknown)}")
+        warnings.warn(
+            "merge(..., when_matched_update=...) is deprecated: use "
+            "table.merge(source, on=...).when_matched_update(...)....execute()",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        opts = resolve_options(options, legacy.get("branch"), legacy.get("snapshot_properties"), stacklevel=4)
+        spec = spec_from_flags(
+            on,
+            legacy.get("when_matched_update", True),
+            legacy.get("when_matched_delete", False),
+            legacy.get("when_not_matched_insert", True),
+            legacy.get("when_not_matched_by_source_delete", False),
+        )
         with self.transaction() as tx:
-            result = tx.merge(
-                source,
-                on,
-                when_matched_update=when_matched_update,
-                when_matched_delete=when_matched_delete,
-                when_not_matched_insert=when_not_matched_insert,
-                when_not_matched_by_source_delete=when_not_matched_by_source_delete,
-                mode=mode,
-                branch=branch,
-                snapshot_properties=snapshot_properties,
-                case_sensitive=case_sensitive,
-            )
+            result = tx.queue_merge(source, spec, mode, opts, case_sensitive)
         return result
 
     def upsert(
         self,
         df: pa.Table,
-        on: list[str] | str,
+        on: Sequence[str] | str,
         mode: str | None = None,
-        branch: str = MAIN_BRANCH,
+        options: CommitOptions | None = None,
+        *,
+        branch: str | None = None,
         snapshot_properties: dict[str, str] | None = None,
     ) -> RowLevelResult:
         """Replace the rows whose ``on`` key appears in ``df`` by ``df``'s rows and insert the rest."""
+        opts = resolve_options(options, branch, snapshot_properties)
         with self.transaction() as tx:
-            result = tx.upsert(df, on, mode=mode, branch=branch, snapshot_properties=snapshot_properties)
+            result = tx.upsert(df, on, mode, opts)
         return result
 
     def upsert_with_equality_deletes(
         self,
         df: pa.Table,
-        on: list[str] | str | None = None,
-        branch: str = MAIN_BRANCH,
+        on: Sequence[str] | str | None = None,
+        options: CommitOptions | None = None,
+        *,
+        branch: str | None = None,
         snapshot_properties: dict[str, str] | None = None,
     ) -> UpsertResult:
         """Upsert by key without reading the table: one snapshot of ``df``'s rows plus equality deletes.
@@ -305,21 +399,21 @@ class Table:
         away (``rewrite_data_files``). ``on``: key columns, default the identifier fields. Unlike
         :meth:`upsert`, upserted rows get new row ids (v3+): the old version is deleted, not moved.
         """
-        return equality_upsert.upsert_with_equality_deletes(
-            self, df, on, branch=branch, snapshot_properties=snapshot_properties
-        )
+        opts = resolve_options(options, branch, snapshot_properties)
+        return equality_upsert.upsert_with_equality_deletes(self, df, on, opts)
 
     def delete_by_key(
         self,
         keys: pa.Table,
-        on: list[str] | str | None = None,
-        branch: str = MAIN_BRANCH,
+        on: Sequence[str] | str | None = None,
+        options: CommitOptions | None = None,
+        *,
+        branch: str | None = None,
         snapshot_properties: dict[str, str] | None = None,
     ) -> UpsertResult:
         """Delete every row whose key equals a row of ``keys``, as equality deletes (no table read)."""
-        return equality_upsert.delete_by_key(
-            self, keys, on, branch=branch, snapshot_properties=snapshot_properties
-        )
+        opts = resolve_options(options, branch, snapshot_properties)
+        return equality_upsert.delete_by_key(self, keys, on, opts)
 
     def set_properties(self, **properties: Any) -> None:
         """Set table properties (values are stored as strings)."""

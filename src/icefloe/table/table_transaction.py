@@ -7,24 +7,28 @@ every commit attempt, so a retry after a concurrent commit never rewrites data.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icefloe.deprecation import renamed
 from icefloe.dml.change_builder import RowLevelChange, RowLevelResult
 from icefloe.dml.copy_on_write import plan_copy_on_write
 from icefloe.dml.delete import plan_delete
-from icefloe.dml.merge import MergeClauses, plan_merge
+from icefloe.dml.merge import plan_merge
+from icefloe.dml.merge_clauses import MergeSpec, spec_from_flags
 from icefloe.dml.update import plan_update
 from icefloe.errors import ValidationError
 from icefloe.expressions.ast import Expression
 from icefloe.expressions.parser import to_expression
-from icefloe.spec.snapshots import MAIN_BRANCH, Operation, Snapshot
+from icefloe.spec.snapshots import Operation, Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.updates import RemoveProperties, SetProperties, TableUpdate
+from icefloe.table.merge_builder import MergeBuilder
+from icefloe.txn.commit_options import DEFAULT_OPTIONS, CommitOptions, resolve_options
 from icefloe.txn.data_writer import prepare_arrow_table, write_data_files
 from icefloe.txn.producers import AppendFiles, OverwriteFiles, SnapshotProducer, branch_head
 from icefloe.txn.transaction import Action, AttemptContext, Transaction
@@ -87,28 +91,32 @@ class TableTransaction:
         self._written_branches.add(branch)
         return branch_head(self._table.metadata, branch)
 
-    def _queue_row_level(
-        self, change: RowLevelChange, branch: str, snapshot_properties: dict[str, str] | None
-    ) -> RowLevelResult:
+    def _queue_row_level(self, change: RowLevelChange, options: CommitOptions) -> RowLevelResult:
         result = change.result()
-        producer = change.producer(self._table.metadata, branch, snapshot_properties, self._merge_enabled())
+        producer = change.producer(self._table.metadata, options, self._merge_enabled())
         if producer is not None:
             self._txn.add(producer)
             self._results.append((result, producer))
         return result
 
     def append(
-        self, df: pa.Table, branch: str = MAIN_BRANCH, snapshot_properties: dict[str, str] | None = None
+        self,
+        df: pa.Table,
+        options: CommitOptions | None = None,
+        *,
+        branch: str | None = None,
+        snapshot_properties: dict[str, str] | None = None,
     ) -> TableTransaction:
         """Queue an append of ``df`` (written to data files now, committed later)."""
+        opts = resolve_options(options, branch, snapshot_properties)
         md = self._table.metadata
         prepared = prepare_arrow_table(md, df)
         files = write_data_files(self._table.io, md, prepared)
-        self._written_branches.add(branch)
+        self._written_branches.add(opts.branch)
         self._txn.add(
             AppendFiles(
-                branch=branch,
-                snapshot_properties=dict(snapshot_properties or {}),
+                branch=opts.branch,
+                snapshot_properties=opts.properties,
                 owned_files=[f.file_path for f in files],
                 merge_manifests=self._merge_enabled(),
                 files=files,
@@ -119,23 +127,28 @@ class TableTransaction:
     def overwrite(
         self,
         df: pa.Table,
-        overwrite_filter: Expression | str | None = None,
-        branch: str = MAIN_BRANCH,
-        snapshot_properties: dict[str, str] | None = None,
+        filter: Expression | str | bool | None = None,
+        options: CommitOptions | None = None,
         case_sensitive: bool = True,
+        *,
+        overwrite_filter: Expression | str | None = None,
+        branch: str | None = None,
+        snapshot_properties: dict[str, str] | None = None,
     ) -> TableTransaction:
-        """Queue: remove rows matching the filter and add ``df``, as one snapshot."""
+        """Queue: remove rows matching ``filter`` (default: every row) and add ``df``, as one snapshot."""
+        opts = resolve_options(options, branch, snapshot_properties)
+        chosen = renamed(filter, overwrite_filter, "filter", "overwrite_filter")
         md = self._table.metadata
         prepared = prepare_arrow_table(md, df)
-        row_filter = to_expression(overwrite_filter)
-        base = self._reading_base(branch, "an overwrite")
+        row_filter = to_expression(chosen)
+        base = self._reading_base(opts.branch, "an overwrite")
         plan = plan_copy_on_write(self._table.io, md, base, row_filter, case_sensitive)
         files = write_data_files(self._table.io, md, prepared)
         added = plan.added + files
         self._txn.add(
             OverwriteFiles(
-                branch=branch,
-                snapshot_properties=dict(snapshot_properties or {}),
+                branch=opts.branch,
+                snapshot_properties=opts.properties,
                 owned_files=[f.file_path for f in added],
                 operation=Operation.OVERWRITE if plan.removed else Operation.APPEND,
                 merge_manifests=self._merge_enabled(),
@@ -150,84 +163,97 @@ class TableTransaction:
 
     def delete(
         self,
-        delete_filter: Expression | str,
+        filter: Expression | str | bool | None = None,
         mode: str | None = None,
-        branch: str = MAIN_BRANCH,
-        snapshot_properties: dict[str, str] | None = None,
+        options: CommitOptions | None = None,
         case_sensitive: bool = True,
+        *,
+        delete_filter: Expression | str | None = None,
+        branch: str | None = None,
+        snapshot_properties: dict[str, str] | None = None,
     ) -> RowLevelResult:
-        """Queue removal of the rows matching the filter (nothing is queued when nothing matches).
+        """Queue removal of the rows matching ``filter`` (nothing is queued when nothing matches).
 
         ``mode``: ``copy-on-write`` or ``merge-on-read``; None uses ``write.delete.mode``.
         """
-        row_filter = to_expression(delete_filter)
+        opts = resolve_options(options, branch, snapshot_properties)
+        chosen = renamed(filter, delete_filter, "filter", "delete_filter")
+        if chosen is None:
+            raise ValidationError("delete needs a filter (True deletes every row)")
+        row_filter = to_expression(chosen)
         md = self._table.metadata
-        base = self._reading_base(branch, "a delete")
+        base = self._reading_base(opts.branch, "a delete")
         change = plan_delete(self._table.io, md, base, row_filter, mode, case_sensitive)
-        return self._queue_row_level(change, branch, snapshot_properties)
+        return self._queue_row_level(change, opts)
 
     def update(
         self,
         set: Mapping[str, Any | pc.Expression],
-        update_filter: Expression | str | None = None,
+        filter: Expression | str | bool | None = None,
         mode: str | None = None,
-        branch: str = MAIN_BRANCH,
-        snapshot_properties: dict[str, str] | None = None,
+        options: CommitOptions | None = None,
         case_sensitive: bool = True,
+        *,
+        update_filter: Expression | str | None = None,
+        branch: str | None = None,
+        snapshot_properties: dict[str, str] | None = None,
     ) -> RowLevelResult:
         """Queue ``UPDATE SET column = value WHERE filter`` (default: every row).
 
         Values are literals or ``pyarrow.compute`` expressions over the row's current values.
         ``mode``: ``copy-on-write`` or ``merge-on-read``; None uses ``write.update.mode``.
         """
-        row_filter = to_expression(update_filter)
+        opts = resolve_options(options, branch, snapshot_properties)
+        row_filter = to_expression(renamed(filter, update_filter, "filter", "update_filter"))
         md = self._table.metadata
-        base = self._reading_base(branch, "an update")
+        base = self._reading_base(opts.branch, "an update")
         change = plan_update(self._table.io, md, base, set, row_filter, mode, case_sensitive)
-        return self._queue_row_level(change, branch, snapshot_properties)
+        return self._queue_row_level(change, opts)
 
     def merge(
         self,
         source: pa.Table,
-        on: list[str] | str,
-        when_matched_update: bool | Mapping[str, Any] = True,
-        when_matched_delete: bool | pc.Expression = False,
-        when_not_matched_insert: bool = True,
-        when_not_matched_by_source_delete: bool | pc.Expression = False,
+        on: Sequence[str] | str,
         mode: str | None = None,
-        branch: str = MAIN_BRANCH,
-        snapshot_properties: dict[str, str] | None = None,
+        options: CommitOptions | None = None,
         case_sensitive: bool = True,
-    ) -> RowLevelResult:
-        """Queue ``MERGE INTO table USING source ON keys`` (see ``icefloe.dml.merge``).
+    ) -> MergeBuilder:
+        """``MERGE INTO table USING source ON on``: add clauses, then ``execute()`` queues it.
 
-        ``when_matched_update``: True copies the source's columns, or a dict of column values
-        (literals or expressions; ``pc.field("source.x")`` is the source row's ``x``);
-        ``when_matched_delete``: True or a condition over the matched pair;
-        ``when_not_matched_by_source_delete``: True or a condition over the target row.
-        ``mode``: ``copy-on-write`` or ``merge-on-read``; None uses ``write.merge.mode``.
+        See :class:`~icefloe.table.merge_builder.MergeBuilder`; ``mode``: ``copy-on-write`` or
+        ``merge-on-read``, None uses ``write.merge.mode``.
         """
-        clauses = MergeClauses(
-            matched_update=when_matched_update,
-            matched_delete=when_matched_delete,
-            not_matched_insert=when_not_matched_insert,
-            not_matched_by_source_delete=when_not_matched_by_source_delete,
+        return MergeBuilder(
+            on, lambda spec: self.queue_merge(source, spec, mode, options or DEFAULT_OPTIONS, case_sensitive)
         )
+
+    def queue_merge(
+        self,
+        source: pa.Table,
+        spec: MergeSpec,
+        mode: str | None,
+        options: CommitOptions,
+        case_sensitive: bool,
+    ) -> RowLevelResult:
+        """Queue a MERGE described by ``spec`` (what ``merge(...).execute()`` calls)."""
         md = self._table.metadata
-        base = self._reading_base(branch, "a merge")
-        change = plan_merge(self._table.io, md, base, source, on, clauses, mode, case_sensitive)
-        return self._queue_row_level(change, branch, snapshot_properties)
+        base = self._reading_base(options.branch, "a merge")
+        change = plan_merge(self._table.io, md, base, source, spec, mode, case_sensitive)
+        return self._queue_row_level(change, options)
 
     def upsert(
         self,
         df: pa.Table,
-        on: list[str] | str,
+        on: Sequence[str] | str,
         mode: str | None = None,
-        branch: str = MAIN_BRANCH,
+        options: CommitOptions | None = None,
+        *,
+        branch: str | None = None,
         snapshot_properties: dict[str, str] | None = None,
     ) -> RowLevelResult:
         """Queue an upsert: rows whose key exists are replaced by ``df``'s, the others inserted."""
-        return self.merge(df, on, mode=mode, branch=branch, snapshot_properties=snapshot_properties)
+        opts = resolve_options(options, branch, snapshot_properties)
+        return self.queue_merge(df, spec_from_flags(on), mode, opts, True)
 
     def set_properties(self, properties: dict[str, str]) -> TableTransaction:
         """Queue property updates."""
