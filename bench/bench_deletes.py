@@ -8,7 +8,7 @@
     committed as one snapshot, then ``--dvs`` deletion vectors (one per data file, every
     files/dvs-th file) in delete manifests of 1,000 entries, committed as a second snapshot. The
     DVs are real: one Puffin file per delete manifest, written with
-    ``icefloe.formats.puffin.files.write_deletion_vectors``. Times ``table.scan(row_filter=...)
+    ``icefloe.formats.puffin.files.write_deletion_vectors``. Times ``table.scan(filter=...)
     .plan_files()`` for one partition and for everything, and checks that both libraries attach
     every DV to its data file.
 
@@ -293,7 +293,7 @@ def bench_dv_planning(
     ]
 
     def ice_plan(row_filter: str | None) -> None:
-        scan = ice_table.scan(row_filter=row_filter) if row_filter else ice_table.scan()
+        scan = ice_table.scan(filter=row_filter) if row_filter else ice_table.scan()
         tasks = scan.plan_files()
         counts["icefloe"] = (len(tasks), sum(1 for t in tasks if t.deletes))
 

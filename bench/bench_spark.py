@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def selective(make: Callable[[], Any], pushed: bool = False) -> Callable[[], None]:
         if pushed:
-            return lambda: read_table(spark, "bench.events", row_filter=flt).count()
+            return lambda: read_table(spark, "bench.events", filter=flt).count()
         return lambda: make().where(f"id >= {lo} AND id < {hi}").count()
 
     for label, route, base in [

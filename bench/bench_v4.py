@@ -532,11 +532,11 @@ def bench_plans(tables: dict[int, Any], files: int, runs: int) -> list[list[str]
             table = tables[v]
 
             def plan(t: Any = table, e: Any = expr) -> None:
-                t.scan(row_filter=e).plan_files()
+                t.scan(filter=e).plan_files()
 
             timing = time_calls(plan, runs)
             times[v] = timing.median
-            counts[v] = len(table.scan(row_filter=expr).plan_files())
+            counts[v] = len(table.scan(filter=expr).plan_files())
         if counts[3] != counts[4]:
             raise RuntimeError(f"plans differ for {label}: v3 {counts[3]} files, v4 {counts[4]}")
         plans.append([label, f"{counts[4]:,}", fmt_s(times[3]), fmt_s(times[4]), ratio(times[3], times[4])])

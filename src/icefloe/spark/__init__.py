@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from icefloe.spark.merge_builder import merge
     from icefloe.spark.read import plan_read, read_table
     from icefloe.spark.rewrite import rewrite_data_files
     from icefloe.spark.row_operations import delete_rows, merge_into, update_rows
@@ -20,6 +21,7 @@ __all__ = [
     "create_table",
     "create_view",
     "delete_rows",
+    "merge",
     "merge_into",
     "plan_read",
     "read_table",
@@ -43,6 +45,7 @@ _EXPORTS = {
     "delete_rows": "icefloe.spark.row_operations",
     "update_rows": "icefloe.spark.row_operations",
     "merge_into": "icefloe.spark.row_operations",
+    "merge": "icefloe.spark.merge_builder",
     "rewrite_data_files": "icefloe.spark.rewrite",
 }
 

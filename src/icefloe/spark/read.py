@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from icefloe.deprecation import renamed
 from icefloe.errors import ValidationError
 from icefloe.expressions.ast import AlwaysTrue, Expression
 from icefloe.expressions.parser import to_expression
@@ -151,16 +152,28 @@ def read_table(
     identifier: str | tuple[str, ...],
     snapshot_id: int | None = None,
     as_of_timestamp: int | datetime | None = None,
-    branch: str | None = None,
-    tag: str | None = None,
-    row_filter: Expression | str | None = None,
+    ref: str | None = None,
+    filter: Expression | str | None = None,
     columns: list[str] | tuple[str, ...] | None = None,
     catalog: Catalog | dict[str, str] | None = None,
     case_sensitive: bool = True,
+    *,
+    branch: str | None = None,
+    tag: str | None = None,
+    row_filter: Expression | str | None = None,
 ) -> DataFrame:
-    """A DataFrame of the table (current snapshot, or a snapshot id / timestamp ms / branch / tag)."""
+    """A DataFrame of the table: current snapshot, or a ``snapshot_id`` / ``as_of_timestamp`` (ms)
+    / ``ref`` (branch or tag), with rows matching ``filter`` and the chosen ``columns``.
+
+    ``branch=`` / ``tag=`` (use ``ref=``) and ``row_filter=`` (use ``filter=``) are deprecated.
+    """
+    chosen_ref = renamed(ref, branch, "ref", "branch")
+    chosen_ref = renamed(chosen_ref, tag, "ref", "tag")
+    chosen_filter = renamed(filter, row_filter, "filter", "row_filter")
     table = resolve_catalog(spark, catalog).load_table(identifier)
-    plan = plan_read(table, snapshot_id, as_of_timestamp, branch, tag, row_filter, columns, case_sensitive)
+    plan = plan_read(
+        table, snapshot_id, as_of_timestamp, chosen_ref, None, chosen_filter, columns, case_sensitive
+    )
     return dataframe_for_plan(spark, plan)
 
 

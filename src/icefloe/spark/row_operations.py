@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
+from icefloe.deprecation import renamed
 from icefloe.dml.change_builder import COPY_ON_WRITE, RowLevelChange, RowLevelResult, write_mode
 from icefloe.dml.copy_on_write import retired_deletes
 from icefloe.errors import CommitStateUnknown, ValidationError
@@ -101,21 +102,27 @@ _SOURCE_MARKER = "__icefloe_source_row"
 def delete_rows(
     spark: SparkSession,
     identifier: str | tuple[str, ...],
-    condition: Expression | str,
+    filter: Expression | str | bool | None = None,
     mode: str | None = None,
     catalog: Catalog | dict[str, str] | None = None,
     branch: str = MAIN_BRANCH,
     snapshot_properties: dict[str, str] | None = None,
     case_sensitive: bool = True,
+    *,
+    condition: Expression | str | None = None,
 ) -> RowLevelResult:
-    """``DELETE FROM table WHERE condition`` (an icefloe filter); one snapshot, none when nothing matches.
+    """``DELETE FROM table WHERE filter`` (an icefloe filter); one snapshot, none when nothing matches.
 
     Files whose partition proves every row matches are dropped without being read (metadata-only
     when that covers every candidate file). ``mode``: None uses ``write.delete.mode``.
+    ``condition=`` is the deprecated name of ``filter=``.
     """
+    chosen_filter = renamed(filter, condition, "filter", "condition")
+    if chosen_filter is None:
+        raise ValidationError("delete_rows needs a filter (True deletes every row)")
     table = resolve_catalog(spark, catalog).load_table(identifier)
     md = table.metadata
-    expr = to_expression(condition)
+    expr = to_expression(chosen_filter)
     bind(md.schema(), expr, case_sensitive)
     chosen = write_mode(md, "delete", mode)
     base = branch_head(md, branch)
@@ -175,19 +182,22 @@ def update_rows(
     spark: SparkSession,
     identifier: str | tuple[str, ...],
     set: Assignments,
-    condition: Expression | str | None = None,
+    filter: Expression | str | bool | None = None,
     mode: str | None = None,
     catalog: Catalog | dict[str, str] | None = None,
     branch: str = MAIN_BRANCH,
     snapshot_properties: dict[str, str] | None = None,
     case_sensitive: bool = True,
+    *,
+    condition: Expression | str | None = None,
 ) -> RowLevelResult:
-    """``UPDATE table SET column = value WHERE condition`` (default: every row); one snapshot.
+    """``UPDATE table SET column = value WHERE filter`` (default: every row); one snapshot.
 
     ``set`` maps column names to Spark SQL expression strings over the row's current values
-    (``"price * 2"``, ``"'sale'"``), Columns, or Python literals. ``condition`` is an icefloe
-    filter. ``mode``: None uses ``write.update.mode``.
+    (``"price * 2"``, ``"'sale'"``), Columns, or Python literals. ``filter`` is an icefloe
+    filter (``condition=`` is its deprecated name). ``mode``: None uses ``write.update.mode``.
     """
+    condition = renamed(filter, condition, "filter", "condition")
     table = resolve_catalog(spark, catalog).load_table(identifier)
     md = table.metadata
     schema = md.schema()

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from icefloe.deprecation import renamed
 from icefloe.errors import ValidationError
 from icefloe.expressions.ast import Expression
 from icefloe.io.fileio import FileIO
@@ -36,6 +37,7 @@ from icefloe.spec.content import DataFile
 from icefloe.spec.snapshots import MAIN_BRANCH, Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.tree.locations import LocationProvider
+from icefloe.txn.commit_options import CommitOptions, resolve_options
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -77,18 +79,25 @@ def write_table(
     df: DataFrame,
     identifier: str | tuple[str, ...],
     mode: str = "append",
-    overwrite_filter: Expression | str | None = None,
+    filter: Expression | str | None = None,
     partition_overwrite: str = "static",
     catalog: Catalog | dict[str, str] | None = None,
-    branch: str = MAIN_BRANCH,
+    options: CommitOptions | None = None,
+    *,
+    overwrite_filter: Expression | str | None = None,
+    branch: str | None = None,
     snapshot_properties: dict[str, str] | None = None,
 ) -> Snapshot | None:
     """Write ``df`` into the table and commit one snapshot; returns it (None when nothing changed).
 
-    ``mode="append"`` adds rows. ``mode="overwrite"`` replaces the rows matching ``overwrite_filter``
+    ``mode="append"`` adds rows. ``mode="overwrite"`` replaces the rows matching ``filter``
     (default: all rows), or with ``partition_overwrite="dynamic"`` every partition that ``df`` has
-    rows for.
+    rows for. ``options``: branch and snapshot properties (``overwrite_filter=``, ``branch=`` and
+    ``snapshot_properties=`` are deprecated names).
     """
+    opts = resolve_options(options, branch, snapshot_properties)
+    overwrite_filter = renamed(filter, overwrite_filter, "filter", "overwrite_filter")
+    branch, snapshot_properties = opts.branch, opts.properties
     _check_mode(mode, partition_overwrite)
     table = resolve_catalog(df.sparkSession, catalog).load_table(identifier)
     check_write_arguments(table, mode, overwrite_filter, branch)
