@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -14,9 +13,7 @@ from icefloe.maintenance.remove_orphan_files import OrphanResult, remove_orphan_
 from icefloe.maintenance.rewrite_data_files import RewriteResult, rewrite_data_files
 from icefloe.scan.metadata_tables import metadata_table
 from icefloe.txn.commit_options import CommitOptions
-
-if TYPE_CHECKING:
-    from icefloe.table.table import Table
+from icefloe.txn.handle import TableHandle
 
 
 class InspectTable:
@@ -25,7 +22,7 @@ class InspectTable:
     ``snapshot_id`` (where a table has one) reads it as of that snapshot instead of the current one.
     """
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: TableHandle) -> None:
         self._table = table
 
     def table(self, name: str, snapshot_id: int | None = None) -> pa.Table:
@@ -76,7 +73,7 @@ class InspectTable:
 class TableMaintenance:
     """Maintenance of one table; each call commits (or, for orphans, deletes) on its own."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: TableHandle) -> None:
         self._table = table
 
     def expire_snapshots(

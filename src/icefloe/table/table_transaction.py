@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -30,11 +30,9 @@ from icefloe.spec.updates import RemoveProperties, SetProperties, TableUpdate
 from icefloe.table.merge_builder import MergeBuilder
 from icefloe.txn.commit_options import DEFAULT_OPTIONS, CommitOptions, resolve_options
 from icefloe.txn.data_writer import prepare_arrow_table, write_data_files
+from icefloe.txn.handle import TableHandle
 from icefloe.txn.producers import AppendFiles, OverwriteFiles, SnapshotProducer, branch_head
 from icefloe.txn.transaction import Action, AttemptContext, Transaction
-
-if TYPE_CHECKING:
-    from icefloe.table.table import Table
 
 
 @dataclass
@@ -61,7 +59,7 @@ class PropertyChange:
 class TableTransaction:
     """Changes queued against one table, committed together by ``commit()``."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: TableHandle) -> None:
         self._table = table
         self._txn = Transaction(table)
         self._committed = False
@@ -69,7 +67,7 @@ class TableTransaction:
         self._results: list[tuple[RowLevelResult, SnapshotProducer]] = []
 
     @property
-    def table(self) -> Table:
+    def table(self) -> TableHandle:
         """The table being changed."""
         return self._table
 
