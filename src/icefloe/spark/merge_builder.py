@@ -59,8 +59,7 @@ class SparkMerge(MergeSpecBuilder):
             *flags,
             mode=self._mode,
             catalog=self._catalog,
-            branch=self._options.branch,
-            snapshot_properties=self._options.properties,
+            options=self._options,
             case_sensitive=self._case_sensitive,
         )
 

@@ -79,10 +79,9 @@ from icefloe.spark.row_writer import (
 )
 from icefloe.spark.runtime import resolve_catalog
 from icefloe.spec.schema import Schema
-from icefloe.spec.snapshots import MAIN_BRANCH
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.types import IntegerType, LongType, StringType
-from icefloe.txn.commit_options import CommitOptions
+from icefloe.txn.commit_options import CommitOptions, resolve_options
 from icefloe.txn.producers import branch_head
 
 if TYPE_CHECKING:
@@ -105,11 +104,12 @@ def delete_rows(
     filter: Expression | str | bool | None = None,
     mode: str | None = None,
     catalog: Catalog | dict[str, str] | None = None,
-    branch: str = MAIN_BRANCH,
-    snapshot_properties: dict[str, str] | None = None,
+    options: CommitOptions | None = None,
     case_sensitive: bool = True,
     *,
     condition: Expression | str | None = None,
+    branch: str | None = None,
+    snapshot_properties: dict[str, str] | None = None,
 ) -> RowLevelResult:
     """``DELETE FROM table WHERE filter`` (an icefloe filter); one snapshot, none when nothing matches.
 
@@ -117,6 +117,8 @@ def delete_rows(
     when that covers every candidate file). ``mode``: None uses ``write.delete.mode``.
     ``condition=`` is the deprecated name of ``filter=``.
     """
+    opts = resolve_options(options, branch, snapshot_properties)
+    branch_name, properties = opts.branch, opts.properties
     chosen_filter = renamed(filter, condition, "filter", "condition")
     if chosen_filter is None:
         raise ValidationError("delete_rows needs a filter (True deletes every row)")
@@ -125,7 +127,7 @@ def delete_rows(
     expr = to_expression(chosen_filter)
     bind(md.schema(), expr, case_sensitive)
     chosen = write_mode(md, "delete", mode)
-    base = branch_head(md, branch)
+    base = branch_head(md, branch_name)
     change = RowLevelChange(
         "delete",
         chosen,
@@ -140,7 +142,7 @@ def delete_rows(
     if len(whole) == len(tasks):  # metadata-only in both modes
         change.removed = [t.entry for t in tasks]
         change.deleted_rows = sum(t.data_file.record_count for t in tasks)
-        return _commit(table, change, branch, snapshot_properties, None)
+        return _commit(table, change, branch_name, properties, None)
     cow = chosen == COPY_ON_WRITE
     to_read = [t for t in tasks if not (cow and t.file_path in whole)]
     if cow:
@@ -158,7 +160,7 @@ def delete_rows(
         staging.discard()
         raise
     _absorb(change, total, {t.file_path: t for t in tasks}, table)
-    return _commit(table, change, branch, snapshot_properties, staging)
+    return _commit(table, change, branch_name, properties, staging)
 
 
 def _wholly_matching(
@@ -185,11 +187,12 @@ def update_rows(
     filter: Expression | str | bool | None = None,
     mode: str | None = None,
     catalog: Catalog | dict[str, str] | None = None,
-    branch: str = MAIN_BRANCH,
-    snapshot_properties: dict[str, str] | None = None,
+    options: CommitOptions | None = None,
     case_sensitive: bool = True,
     *,
     condition: Expression | str | None = None,
+    branch: str | None = None,
+    snapshot_properties: dict[str, str] | None = None,
 ) -> RowLevelResult:
     """``UPDATE table SET column = value WHERE filter`` (default: every row); one snapshot.
 
@@ -197,6 +200,8 @@ def update_rows(
     (``"price * 2"``, ``"'sale'"``), Columns, or Python literals. ``filter`` is an icefloe
     filter (``condition=`` is its deprecated name). ``mode``: None uses ``write.update.mode``.
     """
+    opts = resolve_options(options, branch, snapshot_properties)
+    branch_name, properties = opts.branch, opts.properties
     condition = renamed(filter, condition, "filter", "condition")
     table = resolve_catalog(spark, catalog).load_table(identifier)
     md = table.metadata
@@ -206,7 +211,7 @@ def update_rows(
     expr = AlwaysTrue() if condition is None else to_expression(condition)
     bind(schema, expr, case_sensitive)
     chosen = write_mode(md, "update", mode)
-    base = branch_head(md, branch)
+    base = branch_head(md, branch_name)
     tasks = plan_files(table.io, md, base, expr, case_sensitive=case_sensitive) if base else []
     target = target_frame(spark, md, dict(table.io.properties), tasks, case_sensitive)
     fields, exprs = assignment_exprs(schema, set, case_sensitive, "update", "__icefloe_set_")
@@ -230,7 +235,7 @@ def update_rows(
     old = {f.name: F.col(quote(f.name)) for f in schema.fields}
     meta = {n: F.col(quote(n)) for n in metadata_columns(md)}
     changes = stage.select(*change_frame_columns(md, old, values, action, meta))
-    return _run_changes(spark, table, change, tasks, changes, branch, snapshot_properties)
+    return _run_changes(spark, table, change, tasks, changes, branch_name, properties)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -247,9 +252,11 @@ def merge_into(
     when_not_matched_by_source_delete: bool | str | Column = False,
     mode: str | None = None,
     catalog: Catalog | dict[str, str] | None = None,
-    branch: str = MAIN_BRANCH,
-    snapshot_properties: dict[str, str] | None = None,
+    options: CommitOptions | None = None,
     case_sensitive: bool = True,
+    *,
+    branch: str | None = None,
+    snapshot_properties: dict[str, str] | None = None,
 ) -> RowLevelResult:
     """``MERGE INTO table USING source ON keys``: update or delete matched rows, insert the others.
 
@@ -268,6 +275,8 @@ def merge_into(
     A target row matched by several source rows is a ``ValidationError`` (nothing written).
     ``mode``: None uses ``write.merge.mode``.
     """
+    opts = resolve_options(options, branch, snapshot_properties)
+    branch_name, properties = opts.branch, opts.properties
     from pyspark.sql import functions as F
 
     spark = source.sparkSession
@@ -281,7 +290,7 @@ def merge_into(
     source_keys = [_source_column(source, k.name, case_sensitive) for k in keys]
     has_matched = bool(when_matched_update) or _is_set(when_matched_delete)
     deletes_unmatched = _is_set(when_not_matched_by_source_delete)
-    base = branch_head(md, branch)
+    base = branch_head(md, branch_name)
     scan_filter: Expression = (
         AlwaysTrue() if deletes_unmatched else _key_filter(source, schema, keys, source_keys)
     )
@@ -341,7 +350,7 @@ def merge_into(
         conflict_filter=scan_filter,
         case_sensitive=case_sensitive,
     )
-    return _run_changes(spark, table, change, tasks, changes, branch, snapshot_properties)
+    return _run_changes(spark, table, change, tasks, changes, branch_name, properties)
 
 
 def _is_set(clause: Any) -> bool:
