@@ -18,9 +18,10 @@ from icefloe.spec.content import (
     ManifestEntry,
     ManifestFile,
 )
-from icefloe.tree import read_seam
-from icefloe.tree.read_seam import inherit, live_entries, manifest_refs, read_entries
-from icefloe.tree.write_seam import TreeChange
+from icefloe.tree import v3_read
+from icefloe.tree.changes import TreeChange
+from icefloe.tree.read_seam import live_entries, manifest_refs, read_entries
+from icefloe.tree.v3_read import inherit
 from tests.tree.helpers import commit, data_file, delete_file, new_metadata
 
 
@@ -123,7 +124,7 @@ def test_round_trip_through_the_seams(tmp_path: Path) -> None:
 
 
 def test_many_manifests_read_in_parallel_keep_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(read_seam, "PARALLEL_MANIFESTS", 1)
+    monkeypatch.setattr(v3_read, "PARALLEL_MANIFESTS", 1)
     io = FileIO()
     md = new_metadata(tmp_path, 2)
     files = [data_file(str(i)) for i in range(6)]

@@ -26,7 +26,6 @@ import numpy as np
 from icefloe.errors import CorruptMetadata
 from icefloe.expressions.ast import AlwaysTrue, Expression
 from icefloe.expressions.evaluators import InclusiveMetricsEvaluator, PartitionEvaluator
-from icefloe.formats import avro_columnar as ac
 from icefloe.scan.arrow_pruning import metrics_may_match, partition_mask
 from icefloe.spec.content import FileContent, ManifestEntry, ManifestFile
 from icefloe.spec.table_metadata import TableMetadata
@@ -104,8 +103,10 @@ def select_entries(
     def select(m: ManifestFile) -> _Selection:
         try:
             cols = read_live_columns(io, metadata, m)
+            if cols is None:
+                return _Selection(m, fallback=True)  # not decodable as columns: read as objects
             return _select_rows(cols, m, filters, metrics_expr).without_unused_columns()
-        except (ac.ColumnarUnsupported, CorruptMetadata):
+        except CorruptMetadata:
             return _Selection(m, fallback=True)  # the reference reader decides (and reports a corrupt file)
 
     # Decode everything first, then build objects: building objects is pure Python, and running it

@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 
 from icefloe.errors import CorruptMetadata
-from icefloe.formats.avro_columnar import ColumnarUnsupported
 from icefloe.spec.content import DataFile, ManifestContent, ManifestFile
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
@@ -141,10 +140,10 @@ def live_locations(io: Any, metadata: TableMetadata, ref: ManifestFile) -> list[
     """The content files live in one manifest view: decoded as columns, else as entry objects."""
     try:
         columns = read_seam.read_live_columns(io, metadata, ref)
-        live = columns.live_mask()
-    except (ColumnarUnsupported, CorruptMetadata):
-        live = None  # inline root entries, or a manifest the object reader must judge
-    if live is not None:
+        live = columns.live_mask() if columns is not None else None
+    except CorruptMetadata:
+        columns = live = None  # a manifest the object reader must judge
+    if columns is not None and live is not None:  # None: inline root entries or not decodable
         return columns.content_locations(np.flatnonzero(live))
     entries = read_seam.read_entries(io, metadata, ref)
     return [loc for e in entries if e.is_live for loc in content_locations(e.data_file)]
