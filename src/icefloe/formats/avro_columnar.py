@@ -737,7 +737,7 @@ def read_manifest_columns(
     for fid, name in plan.data_file_names.items():
         columns[fid] = _canonical(_struct_child(df_struct, name), fid, location)
     if FILE_PATH not in columns or RECORD_COUNT not in columns:
-        raise CorruptMetadata(f"{location}: data_file lacks file_path or record_count")
+        raise CorruptMetadata(f"{location}: data_file lacks file_path or record_count", location=location)
 
     partition: list[pa.Array | None] = []
     converters: list[PartitionConverter] = []
