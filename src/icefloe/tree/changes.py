@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from icefloe.errors import ValidationError
 from icefloe.io.fileio import FileIO
-from icefloe.spec.content import DataFile, DeletionVectorRef, ManifestEntry, ManifestFile
+from icefloe.spec.content import DataFile, DeletionVectorRef, FileContent, ManifestEntry, ManifestFile
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.tree.locations import LocationProvider
@@ -34,6 +35,15 @@ class TreeChange:
     fail_missing_removals: bool = True
     # v4: new colocated deletion vectors by data file path (live or added in this change)
     added_dvs: dict[str, DeletionVectorRef] = field(default_factory=dict)
+
+    def check_contents(self) -> None:
+        """ValidationError when a delete file is added as data or a data file as a delete."""
+        for f in self.added_data_files:
+            if f.content != FileContent.DATA:
+                raise ValidationError(f"{f.file_path} is a delete file; add it with added_delete_files")
+        for f in self.added_delete_files:
+            if f.content == FileContent.DATA:
+                raise ValidationError(f"{f.file_path} is a data file; add it with added_data_files")
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from icefloe.errors import CorruptMetadata
+from icefloe.io.fileio import FileIO
 from icefloe.spec.content import DataFile, ManifestContent, ManifestFile
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
@@ -57,7 +58,7 @@ class SnapshotParts:
     inline_live: frozenset[str]
 
 
-def snapshot_parts(io: Any, metadata: TableMetadata, snapshot: Snapshot) -> SnapshotParts:
+def snapshot_parts(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) -> SnapshotParts:
     """The manifests a snapshot references and, for a v4 root, the files its inline entries keep live.
 
     v4 roots: live and non-live (DELETED) references; inline rows are already decoded with the
@@ -92,7 +93,7 @@ class TreeViews:
 
 
 def tree_views(
-    io: Any, metadata: TableMetadata, snapshots: Iterable[Snapshot], workers: int = READ_WORKERS
+    io: FileIO, metadata: TableMetadata, snapshots: Iterable[Snapshot], workers: int = READ_WORKERS
 ) -> TreeViews:
     """The tree files, inline live files and manifest views of ``snapshots`` (roots read in parallel)."""
     out = TreeViews()
@@ -112,7 +113,7 @@ def tree_views(
 
 
 def live_files(
-    io: Any, metadata: TableMetadata, refs: Iterable[ManifestFile], workers: int = READ_WORKERS
+    io: FileIO, metadata: TableMetadata, refs: Iterable[ManifestFile], workers: int = READ_WORKERS
 ) -> set[str]:
     """The content files live in some of the manifest views ``refs`` (read on a thread pool)."""
     chosen = list(refs)
@@ -124,7 +125,7 @@ def live_files(
 
 
 def reachable_files(
-    io: Any, metadata: TableMetadata, snapshots: Iterable[Snapshot], workers: int = READ_WORKERS
+    io: FileIO, metadata: TableMetadata, snapshots: Iterable[Snapshot], workers: int = READ_WORKERS
 ) -> ReachableFiles:
     """The tree files and the live content files of ``snapshots``."""
     views = tree_views(io, metadata, snapshots, workers)
@@ -136,7 +137,7 @@ def _workers(workers: int, items: list[Any]) -> int:
     return max(1, min(workers, len(items)))
 
 
-def live_locations(io: Any, metadata: TableMetadata, ref: ManifestFile) -> list[str]:
+def live_locations(io: FileIO, metadata: TableMetadata, ref: ManifestFile) -> list[str]:
     """The content files live in one manifest view: decoded as columns, else as entry objects."""
     try:
         columns = read_seam.read_live_columns(io, metadata, ref)

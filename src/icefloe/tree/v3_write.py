@@ -60,21 +60,6 @@ DEFAULT_MANIFEST_TARGET_SIZE = 8 * 1024 * 1024
 DEFAULT_MIN_MERGE_COUNT = 100
 
 
-def partition_type_for(metadata: TableMetadata, spec: PartitionSpec) -> StructType:
-    """A spec's partition type, bound to the current schema or (for dropped sources) an older one."""
-    current = metadata.schema()
-    others = sorted(
-        (s for s in metadata.schemas if s.schema_id != current.schema_id), key=lambda s: -s.schema_id
-    )
-    error: Exception | None = None
-    for schema in (current, *others):
-        try:
-            return spec.partition_type(schema)
-        except IcefloeError as exc:
-            error = exc
-    raise ValidationError(f"cannot derive the partition type of spec {spec.spec_id}: {error}")
-
-
 class _Writer:
     """Writes the manifests of one commit attempt and remembers what it wrote."""
 
@@ -105,7 +90,7 @@ class _Writer:
 
     def ptype(self, spec_id: int) -> StructType:
         if spec_id not in self._ptypes:
-            self._ptypes[spec_id] = partition_type_for(self.md, self.spec(spec_id))
+            self._ptypes[spec_id] = self.md.partition_type(self.spec(spec_id))
         return self._ptypes[spec_id]
 
     def write(self, entries: list[ManifestEntry], spec_id: int, content: ManifestContent) -> ManifestFile:
@@ -179,14 +164,9 @@ def _group_by_spec(files: Iterable[DataFile]) -> dict[int, list[DataFile]]:
 
 
 def _validate_added(md: TableMetadata, change: TreeChange) -> None:
-    for f in change.added_data_files:
-        if f.content != FileContent.DATA:
-            raise ValidationError(f"{f.file_path} is a delete file; add it with added_delete_files")
-    for f in change.added_delete_files:
-        if f.content == FileContent.DATA:
-            raise ValidationError(f"{f.file_path} is a data file; add it with added_data_files")
-        if md.format_version < 2:
-            raise ValidationError(f"format version {md.format_version} tables cannot hold delete files")
+    change.check_contents()
+    if change.added_delete_files and md.format_version < 2:
+        raise ValidationError(f"format version {md.format_version} tables cannot hold delete files")
 
 
 def _new_manifests(w: _Writer, change: TreeChange) -> list[ManifestFile]:

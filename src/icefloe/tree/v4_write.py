@@ -398,12 +398,8 @@ def _deleted_refs(c: _Commit) -> list[ManifestFile]:
 
 
 def _validate(md: TableMetadata, change: TreeChange, dvs: Mapping[str, DeletionVectorRef]) -> None:
-    for f in change.added_data_files:
-        if f.content != FileContent.DATA:
-            raise ValidationError(f"{f.file_path} is a delete file; add it with added_delete_files")
+    change.check_contents()
     for f in change.added_delete_files:
-        if f.content == FileContent.DATA:
-            raise ValidationError(f"{f.file_path} is a data file; add it with added_data_files")
         if f.content == FileContent.POSITION_DELETES:
             raise ValidationError(
                 f"{f.file_path}: format version 4 tables take deletion vectors through "
