@@ -6,7 +6,8 @@ importable from everywhere). Every import counts: module level, inside functions
 under ``if TYPE_CHECKING:`` — a type-only import of a higher layer is still a dependency on it, and
 none is needed, so none is allowed. ``importlib.import_module("icefloe...")`` /
 ``__import__("icefloe...")`` with a literal name count too. ``spec/`` (the pure model) imports neither
-pyarrow, pyspark nor fastavro, not even for type checking.
+pyarrow, pyspark nor fastavro, not even for type checking. And no two modules import each other,
+directly or through others (no cycle in the module import graph, within a layer too).
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
 """v1–v3 trees, write side: a parent snapshot plus a change become Avro manifests and a manifest list.
 
-
 1. added data and delete files go to new manifests, one group per partition spec and content
    (data / deletes), rolled at ``commit.manifest.target-size-bytes``; entries are ADDED with
    sequence numbers and first row ids left null for inheritance;
@@ -14,7 +13,7 @@
    manifests without a ``first_row_id`` get one (the snapshot's ``added-rows``).
 
 The result also carries the standard snapshot summary counters. The write seam
-(:mod:`icefloe.tree.write_seam`) sends v1–v3 tables here and v4 tables to :mod:`icefloe.tree.v4_write`.
+(:mod:`icefloe.tree.write_seam`) sends v1–v3 tables here, v4 tables to :mod:`icefloe.tree.v4_write`.
 """
 
 from __future__ import annotations
