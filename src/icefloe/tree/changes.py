@@ -11,7 +11,14 @@ from dataclasses import dataclass, field
 
 from icefloe.errors import ValidationError
 from icefloe.io.fileio import FileIO
-from icefloe.spec.content import DataFile, DeletionVectorRef, FileContent, ManifestEntry, ManifestFile
+from icefloe.spec.content import (
+    DataFile,
+    DeletionVectorRef,
+    FileContent,
+    ManifestContent,
+    ManifestEntry,
+    ManifestFile,
+)
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.tree.locations import LocationProvider
@@ -20,6 +27,25 @@ ManifestFilter = Callable[[ManifestFile], bool]
 """Keeps a manifest (or v4 reference) when it returns True."""
 EntryFilter = Callable[[ManifestEntry], bool]
 """Keeps a content entry when it returns True."""
+
+
+@dataclass(frozen=True)
+class EntrySelection:
+    """Which manifests and entries a read of live entries keeps (everything by default)."""
+
+    manifest_filter: ManifestFilter | None = None
+    entry_filter: EntryFilter | None = None
+    content: ManifestContent | None = None
+
+    def keeps_manifest(self, manifest: ManifestFile) -> bool:
+        """The manifest has the wanted content and passes the manifest filter."""
+        if self.content is not None and manifest.content != self.content:
+            return False
+        return self.manifest_filter is None or self.manifest_filter(manifest)
+
+    def keeps_entry(self, entry: ManifestEntry) -> bool:
+        """The entry passes the entry filter."""
+        return self.entry_filter is None or self.entry_filter(entry)
 
 
 @dataclass

@@ -16,7 +16,7 @@ from icefloe.spec.content import ManifestContent, ManifestEntry, ManifestFile
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.tree import v3_read, v4_read
-from icefloe.tree.changes import EntryFilter, ManifestFilter
+from icefloe.tree.changes import EntryFilter, EntrySelection, ManifestFilter
 from icefloe.tree.entry_columns import EntryColumns
 
 
@@ -78,9 +78,10 @@ def live_manifest_refs(
     v1–v3 manifests whose counts say they hold no live entry are skipped; v4 references are all
     live already (``manifest_refs`` keeps only live references and inline entries).
     """
+    selection = EntrySelection(manifest_filter, None, content)
     if snapshot.root_manifest is not None:
-        return v4_read.live_manifest_refs(io, metadata, snapshot, manifest_filter, content)
-    return v3_read.live_manifest_refs(io, metadata, snapshot, manifest_filter, content)
+        return v4_read.live_manifest_refs(io, metadata, snapshot, selection)
+    return v3_read.live_manifest_refs(io, metadata, snapshot, selection)
 
 
 def live_entries(
@@ -96,6 +97,7 @@ def live_entries(
     ``content`` keeps only data or delete manifests; ``manifest_filter`` can skip manifests (e.g. on
     partition summaries) and ``entry_filter`` entries.
     """
+    selection = EntrySelection(manifest_filter, entry_filter, content)
     if snapshot.root_manifest is not None:
-        return v4_read.live_entries(io, metadata, snapshot, manifest_filter, entry_filter, content)
-    return v3_read.live_entries(io, metadata, snapshot, manifest_filter, entry_filter, content)
+        return v4_read.live_entries(io, metadata, snapshot, selection)
+    return v3_read.live_entries(io, metadata, snapshot, selection)

@@ -42,7 +42,7 @@ from icefloe.spec.content import (
 )
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
-from icefloe.tree.changes import EntryFilter, ManifestFilter
+from icefloe.tree.changes import EntrySelection
 
 logger = logging.getLogger(__name__)
 
@@ -239,9 +239,13 @@ def read_live_columns(
     return inherit_columns(columns, manifest_file)
 
 
-def map_manifests(read: Callable[[ManifestFile], T], manifests: Sequence[ManifestFile]) -> Iterator[T]:
-    """``read`` of each manifest, in order, on a thread pool when there are many."""
-    if len(manifests) <= PARALLEL_MANIFESTS:
+def map_manifests(
+    read: Callable[[ManifestFile], T], manifests: Sequence[ManifestFile], parallel_above: int | None = None
+) -> Iterator[T]:
+    """``read`` of each manifest, in order, on a thread pool when there are more than
+    ``parallel_above`` of them (default ``PARALLEL_MANIFESTS``)."""
+    limit = PARALLEL_MANIFESTS if parallel_above is None else parallel_above
+    if len(manifests) <= limit:
         for m in manifests:
             yield read(m)
         return
@@ -291,36 +295,22 @@ def may_have_live_entries(manifest: ManifestFile) -> bool:
 
 
 def live_manifest_refs(
-    io: FileIO,
-    metadata: TableMetadata,
-    snapshot: Snapshot,
-    manifest_filter: ManifestFilter | None = None,
-    content: ManifestContent | None = None,
+    io: FileIO, metadata: TableMetadata, snapshot: Snapshot, selection: EntrySelection
 ) -> list[ManifestFile]:
-    """The manifests that may hold live entries (by their counts) and pass the filter."""
-    return [
-        m
-        for m in manifest_refs(io, metadata, snapshot)
-        if (content is None or m.content == content)
-        and may_have_live_entries(m)
-        and (manifest_filter is None or manifest_filter(m))
-    ]
+    """The manifests that may hold live entries (by their counts) and that ``selection`` keeps."""
+    refs = manifest_refs(io, metadata, snapshot)
+    return [m for m in refs if may_have_live_entries(m) and selection.keeps_manifest(m)]
 
 
 def live_entries(
-    io: FileIO,
-    metadata: TableMetadata,
-    snapshot: Snapshot,
-    manifest_filter: ManifestFilter | None = None,
-    entry_filter: EntryFilter | None = None,
-    content: ManifestContent | None = None,
+    io: FileIO, metadata: TableMetadata, snapshot: Snapshot, selection: EntrySelection
 ) -> Iterator[ManifestEntry]:
     """The live (ADDED/EXISTING) entries of a v1–v3 snapshot, with inheritance applied."""
-    refs = live_manifest_refs(io, metadata, snapshot, manifest_filter, content)
+    refs = live_manifest_refs(io, metadata, snapshot, selection)
     try:
         for entries in read_entries_many(io, metadata, refs):
             for e in entries:
-                if e.status.is_live and (entry_filter is None or entry_filter(e)):
+                if e.status.is_live and selection.keeps_entry(e):
                     yield e
     except IcefloeError as exc:
         exc.with_context(snapshot_id=snapshot.snapshot_id)

@@ -27,8 +27,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -68,13 +67,12 @@ from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.types import IcebergType
 from icefloe.tree import v3_read
-from icefloe.tree.changes import EntryFilter, ManifestFilter
+from icefloe.tree.changes import EntrySelection, ManifestFilter
 from icefloe.tree.v4_columnar import decode_leaf_rows
 from icefloe.tree.v4_leaf_columns import LeafColumns
 from icefloe.tree.v4_policy import manifest_dv_encoding
 
 PARALLEL_LEAVES = 2
-MAX_READ_WORKERS = 8
 _ROOT_CACHE_SIZE = 16
 _LIVE_STATUSES = pa.array([int(s) for s in EntryStatus if s.is_live], pa.int32())
 _REFERENCE_CONTENTS = pa.array([int(FileContent.DATA_MANIFEST), int(FileContent.DELETE_MANIFEST)], pa.int32())
@@ -420,36 +418,25 @@ def _entries_of(
 
 
 def live_manifest_refs(
-    io: FileIO,
-    metadata: TableMetadata,
-    snapshot: Snapshot,
-    manifest_filter: ManifestFilter | None = None,
-    content: ManifestContent | None = None,
+    io: FileIO, metadata: TableMetadata, snapshot: Snapshot, selection: EntrySelection
 ) -> list[ManifestFile]:
-    """The live references of a v4 snapshot (and its inline entries) of ``content`` passing the filter."""
-    return [
-        m
-        for m in manifest_refs(io, metadata, snapshot)
-        if (content is None or m.content == content) and (manifest_filter is None or manifest_filter(m))
-    ]
+    """The live references of a v4 snapshot (and its inline entries) that ``selection`` keeps."""
+    return [m for m in manifest_refs(io, metadata, snapshot) if selection.keeps_manifest(m)]
 
 
 def live_entries(
-    io: FileIO,
-    metadata: TableMetadata,
-    snapshot: Snapshot,
-    manifest_filter: ManifestFilter | None = None,
-    entry_filter: EntryFilter | None = None,
-    content: ManifestContent | None = None,
+    io: FileIO, metadata: TableMetadata, snapshot: Snapshot, selection: EntrySelection
 ) -> Iterator[ManifestEntry]:
     """The live entries of a v4 snapshot (leaf rows, legacy manifests and inline root entries)."""
     assert snapshot.root_manifest is not None
     root = read_root(io, metadata, snapshot.root_manifest)
-    refs = live_manifest_refs(io, metadata, snapshot, manifest_filter, content)
+    refs = live_manifest_refs(io, metadata, snapshot, selection)
     try:
-        for entries in _map(lambda m: _entries_of(io, metadata, m, root), refs):
+        for entries in v3_read.map_manifests(
+            lambda m: _entries_of(io, metadata, m, root), refs, parallel_above=PARALLEL_LEAVES
+        ):
             for e in entries:
-                if entry_filter is None or entry_filter(e):
+                if selection.keeps_entry(e):
                     yield e
     except IcefloeError as exc:
         exc.with_context(snapshot_id=snapshot.snapshot_id)
@@ -480,17 +467,6 @@ def dropped_entries(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) -> 
         )
         out += [e for e in rows if not e.is_live and e.snapshot_id == sid]
     return out
-
-
-def _map(
-    fn: Callable[[ManifestFile], list[ManifestEntry]], refs: Sequence[ManifestFile]
-) -> Iterator[list[ManifestEntry]]:
-    if len(refs) <= PARALLEL_LEAVES:
-        for m in refs:
-            yield fn(m)
-        return
-    with ThreadPoolExecutor(max_workers=min(MAX_READ_WORKERS, len(refs))) as pool:
-        yield from pool.map(fn, refs)
 
 
 # -- leaf pruning on aggregated stats --------------------------------------------------------------
