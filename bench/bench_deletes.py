@@ -70,7 +70,7 @@ from icefloe.spec.snapshots import Operation, Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.transforms import IdentityTransform
 from icefloe.spec.types import DoubleType, IntegerType, LongType, NestedField, StringType
-from icefloe.tree.write_seam import TreeChange
+from icefloe.tree.changes import TreeChange
 from icefloe.txn.producers import SnapshotProducer
 from icefloe.txn.transaction import AttemptContext
 

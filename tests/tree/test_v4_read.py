@@ -28,9 +28,9 @@ from icefloe.spec.conversions import to_bytes
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.types import LongType
+from icefloe.tree.changes import TreeChange
 from icefloe.tree.read_seam import live_entries, manifest_refs, read_entries
 from icefloe.tree.v4_read import stats_manifest_filter
-from icefloe.tree.write_seam import TreeChange
 from tests.tree.helpers import SCHEMA, data_file, new_metadata
 from tests.tree.v4_helpers import commit4, head
 

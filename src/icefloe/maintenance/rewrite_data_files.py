@@ -21,11 +21,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import pyarrow as pa
 
 from icefloe.dml.row_io import prepare_changed_rows, read_for_change
-from icefloe.errors import ValidationError
+from icefloe.errors import CommitStateUnknown, ValidationError
 from icefloe.expressions.ast import AlwaysTrue, Expression
 from icefloe.expressions.binding import bind
 from icefloe.expressions.parser import to_expression
@@ -279,6 +280,85 @@ def commit_rewrite(
     )
 
 
+@dataclass(frozen=True)
+class RewriteRequest:
+    """What to compact and how: the options of ``rewrite_data_files`` (Python and Spark alike)."""
+
+    filter: Expression | str | None = None
+    target_file_size: int | None = None
+    min_input_files: int = 2
+    rewrite_all: bool = False
+    branch: str = MAIN_BRANCH
+    snapshot_properties: dict[str, str] | None = None
+    case_sensitive: bool = True
+
+
+class GroupWriter(Protocol):
+    """Writes the file groups of a plan: here in this process, or on Spark's executors."""
+
+    def write(self, table: TableHandle, plan: RewritePlan) -> list[DataFile]:
+        """Rewrite every group of ``plan``; the new data files (deleting its own files if it fails)."""
+        ...
+
+    def discard(self) -> None:
+        """The rewrite failed after ``write`` returned: delete what it wrote."""
+        ...
+
+
+class LocalGroupWriter:
+    """Rewrites the groups one after the other in this process."""
+
+    def __init__(self) -> None:
+        self._io: FileIO | None = None
+        self._written: list[DataFile] = []
+
+    def write(self, table: TableHandle, plan: RewritePlan) -> list[DataFile]:
+        """Rewrite each group with ``write_group``."""
+        self._io = table.io
+        try:
+            for group in plan.groups:
+                self._written += write_group(table.io, table.metadata, group, plan.target_file_size)
+        except BaseException:
+            self.discard()
+            raise
+        return list(self._written)
+
+    def discard(self) -> None:
+        """Delete the files written so far."""
+        if self._io is not None:
+            for f in self._written:
+                self._io.delete(f.file_path, missing_ok=True)
+        self._written = []
+
+
+def compact(table: TableHandle, request: RewriteRequest, writer: GroupWriter) -> RewriteResult:
+    """The compaction flow: plan on the branch head, let ``writer`` rewrite the groups, commit once.
+
+    Files written are deleted when the commit fails, except when its outcome is unknown.
+    """
+    md = table.metadata
+    plan = plan_rewrite(
+        table.io,
+        md,
+        branch_head(md, request.branch),
+        request.filter,
+        request.target_file_size,
+        min_input_files=request.min_input_files,
+        rewrite_all=request.rewrite_all,
+        case_sensitive=request.case_sensitive,
+    )
+    if not plan.groups:
+        return RewriteResult(0, 0, 0, 0, None)
+    added = writer.write(table, plan)
+    try:
+        return commit_rewrite(table, plan, added, request.branch, request.snapshot_properties)
+    except CommitStateUnknown:
+        raise  # the commit may have happened: keep every file
+    except BaseException:
+        writer.discard()
+        raise
+
+
 def rewrite_data_files(
     table: TableHandle,
     filter: Expression | str | None = None,
@@ -296,26 +376,7 @@ def rewrite_data_files(
     ``branch=`` / ``snapshot_properties=`` are deprecated: pass ``options=CommitOptions(...)``.
     """
     opts = resolve_options(options, branch, snapshot_properties)
-    branch, snapshot_properties = opts.branch, opts.properties
-    md = table.metadata
-    plan = plan_rewrite(
-        table.io,
-        md,
-        branch_head(md, branch),
-        filter,
-        target_file_size,
-        min_input_files=min_input_files,
-        rewrite_all=rewrite_all,
-        case_sensitive=case_sensitive,
+    request = RewriteRequest(
+        filter, target_file_size, min_input_files, rewrite_all, opts.branch, opts.properties, case_sensitive
     )
-    if not plan.groups:
-        return RewriteResult(0, 0, 0, 0, None)
-    added: list[DataFile] = []
-    try:
-        for group in plan.groups:
-            added += write_group(table.io, md, group, plan.target_file_size)
-    except BaseException:
-        for f in added:
-            table.io.delete(f.file_path, missing_ok=True)
-        raise
-    return commit_rewrite(table, plan, added, branch, snapshot_properties)
+    return compact(table, request, LocalGroupWriter())

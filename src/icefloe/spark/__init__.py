@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from icefloe.spark.read import plan_read, read_table
     from icefloe.spark.rewrite import rewrite_data_files
     from icefloe.spark.row_operations import delete_rows, merge_into, update_rows
-    from icefloe.spark.runtime import register, session
+    from icefloe.spark.session import register, session
     from icefloe.spark.streaming import stream_writer
     from icefloe.spark.views import create_table, create_view
     from icefloe.spark.write import write_table
@@ -34,8 +34,8 @@ __all__ = [
 ]
 
 _EXPORTS = {
-    "session": "icefloe.spark.runtime",
-    "register": "icefloe.spark.runtime",
+    "session": "icefloe.spark.session",
+    "register": "icefloe.spark.session",
     "read_table": "icefloe.spark.read",
     "plan_read": "icefloe.spark.read",
     "write_table": "icefloe.spark.write",

@@ -15,8 +15,6 @@ runs in separate Python processes that cannot see the Spark conf.
 from __future__ import annotations
 
 import contextlib
-import os
-import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +26,7 @@ if TYPE_CHECKING:
     from icefloe.catalog.base import Catalog
 
 CATALOG_CONF_PREFIX = "spark.icefloe.catalog."
-_UTC_JAVA_OPTS = "-Duser.timezone=UTC"
+UTC_JAVA_OPTS = "-Duser.timezone=UTC"
 
 # Runtime SQL confs: applied at build time and again on an existing session.
 RUNTIME_CONF: dict[str, str] = {
@@ -49,72 +47,6 @@ STATIC_CONF: dict[str, str] = {
 }
 
 
-def session(
-    app_name: str = "icefloe",
-    master: str = "local[2]",
-    catalog_uri: str | None = None,
-    warehouse: str | None = None,
-    **conf: Any,
-) -> SparkSession:
-    """A SparkSession in UTC with Arrow, Parquet field ids and the icefloe data source registered.
-
-    Extra Spark settings go in ``conf`` (``session(**{"spark.sql.shuffle.partitions": "4"})``);
-    ``spark.driver.extraJavaOptions`` given there is kept and ``-Duser.timezone=UTC`` appended.
-    """
-    from pyspark.sql import SparkSession
-
-    settings: dict[str, str] = {**STATIC_CONF, **RUNTIME_CONF}
-    settings.update({k: _conf_value(v) for k, v in conf.items()})
-    for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
-        opts = settings.get(key, "")
-        if "user.timezone" not in opts:
-            settings[key] = f"{opts} {_UTC_JAVA_OPTS}".strip()
-    if catalog_uri is not None:
-        settings[CATALOG_CONF_PREFIX + "uri"] = catalog_uri
-    if warehouse is not None:
-        settings[CATALOG_CONF_PREFIX + "warehouse"] = warehouse
-
-    # PySpark takes the worker interpreter from PYSPARK_PYTHON (default: "python3" on the PATH),
-    # which may not see icefloe: use this interpreter unless the user chose one.
-    python = os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = SparkSession.builder.appName(app_name).master(master)
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    if spark.sparkContext.pythonExec == "python3" and python != "python3":
-        spark.sparkContext.pythonExec = python
-    for key, value in settings.items():
-        if key in RUNTIME_CONF or key.startswith(CATALOG_CONF_PREFIX) or key in conf:
-            _try_set(spark, key, value)
-    _quiet_unused_join_hints(spark)
-    register(spark)
-    return spark
-
-
-def _quiet_unused_join_hints(spark: SparkSession) -> None:
-    """Log Spark's "join hint is not part of a join" at ERROR only.
-
-    Reads through the Python route carry a merge-join hint (see ``read.dataframe_for_plan``);
-    every such read that is not joined would otherwise print a warning.
-    """
-    jvm: Any = spark.sparkContext._jvm
-    try:
-        level = jvm.org.apache.logging.log4j.Level.ERROR
-        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
-            "org.apache.spark.sql.catalyst.analysis.HintErrorLogger", level
-        )
-    except Exception:  # a different logging backend: the warning is harmless
-        return
-
-
-def register(spark: SparkSession) -> None:
-    """Register the ``icefloe`` data source on ``spark`` with the session's catalog configuration."""
-    from icefloe.spark.datasource import datasource_class
-
-    pushdown = _conf(spark, "spark.sql.python.filterPushdown.enabled", "false").lower() == "true"
-    spark.dataSource.register(datasource_class(catalog_properties(spark), pushdown=pushdown))
-
-
 def catalog_properties(spark: SparkSession) -> dict[str, str]:
     """The catalog properties remembered in the session (``spark.icefloe.catalog.*``)."""
     props: dict[str, str] = {}
@@ -122,7 +54,7 @@ def catalog_properties(spark: SparkSession) -> dict[str, str]:
         if key.startswith(CATALOG_CONF_PREFIX):
             props[key[len(CATALOG_CONF_PREFIX) :]] = value
     for name in ("uri", "warehouse"):
-        value = _conf(spark, CATALOG_CONF_PREFIX + name, "")
+        value = get_conf(spark, CATALOG_CONF_PREFIX + name, "")
         if value:
             props[name] = value
     return props
@@ -156,7 +88,8 @@ def resolve_catalog(spark: SparkSession | None, catalog: Catalog | dict[str, str
     return catalog_from_properties(props)
 
 
-def _conf(spark: SparkSession, key: str, default: str) -> str:
+def get_conf(spark: SparkSession, key: str, default: str) -> str:
+    """A Spark SQL conf as a string (``default`` when unset or unknown to this Spark version)."""
     try:
         value = spark.conf.get(key, default)
     except Exception:  # unknown key on some versions
@@ -164,12 +97,14 @@ def _conf(spark: SparkSession, key: str, default: str) -> str:
     return default if value is None else str(value)
 
 
-def _try_set(spark: SparkSession, key: str, value: str) -> None:
+def try_set_conf(spark: SparkSession, key: str, value: str) -> None:
+    """Set a conf where the running session allows it (static confs cannot change)."""
     with contextlib.suppress(Exception):  # static confs cannot change on a running session
         spark.conf.set(key, value)
 
 
-def _conf_value(value: Any) -> str:
+def conf_string(value: Any) -> str:
+    """A Python value as Spark conf text (booleans lower-case)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)

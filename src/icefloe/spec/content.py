@@ -177,6 +177,30 @@ class DataFile:
         return replace(self, **changes)
 
 
+def deletion_vector_file(
+    data_file: DataFile, dv: DeletionVectorRef, *, puffin_size: int | None = None
+) -> DataFile:
+    """A deletion vector seen as the position-delete file v3 manifests list: one Puffin blob.
+
+    The one place that builds it (v3 delete files, v4 colocated DVs in summaries and scan
+    planning). ``puffin_size`` is the whole Puffin file's size when known (the writer knows it);
+    a v4 colocated reference records only the blob, whose size stands in for it then.
+    """
+    return DataFile(
+        file_path=dv.location,
+        file_format="puffin",
+        record_count=dv.cardinality,
+        file_size_in_bytes=dv.size_in_bytes if puffin_size is None else puffin_size,
+        content=FileContent.POSITION_DELETES,
+        spec_id=data_file.spec_id,
+        partition=data_file.partition,
+        key_metadata=dv.key_metadata,
+        referenced_data_file=data_file.file_path,
+        content_offset=dv.offset,
+        content_size_in_bytes=dv.size_in_bytes,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class ManifestEntry:
     """A file's entry in a manifest: status plus (possibly inherited) tracking values.

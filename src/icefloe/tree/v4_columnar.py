@@ -308,10 +308,14 @@ def _partition_tuples(
     unknown = present - set(specs)
     if unknown and specs:
         i = next(i for i in range(n) if spec_of[i] in unknown)
-        raise CorruptMetadata(f"{source}: {location[i]}: unknown partition spec id {spec_of[i]}")
+        raise CorruptMetadata(
+            f"{source}: {location[i]}: unknown partition spec id {spec_of[i]}", location=source
+        )
     if unknown and any(stored_spec_ids[i] is not None for i in range(n) if spec_of[i] in unknown):
         i = next(i for i in range(n) if spec_of[i] in unknown and stored_spec_ids[i] is not None)
-        raise CorruptMetadata(f"{source}: {location[i]}: unknown partition spec id {spec_of[i]}")
+        raise CorruptMetadata(
+            f"{source}: {location[i]}: unknown partition spec id {spec_of[i]}", location=source
+        )
     by_spec: dict[int, list[tuple[Any, ...]]] = {}
     for spec_id in present:
         spec = specs.get(spec_id)

@@ -100,8 +100,9 @@ def test_read_gzip_written_elsewhere(md: TableMetadata, tmp_path: Path) -> None:
 def test_read_errors_name_the_file(tmp_path: Path) -> None:
     io = load_file_io({}, str(tmp_path))
     missing = tmp_path / "00000-missing.metadata.json"
-    with pytest.raises(NotFound, match=r"00000-missing\.metadata\.json"):
+    with pytest.raises(NotFound, match=r"00000-missing\.metadata\.json") as missing_error:
         mf.read_table_metadata(io, str(missing))
+    assert missing_error.value.location == str(missing)
     cases = {
         "bad-json": b"{ nope",
         "not-object": b"[1, 2]",
@@ -112,8 +113,9 @@ def test_read_errors_name_the_file(tmp_path: Path) -> None:
     for name, data in cases.items():
         path = tmp_path / f"00000-{name}.metadata.json"
         path.write_bytes(data)
-        with pytest.raises(CorruptMetadata, match=rf"00000-{name}\.metadata\.json"):
+        with pytest.raises(CorruptMetadata, match=rf"00000-{name}\.metadata\.json") as caught:
             mf.read_table_metadata(io, str(path))
+        assert caught.value.location == str(path)  # the file also as a structured attribute
 
 
 def test_metadata_log_append_and_trim(md: TableMetadata) -> None:

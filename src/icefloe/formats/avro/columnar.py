@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.errors import CorruptMetadata, IcefloeError
+from icefloe.errors import CorruptMetadata
 from icefloe.formats.avro import schemas as avs
 from icefloe.formats.avro.manifest import ManifestHeader, _header
 from icefloe.formats.frozen_builders import fast_constructor
@@ -116,8 +116,12 @@ _new_data_file = fast_constructor(DataFile)
 _new_entry = fast_constructor(ManifestEntry)
 
 
-class ColumnarUnsupported(IcefloeError):
-    """The Arrow decoder cannot (or must not) decode this manifest: read it with fastavro instead."""
+class ColumnarUnsupported(Exception):
+    """The Arrow decoder cannot (or must not) decode this manifest: read it with fastavro instead.
+
+    An internal signal to the tree's v1–v3 reader (which then reads the manifest as objects), not
+    an ``IcefloeError``: it never reaches a user.
+    """
 
 
 # -- the decoder --------------------------------------------------------------------------------
@@ -733,7 +737,7 @@ def read_manifest_columns(
     for fid, name in plan.data_file_names.items():
         columns[fid] = _canonical(_struct_child(df_struct, name), fid, location)
     if FILE_PATH not in columns or RECORD_COUNT not in columns:
-        raise CorruptMetadata(f"{location}: data_file lacks file_path or record_count")
+        raise CorruptMetadata(f"{location}: data_file lacks file_path or record_count", location=location)
 
     partition: list[pa.Array | None] = []
     converters: list[PartitionConverter] = []

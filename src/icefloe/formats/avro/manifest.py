@@ -407,7 +407,7 @@ def read_manifest_with_header(
     schema, metadata, records = avs.open_avro(data, location)
     df_record = avs.record_of(_field_type(schema, 2, "data_file"))
     if df_record is None:
-        raise CorruptMetadata(f"{location}: manifest has no data_file record")
+        raise CorruptMetadata(f"{location}: manifest has no data_file record", location=location)
     header = _header(metadata, df_record)
     sid = spec_id
     if sid is None:
@@ -431,7 +431,7 @@ def read_manifest_with_header(
     n_key, n_split, n_eq, n_sort = d[131], d[132], d[135], d[140]
     n_frid, n_ref, n_off, n_csize = d[142], d[143], d[144], d[145]
     if n_path is None or n_count is None:
-        raise CorruptMetadata(f"{location}: data_file lacks file_path or record_count")
+        raise CorruptMetadata(f"{location}: data_file lacks file_path or record_count", location=location)
 
     statuses = {s.value: s for s in EntryStatus}
     contents = {c.value: c for c in FileContent}
@@ -476,7 +476,9 @@ def read_manifest_with_header(
                 )
             )
     except (KeyError, TypeError, ValueError, EOFError) as exc:
-        raise CorruptMetadata(f"{location}: cannot decode manifest entry ({exc!r})") from exc
+        raise CorruptMetadata(
+            f"{location}: cannot decode manifest entry ({exc!r})", location=location
+        ) from exc
     return header, out
 
 

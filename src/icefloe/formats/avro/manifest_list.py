@@ -196,7 +196,7 @@ def read_manifest_list(source: Any) -> list[ManifestFile]:
     header = _list_header(schema, metadata)
     n = {fid: avs.field_name(schema, fid, default) for fid, default in _LIST_FIELDS.items()}
     if n[500] is None:
-        raise CorruptMetadata(f"{location}: manifest list has no manifest_path field")
+        raise CorruptMetadata(f"{location}: manifest list has no manifest_path field", location=location)
     part_type = n[507] and avs.non_null_branch(avs.fields_by_id(schema).get(507, {}).get("type"))
     summary_record = None
     if isinstance(part_type, dict) and part_type.get("type") == "array":
@@ -250,7 +250,9 @@ def read_manifest_list(source: Any) -> list[ManifestFile]:
                 )
             )
     except (KeyError, TypeError, ValueError, EOFError) as exc:
-        raise CorruptMetadata(f"{location}: cannot decode manifest list entry ({exc!r})") from exc
+        raise CorruptMetadata(
+            f"{location}: cannot decode manifest list entry ({exc!r})", location=location
+        ) from exc
     return out
 
 

@@ -518,7 +518,7 @@ def _write_long(value: int) -> bytes:
 def _parse_header(data: bytes, location: str) -> tuple[dict[str, bytes], int]:
     """The metadata map of an Avro object container file and the offset of its sync marker."""
     if data[:4] != b"Obj\x01":
-        raise CorruptMetadata(f"{location}: not an Avro object container file")
+        raise CorruptMetadata(f"{location}: not an Avro object container file", location=location)
     meta: dict[str, bytes] = {}
     pos = 4
     while True:
@@ -568,9 +568,9 @@ def open_avro(data: bytes, location: str) -> tuple[dict, dict[str, str], Iterabl
     except CorruptMetadata:
         raise
     except (ValueError, KeyError, EOFError, TypeError, IndexError) as exc:
-        raise CorruptMetadata(f"{location}: not a readable Avro file ({exc})") from exc
+        raise CorruptMetadata(f"{location}: not a readable Avro file ({exc})", location=location) from exc
     if not isinstance(writer_schema, dict) or writer_schema.get("type") != "record":
-        raise CorruptMetadata(f"{location}: Avro schema is not a record")
+        raise CorruptMetadata(f"{location}: Avro schema is not a record", location=location)
     return writer_schema, metadata, records
 
 

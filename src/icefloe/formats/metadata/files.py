@@ -90,21 +90,27 @@ def decode_table_metadata(data: bytes, location: str) -> TableMetadata:
         try:
             data = gzip.decompress(data)
         except (OSError, EOFError, zlib.error) as exc:
-            raise CorruptMetadata(f"metadata file {location} is not valid gzip: {exc}") from exc
+            raise CorruptMetadata(
+                f"metadata file {location} is not valid gzip: {exc}", location=location
+            ) from exc
     try:
         document: Any = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CorruptMetadata(f"metadata file {location} is not valid JSON: {exc}") from exc
+        raise CorruptMetadata(
+            f"metadata file {location} is not valid JSON: {exc}", location=location
+        ) from exc
     if not isinstance(document, dict):
-        raise CorruptMetadata(f"metadata file {location} does not hold a JSON object")
+        raise CorruptMetadata(f"metadata file {location} does not hold a JSON object", location=location)
     try:
         return table_metadata_from_json(document)
     except CorruptMetadata as exc:
-        raise CorruptMetadata(f"metadata file {location}: {exc}") from exc
+        raise CorruptMetadata(f"metadata file {location}: {exc}", location=location) from exc
     except Unsupported as exc:
-        raise Unsupported(f"metadata file {location}: {exc}") from exc
+        raise Unsupported(f"metadata file {location}: {exc}", location=location) from exc
     except (KeyError, TypeError, ValueError) as exc:
-        raise CorruptMetadata(f"metadata file {location}: {type(exc).__name__}: {exc}") from exc
+        raise CorruptMetadata(
+            f"metadata file {location}: {type(exc).__name__}: {exc}", location=location
+        ) from exc
 
 
 def read_table_metadata(io: FileIO, location: str) -> TableMetadata:
@@ -121,9 +127,9 @@ def read_table_metadata(io: FileIO, location: str) -> TableMetadata:
     try:
         data = io.new_input(location).read()
     except FileNotFoundError as exc:
-        raise NotFound(f"metadata file {location} does not exist") from exc
+        raise NotFound(f"metadata file {location} does not exist", location=location) from exc
     except NotFound as exc:
-        raise NotFound(f"metadata file {location} does not exist") from exc
+        raise NotFound(f"metadata file {location} does not exist", location=location) from exc
     md = decode_table_metadata(data, location)
     if stamp is not None and stamp.size == len(data):
         _cache.put(location, stamp, md)
@@ -187,7 +193,7 @@ def _stamp(io: FileIO, location: str) -> _Stamp | None:
     except Exception:  # no stamp means no caching; the read below reports real errors
         return None
     if info.type == pafs.FileType.NotFound:
-        raise NotFound(f"metadata file {location} does not exist")
+        raise NotFound(f"metadata file {location} does not exist", location=location)
     if info.type != pafs.FileType.File or info.size is None:
         return None
     return _Stamp(int(info.size), info.mtime_ns)

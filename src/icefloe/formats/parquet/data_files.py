@@ -264,12 +264,12 @@ def read_parquet_data_file(
     try:
         source = fs.open_input_file(fs_path)
     except FileNotFoundError:
-        raise NotFound(f"data file does not exist: {path}") from None
+        raise NotFound(f"data file does not exist: {path}", location=path) from None
     with source:
         try:
             pf = pq.ParquetFile(source, coerce_int96_timestamp_unit="us")
         except (pa.ArrowInvalid, OSError) as exc:
-            raise CorruptMetadata(f"cannot read Parquet file {path}: {exc}") from exc
+            raise CorruptMetadata(f"cannot read Parquet file {path}: {exc}", location=path) from exc
         file_schema = pf.schema_arrow
         if not _has_field_ids(file_schema):
             nodes = _parse_name_mapping(name_mapping) if name_mapping is not None else None

@@ -132,10 +132,10 @@ class FileMetadata:
     def from_json(cls, obj: Any, *, source: str = "<puffin file>") -> FileMetadata:
         """Parse the footer JSON object, raising CorruptMetadata naming ``source`` on bad input."""
         if not isinstance(obj, dict):
-            raise CorruptMetadata(f"{source}: Puffin footer payload is not a JSON object")
+            raise CorruptMetadata(f"{source}: Puffin footer payload is not a JSON object", location=source)
         blobs = obj.get("blobs")
         if not isinstance(blobs, list):
-            raise CorruptMetadata(f"{source}: Puffin footer has no 'blobs' list")
+            raise CorruptMetadata(f"{source}: Puffin footer has no 'blobs' list", location=source)
         return cls(
             blobs=tuple(BlobMetadata.from_json(b, source=source, index=i) for i, b in enumerate(blobs)),
             properties=_string_map(obj.get("properties"), f"{source}: footer 'properties'"),
@@ -320,7 +320,9 @@ def _read_range(src: Source, offset: int, length: int, source: str) -> bytes:
             remaining -= len(part)
         chunk = b"".join(parts)
     if offset < 0 or len(chunk) != length:
-        raise CorruptMetadata(f"{source}: file truncated: cannot read {length} bytes at offset {offset}")
+        raise CorruptMetadata(
+            f"{source}: file truncated: cannot read {length} bytes at offset {offset}", location=source
+        )
     return chunk
 
 
@@ -334,14 +336,18 @@ def read_puffin_footer(
     """Read and validate the footer (magics, flags, payload size, JSON); errors name ``source``."""
     size = _total_size(data_or_stream) if file_size is None else file_size
     if size < _MIN_FILE_SIZE:
-        raise CorruptMetadata(f"{source}: not a Puffin file: {size} bytes is smaller than the minimum")
+        raise CorruptMetadata(
+            f"{source}: not a Puffin file: {size} bytes is smaller than the minimum", location=source
+        )
     head = _read_range(data_or_stream, 0, len(PUFFIN_MAGIC), source)
     if head != PUFFIN_MAGIC:
-        raise CorruptMetadata(f"{source}: not a Puffin file: bad file magic {head.hex(' ')}")
+        raise CorruptMetadata(f"{source}: not a Puffin file: bad file magic {head.hex(' ')}", location=source)
     tail = _read_range(data_or_stream, size - _FOOTER_STRUCT.size, _FOOTER_STRUCT.size, source)
     payload_size, flags, end_magic = _FOOTER_STRUCT.unpack(tail)
     if end_magic != PUFFIN_MAGIC:
-        raise CorruptMetadata(f"{source}: bad Puffin footer magic at end of file: {end_magic.hex(' ')}")
+        raise CorruptMetadata(
+            f"{source}: bad Puffin footer magic at end of file: {end_magic.hex(' ')}", location=source
+        )
     footer_start = size - _FOOTER_OVERHEAD - payload_size
     if payload_size < 0 or footer_start < len(PUFFIN_MAGIC):
         raise CorruptMetadata(
@@ -352,7 +358,7 @@ def read_puffin_footer(
             f"{source}: Puffin footer is {size - footer_start} bytes, but {footer_size} was expected"
         )
     if flags[0] & ~_FLAG_FOOTER_LZ4 or any(flags[1:]):
-        raise CorruptMetadata(f"{source}: unknown Puffin footer flags {flags.hex(' ')}")
+        raise CorruptMetadata(f"{source}: unknown Puffin footer flags {flags.hex(' ')}", location=source)
     footer = _read_range(data_or_stream, footer_start, len(PUFFIN_MAGIC) + payload_size, source)
     if footer[: len(PUFFIN_MAGIC)] != PUFFIN_MAGIC:
         raise CorruptMetadata(
@@ -364,7 +370,9 @@ def read_puffin_footer(
     try:
         obj = json.loads(payload.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CorruptMetadata(f"{source}: Puffin footer payload is not valid UTF-8 JSON: {exc}") from exc
+        raise CorruptMetadata(
+            f"{source}: Puffin footer payload is not valid UTF-8 JSON: {exc}", location=source
+        ) from exc
     metadata = FileMetadata.from_json(obj, source=source)
     for index, blob in enumerate(metadata.blobs):
         if blob.offset < len(PUFFIN_MAGIC) or blob.length < 0 or blob.offset + blob.length > footer_start:

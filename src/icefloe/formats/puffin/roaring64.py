@@ -329,24 +329,32 @@ class PositionBitmap:
         view = memoryview(data).cast("B") if not isinstance(data, bytes) else data
         size = len(view)
         if size < 8:
-            raise CorruptMetadata(f"{source}: 64-bit Roaring bitmap truncated ({size} bytes, need 8)")
+            raise CorruptMetadata(
+                f"{source}: 64-bit Roaring bitmap truncated ({size} bytes, need 8)", location=source
+            )
         (count,) = _U64.unpack_from(view, 0)
         # every bitmap needs at least a 4-byte key and an 8-byte empty 32-bit bitmap
         if count > (size - 8) // 12:
-            raise CorruptMetadata(f"{source}: 64-bit Roaring bitmap count {count} cannot fit in {size} bytes")
+            raise CorruptMetadata(
+                f"{source}: 64-bit Roaring bitmap count {count} cannot fit in {size} bytes", location=source
+            )
         result = cls()
         pos = 8
         last_key = -1
         for index in range(count):
             if pos + 4 > size:
-                raise CorruptMetadata(f"{source}: 64-bit Roaring bitmap truncated before key #{index}")
+                raise CorruptMetadata(
+                    f"{source}: 64-bit Roaring bitmap truncated before key #{index}", location=source
+                )
             (key,) = _U32.unpack_from(view, pos)
             if key >= 2**31:
                 raise CorruptMetadata(
                     f"{source}: 64-bit Roaring key {key} is negative as a signed 32-bit int"
                 )
             if key > MAX_KEY:
-                raise CorruptMetadata(f"{source}: 64-bit Roaring key {key} is too large (max {MAX_KEY})")
+                raise CorruptMetadata(
+                    f"{source}: 64-bit Roaring key {key} is too large (max {MAX_KEY})", location=source
+                )
             if key <= last_key:
                 raise CorruptMetadata(
                     f"{source}: 64-bit Roaring keys not in ascending order ({key} after {last_key})"
@@ -376,7 +384,9 @@ def portable32_extent(data: Bytes, start: int, *, source: str = "<bitmap>") -> i
 
     def need(pos: int, n: int, what: str) -> None:
         if pos + n > size:
-            raise CorruptMetadata(f"{source}: 32-bit Roaring bitmap truncated in {what} at byte {pos}")
+            raise CorruptMetadata(
+                f"{source}: 32-bit Roaring bitmap truncated in {what} at byte {pos}", location=source
+            )
 
     need(start, 4, "cookie")
     (cookie,) = _U32.unpack_from(data, start)
@@ -387,7 +397,9 @@ def portable32_extent(data: Bytes, start: int, *, source: str = "<bitmap>") -> i
         (count,) = _U32.unpack_from(data, pos)
         pos += 4
         if count > _MAX_CONTAINERS:
-            raise CorruptMetadata(f"{source}: 32-bit Roaring container count {count} exceeds 65536")
+            raise CorruptMetadata(
+                f"{source}: 32-bit Roaring container count {count} exceeds 65536", location=source
+            )
         has_offsets = True
     elif cookie & 0xFFFF == _COOKIE_RUN:
         count = (cookie >> 16) + 1
@@ -397,7 +409,9 @@ def portable32_extent(data: Bytes, start: int, *, source: str = "<bitmap>") -> i
         pos += flag_len
         has_offsets = count >= _NO_OFFSET_THRESHOLD
     else:
-        raise CorruptMetadata(f"{source}: bad 32-bit Roaring cookie 0x{cookie:08x} at byte {start}")
+        raise CorruptMetadata(
+            f"{source}: bad 32-bit Roaring cookie 0x{cookie:08x} at byte {start}", location=source
+        )
     need(pos, 4 * count, "descriptive header")
     cardinalities = [_U16.unpack_from(data, pos + 4 * i + 2)[0] + 1 for i in range(count)]
     pos += 4 * count

@@ -477,7 +477,9 @@ def _parquet_file(data: Any, source: str) -> pq.ParquetFile:
     try:
         return pq.ParquetFile(data)
     except (pa.ArrowException, OSError, ValueError) as exc:
-        raise CorruptMetadata(f"{source}: not a readable Parquet content-entry file: {exc}") from exc
+        raise CorruptMetadata(
+            f"{source}: not a readable Parquet content-entry file: {exc}", location=source
+        ) from exc
 
 
 def read_footer_metadata(data: Any, *, source: str | None = None) -> dict[str, str]:
@@ -604,7 +606,7 @@ def _row_object(
         status = EntryStatus(int(tracking.get(ce.STATUS) or 0))
         content = FileContent(row[ce.CONTENT_TYPE])
     except ValueError as exc:
-        raise CorruptMetadata(f"{source}: {row[ce.LOCATION]}: {exc}") from exc
+        raise CorruptMetadata(f"{source}: {row[ce.LOCATION]}: {exc}", location=source) from exc
     if content in (FileContent.DATA_MANIFEST, FileContent.DELETE_MANIFEST):
         stats = content_stats_from_struct_value(row[ce.CONTENT_STATS])
         return _manifest_file(row, tracking, status, content, stats, source)
@@ -613,7 +615,9 @@ def _row_object(
         spec_id = _unpartitioned_spec_id(specs)
     spec = specs.get(spec_id)
     if spec is None and (row[ce.SPEC_ID] is not None or specs):
-        raise CorruptMetadata(f"{source}: {row[ce.LOCATION]}: unknown partition spec id {spec_id}")
+        raise CorruptMetadata(
+            f"{source}: {row[ce.LOCATION]}: unknown partition spec id {spec_id}", location=source
+        )
     union = row[ce.PARTITION] or {}
     partition = tuple(union.get(pf.field_id) for pf in spec.fields) if spec is not None else ()
     dv_value = row[ce.DELETION_VECTOR]

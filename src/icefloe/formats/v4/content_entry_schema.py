@@ -268,7 +268,7 @@ def _project(arr: pa.Array, target: pa.Field, path: str, source: str) -> pa.Arra
     t = target.type
     if pa.types.is_struct(t):
         if not isinstance(arr, pa.StructArray):
-            raise CorruptMetadata(f"{source}: {path} is {arr.type}, expected a struct")
+            raise CorruptMetadata(f"{source}: {path} is {arr.type}, expected a struct", location=path)
         src_ids = _ids(arr.type)
         children = arr.flatten()
         out = []
@@ -283,7 +283,7 @@ def _project(arr: pa.Array, target: pa.Field, path: str, source: str) -> pa.Arra
         return pa.StructArray.from_arrays(out, fields=list(t), mask=mask)
     if pa.types.is_list(t):
         if not isinstance(arr, pa.ListArray | pa.LargeListArray):
-            raise CorruptMetadata(f"{source}: {path} is {arr.type}, expected a list")
+            raise CorruptMetadata(f"{source}: {path} is {arr.type}, expected a list", location=path)
         values = _project(arr.values, t.value_field, f"{path}.element", source)
         offsets = arr.offsets.cast(pa.int32())
         mask = arr.is_null() if arr.null_count else None
@@ -293,7 +293,9 @@ def _project(arr: pa.Array, target: pa.Field, path: str, source: str) -> pa.Arra
     try:
         return arr.cast(t)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise CorruptMetadata(f"{source}: {path} has type {arr.type}, which cannot be read as {t}") from exc
+        raise CorruptMetadata(
+            f"{source}: {path} has type {arr.type}, which cannot be read as {t}", location=path
+        ) from exc
 
 
 def project_by_field_id(
@@ -308,7 +310,9 @@ def project_by_field_id(
     src_ids = _ids(table.schema)
     missing = [i for i in required_ids if i not in src_ids]
     if missing:
-        raise CorruptMetadata(f"{source}: not a content-entry file, required field ids {missing} are missing")
+        raise CorruptMetadata(
+            f"{source}: not a content-entry file, required field ids {missing} are missing", location=source
+        )
     columns: list[pa.Array] = []
     for f in target:
         fid = field_id_of(f)
@@ -477,7 +481,7 @@ def validate_entries(table: pa.Table, source: str, kind: str | None) -> None:
     for i, f in enumerate(table.schema):
         col = table.column(i)
         if not f.nullable and col.null_count:
-            raise CorruptMetadata(f"{source}: required field {f.name} has null values")
+            raise CorruptMetadata(f"{source}: required field {f.name} has null values", location=source)
     tracking = column_by_field_id(table, TRACKING)
     if tracking is not None:
         members = dict(zip(TRACKING_IDS, cast(pa.StructArray, tracking).flatten(), strict=True))
@@ -485,17 +489,23 @@ def validate_entries(table: pa.Table, source: str, kind: str | None) -> None:
         for fid in required:
             if members[fid].null_count:
                 name = {f.field_id: f.name for f in TRACKING_TYPE.fields}[fid]
-                raise CorruptMetadata(f"{source}: tracking.{name} must be set on every {kind or 'entry'} row")
+                raise CorruptMetadata(
+                    f"{source}: tracking.{name} must be set on every {kind or 'entry'} row", location=source
+                )
     content = column_by_field_id(table, CONTENT_TYPE)
     if content is not None and len(content):
         if pc.any(pc.equal(content, 1)).as_py():
-            raise CorruptMetadata(f"{source}: content_type 1 (position deletes) is not allowed in v4 entries")
+            raise CorruptMetadata(
+                f"{source}: content_type 1 (position deletes) is not allowed in v4 entries", location=source
+            )
         if pc.any(pc.greater(content, 4)).as_py() or pc.any(pc.less(content, 0)).as_py():
             raise CorruptMetadata(
                 f"{source}: unknown content_type values in {sorted(set(content.to_pylist()))}"
             )
         if kind == "leaf" and pc.any(pc.greater_equal(content, 3)).as_py():
-            raise CorruptMetadata(f"{source}: a leaf manifest must not reference other manifests")
+            raise CorruptMetadata(
+                f"{source}: a leaf manifest must not reference other manifests", location=source
+            )
     version = column_by_field_id(table, FORMAT_VERSION)
     if version is not None and len(version) and pc.max(version).as_py() > MAX_FORMAT_VERSION:
         raise CorruptMetadata(
