@@ -56,15 +56,15 @@ def test_install_is_idempotent() -> None:
     assert install_acceptance_fixtures() == INSTALL_ROOT
     for case in load_cases():
         assert (INSTALL_ROOT / case["case"]).is_dir()
-        assert case["metadata_location"].startswith("file:///tmp/iceberg-acceptance/")
-        assert (INSTALL_ROOT / case["metadata_location"][len("file:///tmp/iceberg-acceptance/") :]).is_file()
+        assert case["metadata_location"].startswith(f"file://{INSTALL_ROOT}/")
+        assert (INSTALL_ROOT / case["metadata_location"][len(f"file://{INSTALL_ROOT}/") :]).is_file()
 
 
 def test_install_restores_damaged_copy(tmp_path: Path) -> None:
     """A missing or modified file of an installed copy is put back; extra files are left alone."""
     target = tmp_path / "corpus"
     install_acceptance_fixtures(target)
-    metadata = target / load_cases()[0]["metadata_location"][len("file:///tmp/iceberg-acceptance/") :]
+    metadata = target / load_cases()[0]["metadata_location"][len(f"file://{INSTALL_ROOT}/") :]
     original = metadata.read_bytes()
     metadata.write_bytes(b"{}")
     (target / "cases.json").unlink()
