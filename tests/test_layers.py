@@ -1,4 +1,4 @@
-"""The layering of DESIGN.md §2: a module may import its own layer and the layers below, never above.
+"""The layering of ARCHITECTURE.md: a module may import its own layer and the layers below, never above.
 
 Order, bottom to top: spec, expressions, io, formats, tree, txn, scan, catalog, maintenance, spark,
 cli. ``icefloe/errors.py`` and the package ``icefloe/__init__.py`` are neutral (below everything,
@@ -119,7 +119,7 @@ def check_module(source: str, module: str, is_package: bool = False) -> list[str
     problems: list[str] = []
     rank = layer_rank(module)
     if rank is None:
-        return [f"{module}: maps to no layer of DESIGN.md §2 (add it to LAYERS or NEUTRAL in {__name__})"]
+        return [f"{module}: maps to no layer of ARCHITECTURE.md (add it to LAYERS or NEUTRAL in {__name__})"]
     for imp in imports_of(source, module, is_package):
         where = f"{module}:{imp.lineno}" + (" (under TYPE_CHECKING)" if imp.type_checking else "")
         top = imp.target.split(".")[0]
@@ -160,7 +160,7 @@ def test_package_respects_layers() -> None:
     """No module of src/icefloe imports a higher layer; spec/ imports no pyarrow/pyspark/fastavro."""
     assert SRC.is_dir(), SRC
     problems = package_violations()
-    assert not problems, "layering violations (DESIGN.md §2):\n  " + "\n  ".join(problems)
+    assert not problems, "layering violations (ARCHITECTURE.md):\n  " + "\n  ".join(problems)
 
 
 def test_every_layer_exists() -> None:
