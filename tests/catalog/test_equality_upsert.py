@@ -14,7 +14,6 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
 from icefloe.catalog.table import Table
 from icefloe.errors import ValidationError
@@ -25,6 +24,8 @@ from icefloe.spec.transforms import BucketTransform, IdentityTransform
 from icefloe.spec.types import DoubleType, LongType, NestedField, StringType
 from tests.support.interop import read_with_duckdb, read_with_iceberg_rust, read_with_pyiceberg
 from tests.tree.v4_helpers import raw_rows
+
+pytestmark = [pytest.mark.all_catalogs, pytest.mark.catalog_namespaces("db")]
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), True),
@@ -42,13 +43,6 @@ PARTITIONINGS: dict[str, tuple[PartitionSpec | None, list[str] | None]] = {
     "identity": (PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "cat")), ["id", "cat"]),
     "bucket": (PartitionSpec(PartitionField(1, 1000, BucketTransform(4), "id_bucket")), None),
 }
-
-
-@pytest.fixture
-def catalog(tmp_path: Path) -> Catalog:
-    cat = load_catalog(uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace(("db",))
-    return cat
 
 
 def _create(

@@ -13,6 +13,8 @@ from icefloe.errors import AlreadyExists, NoSuchTable
 from icefloe.io.fileio import local_path
 from icefloe.spec.schema import Schema
 
+pytestmark = pytest.mark.all_catalogs
+
 pyiceberg_sql = pytest.importorskip("pyiceberg.catalog.sql")
 from pyiceberg import schema as py_schema  # noqa: E402
 from pyiceberg import types as py_types  # noqa: E402
