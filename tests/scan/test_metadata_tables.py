@@ -538,6 +538,43 @@ def test_metadata_tables_of_other_writers_match_pyiceberg(
     }
     assert ours_parts == their_parts
 
+    files = mt.files_table(io, md).to_pylist()
+    entries = mt.entries_table(io, md).to_pylist()
+    assert len(files) == sum(1 for e in entries if e["status"] != 2)
+
+
+# PyIceberg 0.12's files()/entries() fail on these tables (icefloe's side is compared on the others).
+PYICEBERG_CANNOT_LIST_FILES = {
+    "p04_v3_deletion_vectors": (TypeError, "entries() of a v3 table with deletion vectors"),
+    "p07_primitive_types": (pa.ArrowNotImplementedError, "files() of a table with a uuid column"),
+    "p10a_pyiceberg_v2": (pa.ArrowNotImplementedError, "files() of a table with a uuid column"),
+    "p10b_chdb_v2_position_deletes": (pa.ArrowNotImplementedError, "files() of a table with a uuid column"),
+    "p11_upgrade_v2_to_v3": (TypeError, "entries() of a v3 table with deletion vectors"),
+}
+
+
+def _files_case(case_name: str) -> Any:
+    known = PYICEBERG_CANNOT_LIST_FILES.get(case_name)
+    if known is None:
+        return case_name
+    error, what = known
+    reason = f"not implemented in PyIceberg 0.12: {what}"
+    return pytest.param(case_name, marks=pytest.mark.xfail(strict=True, raises=error, reason=reason))
+
+
+@pytest.mark.parametrize("case_name", [_files_case(name) for name in CASES])
+def test_files_and_entries_of_other_writers_match_pyiceberg(
+    corpus: list[dict[str, Any]], case_name: str
+) -> None:
+    from pyiceberg.table import StaticTable
+
+    from icefloe.formats.metadata_file import read_table_metadata
+    from icefloe.io.fileio import load_file_io
+
+    case = next(c for c in corpus if c["case"] == case_name)
+    io = load_file_io({}, None)
+    md = read_table_metadata(io, case["metadata_location"])
+    theirs = StaticTable.from_metadata(case["metadata_location"]).inspect
     file_cols = [
         "content",
         "file_format",
@@ -557,12 +594,8 @@ def test_metadata_tables_of_other_writers_match_pyiceberg(
     ]
     files = mt.files_table(io, md).to_pylist()
     entries = mt.entries_table(io, md).to_pylist()
-    assert len(files) == sum(1 for e in entries if e["status"] != 2)
-    try:
-        their_files = theirs.files().to_pylist()
-        their_entries = theirs.entries().to_pylist()
-    except Exception as exc:
-        pytest.skip(f"PyIceberg cannot list the files of {case_name}: {type(exc).__name__}")
+    their_files = theirs.files().to_pylist()
+    their_entries = theirs.entries().to_pylist()
     assert _by_key(files, "file_path", file_cols) == _by_key(their_files, "file_path", file_cols)
 
     def entry_key(r: dict[str, Any]) -> tuple[Any, ...]:
@@ -577,92 +610,3 @@ def test_metadata_tables_of_other_writers_match_pyiceberg(
     assert sorted(map(entry_key, entries)) == sorted(map(entry_key, their_entries))
 
 
-def test_v3_deletion_vectors_and_row_lineage_fields(corpus: list[dict[str, Any]]) -> None:
-    from icefloe.formats.metadata_file import read_table_metadata
-    from icefloe.io.fileio import load_file_io
-
-    case = next(c for c in corpus if c["case"] == "p04_v3_deletion_vectors")
-    io = load_file_io({}, None)
-    md = read_table_metadata(io, case["metadata_location"])
-    deletes = mt.delete_files_table(io, md).to_pylist()
-    assert sorted((r["partition"]["grp"], r["record_count"]) for r in deletes) == [
-        ("g1", 25),
-        ("g1", 75),
-        ("g2", 13),
-        ("g2", 40),
-    ]
-    for r in deletes:
-        assert (r["content"], r["file_format"]) == (1, "PUFFIN")
-        assert r["referenced_data_file"].endswith(".parquet")
-        assert r["content_offset"] >= 4 and r["content_size_in_bytes"] > 0
-    data = mt.data_files_table(io, md).to_pylist()
-    assert sorted(r["first_row_id"] for r in data) == [0, 200, 300, 366, 400, 416, 425, 427, 428]
-    parts = {r["partition"]["grp"]: r for r in mt.partitions_table(io, md).to_pylist()}
-    assert {
-        g: (
-            p["record_count"],
-            p["file_count"],
-            p["position_delete_record_count"],
-            p["position_delete_file_count"],
-        )
-        for g, p in parts.items()
-    } == {"g1": (284, 4, 100, 2), "g2": (144, 4, 53, 2), "g3": (1, 1, 0, 0)}
-
-
-def _entry_keys(table: pa.Table) -> list[tuple[Any, ...]]:
-    return sorted(
-        (
-            r["status"],
-            r["snapshot_id"],
-            r["sequence_number"],
-            r["data_file"]["partition"]["cat"],
-            r["data_file"]["record_count"],
-        )
-        for r in table.to_pylist()
-    )
-
-
-def test_all_entries_show_each_distinct_entry_once(hist: History) -> None:
-    table = hist.table
-    got = _entry_keys(mt.metadata_table(table.io, table.metadata, "all_entries"))
-    s1, s2, s3, s4 = hist.s1, hist.s2, hist.s3, hist.s4
-    common = [
-        (1, s1, 1, "x", 2),  # ADDED by the first append
-        (1, s1, 1, "y", 1),
-        (1, s2, 2, "x", 1),
-        (0, s1, 1, "x", 2),  # carried as EXISTING
-        (2, s3, 1, "y", 1),  # DELETED by the delete, once, with its data sequence number
-        (1, s4, 4, "z", 1),
-    ]
-    if hist.independent:
-        assert got == sorted(common)
-    else:  # v4 carries inline entries as EXISTING rows of each new root
-        assert got == sorted([*common, (0, s1, 1, "y", 1), (0, s2, 2, "x", 1)])
-    assert (
-        mt.all_entries_table(table.io, table.metadata).schema
-        == mt.entries_table(table.io, table.metadata).schema
-    )
-
-
-def test_v4_entries_show_deleted_rows_of_leaves_in_the_deleting_snapshot(tmp_path: Path) -> None:
-    catalog = load_catalog(uri=f"sqlite:///{tmp_path / 'c.db'}", warehouse=str(tmp_path / "wh"))
-    catalog.create_namespace("db")
-    props = {"format-version": "4", "write.v4.root.max-inline-entries": "0"}
-    table = catalog.create_table("db.t", SCHEMA, partition_spec=BY_CAT, properties=props)
-    table.append(rows([1, 2, 3], ["x", "x", "y"], [1.0, 2.0, 3.0]))  # one leaf: x (2 rows), y (1 row)
-    s1 = table.current_snapshot().snapshot_id  # type: ignore[union-attr]
-    table.delete("cat = 'y'")  # the leaf stays, y is marked in its manifest DV
-    s2 = table.current_snapshot().snapshot_id  # type: ignore[union-attr]
-    table.delete("cat = 'x'")  # the leaf's last live file: the leaf is dropped (DELETED reference)
-    s3 = table.current_snapshot().snapshot_id  # type: ignore[union-attr]
-    md = table.metadata
-    assert _entry_keys(mt.entries_table(table.io, md, snapshot_id=s2)) == sorted(
-        [(1, s1, 1, "x", 2), (2, s2, 1, "y", 1)]
-    )
-    assert _entry_keys(mt.entries_table(table.io, md, snapshot_id=s3)) == [(2, s3, 1, "x", 2)]
-    assert mt.files_table(table.io, md, snapshot_id=s3).num_rows == 0
-    assert _entry_keys(mt.all_entries_table(table.io, md)) == sorted(
-        [(1, s1, 1, "x", 2), (1, s1, 1, "y", 1), (2, s2, 1, "y", 1), (2, s3, 1, "x", 2)]
-    )
-    summary = table.current_snapshot().summary  # type: ignore[union-attr]
-    assert (summary["deleted-data-files"], summary["total-data-files"]) == ("1", "0")

@@ -8,10 +8,8 @@ from pathlib import Path
 
 import pytest
 
-pyspark = pytest.importorskip("pyspark")
-
-from icefloe.catalog import load_catalog  # noqa: E402
-from icefloe.catalog.base import Catalog  # noqa: E402
+from icefloe.catalog import load_catalog
+from icefloe.catalog.base import Catalog
 
 CI = bool(os.environ.get("CI"))
 
