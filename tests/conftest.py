@@ -10,6 +10,9 @@ server (one server per test run; tests share its database, so every catalog gets
     def test_x(catalog: Catalog) -> None:
         table = catalog.create_table("db.t", ...)
 
+``spark`` is the one SparkSession of the test run (``local[2,4]``: 2 cores, tasks retried up to 4
+times), over a catalog database and warehouse of its own (``spark_home``).
+
 ``catalog_uri`` / ``catalog_backend`` give the same database to tests that open catalogs of their
 own (in other processes, say); ``postgres_uri`` and ``sqlite_uri`` name one backend explicitly.
 """
@@ -114,3 +117,38 @@ def catalog(
         yield cat
     finally:
         cat.close()
+
+
+# ---------------------------------------------------------------- the shared SparkSession
+
+
+@pytest.fixture(scope="session")
+def spark_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Directory holding the session's catalog database and warehouse."""
+    return tmp_path_factory.mktemp("spark-icefloe")
+
+
+@pytest.fixture(scope="session")
+def spark(spark_home: Path) -> Iterator[object]:
+    """The shared SparkSession, configured by ``icefloe.spark.context``."""
+    from icefloe.spark import session
+
+    uri = f"sqlite:///{spark_home}/catalog.db"
+    warehouse = str(spark_home / "warehouse")
+    s = session(
+        app_name="icefloe-tests",
+        master="local[2,4]",
+        catalog_uri=uri,
+        warehouse=warehouse,
+        **{
+            "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+            "spark.sql.shuffle.partitions": "4",
+            "spark.default.parallelism": "2",
+            "spark.python.worker.reuse": "true",
+            "spark.sql.adaptive.enabled": "true",
+            "spark.driver.memory": "2g",
+        },
+    )
+    s.sparkContext.setLogLevel("ERROR")
+    yield s
+    s.stop()
