@@ -129,8 +129,20 @@ CASES: dict[str, Case] = {
 }
 
 
-def _engine_cases() -> list[Any]:
-    """(engine, case) params: Spark ones marked ``spark``, missing operations strict xfails."""
+# Spark runs on one (format version, mode) pair per version: a Spark job costs seconds, and
+# tests/spark/test_row_level.py covers its full matrix with more assertions.
+SPARK_COMBINATIONS = ((2, "copy-on-write"), (3, "merge-on-read"), (4, "merge-on-read"))
+
+
+def _combinations(engine: str) -> tuple[tuple[int, str], ...]:
+    if engine == "spark":
+        return SPARK_COMBINATIONS
+    return tuple((fv, mode) for fv in FORMAT_VERSIONS for mode in MODES)
+
+
+def _matrix() -> list[Any]:
+    """(engine, case, format version, mode) params: Spark ones marked ``spark``, missing
+    operations strict xfails."""
     params = []
     for engine in ENGINES:
         for name, case in CASES.items():
@@ -142,7 +154,10 @@ def _engine_cases() -> list[Any]:
                         strict=True, raises=NotImplementedError, reason=f"not implemented: {reason}"
                     )
                 )
-            params.append(pytest.param(engine, name, marks=marks, id=f"{engine}-{name}"))
+            for fv, mode in _combinations(engine):
+                params.append(
+                    pytest.param(engine, name, fv, mode, marks=marks, id=f"{engine}-{name}-v{fv}-{mode}")
+                )
     return params
 
 
@@ -176,9 +191,7 @@ def table_rows(table: Table) -> Rows:
     return by_id
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("format_version", FORMAT_VERSIONS)
-@pytest.mark.parametrize(("engine_name", "case_name"), _engine_cases())
+@pytest.mark.parametrize(("engine_name", "case_name", "format_version", "mode"), _matrix())
 def test_row_level_change(
     engine_name: str, case_name: str, format_version: int, mode: str, request: pytest.FixtureRequest
 ) -> None:

@@ -173,6 +173,9 @@ def _sql_value(value: Value, target: str = "") -> str:
     return f"target.{value.column} + source.{value.column}"
 
 
+_SPARK_TYPES = {pa.int64(): "bigint", pa.string(): "string"}
+
+
 class SparkEngine:
     """``icefloe.spark`` row-level functions on the shared SparkSession's catalog."""
 
@@ -203,7 +206,9 @@ class SparkEngine:
         update_rows(self._spark, table.name, {c: _sql_value(v) for c, v in values.items()}, where, mode=mode)
 
     def _frame(self, source: pa.Table) -> Any:
-        return self._spark.createDataFrame(source.to_pandas())
+        ddl = ", ".join(f"{field.name} {_SPARK_TYPES[field.type]}" for field in source.schema)
+        rows = [tuple(row.values()) for row in source.to_pylist()]
+        return self._spark.createDataFrame(rows, ddl)
 
     def merge(self, table: Table, source: pa.Table, spec: MergeSpec, mode: str) -> None:
         """``merge_into`` with Spark SQL over ``target.*`` / ``source.*``."""
