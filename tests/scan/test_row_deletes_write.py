@@ -33,7 +33,7 @@ from icefloe.txn.producers import RowDelta
 from icefloe.txn.transaction import AttemptContext
 from tests.support.interop import read_with_duckdb, read_with_pyiceberg
 
-pytestmark = [pytest.mark.all_catalogs, pytest.mark.catalog_namespaces("db")]
+pytestmark = pytest.mark.catalog_namespaces("db")
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), True), NestedField(2, "tag", StringType(), False))
 
