@@ -8,7 +8,6 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
 from icefloe.errors import CorruptMetadata, Unsupported, ValidationError
 from icefloe.io.fileio import local_path
@@ -16,14 +15,9 @@ from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField, StringType
 from icefloe.table.table import Table
 
+pytestmark = [pytest.mark.all_catalogs, pytest.mark.catalog_namespaces("db")]
+
 SCHEMA = Schema(NestedField(1, "id", LongType(), True), NestedField(2, "name", StringType(), False))
-
-
-@pytest.fixture
-def catalog(tmp_path: Path) -> Catalog:
-    cat = load_catalog(uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace(("db",))
-    return cat
 
 
 @pytest.fixture

@@ -15,6 +15,8 @@ from icefloe.io.fileio import local_path
 from icefloe.spec.schema import Schema
 from icefloe.spec.table_metadata import TableMetadata
 
+pytestmark = pytest.mark.all_catalogs
+
 
 def _bump(md: TableMetadata) -> TableMetadata:
     return md.with_changes(

@@ -13,6 +13,8 @@ from icefloe.errors import CommitConflict
 from icefloe.io.fileio import local_path
 from icefloe.spec.schema import Schema
 
+pytestmark = pytest.mark.all_catalogs
+
 PROCESSES = 4
 COMMITS_EACH = 25
 

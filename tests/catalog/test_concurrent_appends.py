@@ -18,6 +18,8 @@ from icefloe.io.fileio import local_path
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import IntegerType, LongType, NestedField
 
+pytestmark = pytest.mark.all_catalogs
+
 PROCESSES = 4
 APPENDS_EACH = 25
 SCHEMA = Schema(NestedField(1, "writer", IntegerType(), True), NestedField(2, "seq", LongType(), True))

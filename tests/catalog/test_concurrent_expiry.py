@@ -23,6 +23,8 @@ from icefloe.spec.schema import Schema
 from icefloe.spec.types import IntegerType, LongType, NestedField
 from icefloe.tree.reachable import reachable_files
 
+pytestmark = pytest.mark.all_catalogs
+
 APPENDERS = 3
 APPENDS_EACH = 15
 EXPIRIES = 12

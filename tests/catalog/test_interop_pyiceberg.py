@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from pyiceberg import schema as py_schema
+from pyiceberg import types as py_types
+from pyiceberg.catalog import sql as pyiceberg_sql
 from sqlalchemy import create_engine, text
 
 from icefloe.catalog.sql import SqlCatalog
@@ -13,9 +16,7 @@ from icefloe.errors import AlreadyExists, NoSuchTable
 from icefloe.io.fileio import local_path
 from icefloe.spec.schema import Schema
 
-pyiceberg_sql = pytest.importorskip("pyiceberg.catalog.sql")
-from pyiceberg import schema as py_schema  # noqa: E402
-from pyiceberg import types as py_types  # noqa: E402
+pytestmark = pytest.mark.all_catalogs
 
 
 def _py_catalog(name: str, uri: str, warehouse: Path) -> object:
@@ -106,8 +107,6 @@ def test_table_created_by_icefloe_is_listed_and_loaded_by_pyiceberg(
 
 
 def test_purge_removes_pyiceberg_written_data(sqlite_uri: str, warehouse: Path, schema: Schema) -> None:
-    read_seam = pytest.importorskip("icefloe.tree.read_seam")
-    assert read_seam
     ours = SqlCatalog("default", uri=sqlite_uri, warehouse=str(warehouse))
     try:
         ours.create_namespace("ns")

@@ -13,7 +13,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
 from icefloe.errors import ValidationError
 from icefloe.io.fileio import local_path
@@ -24,6 +23,8 @@ from icefloe.spec.types import IntegerType, LongType, NestedField, StringType
 from icefloe.table.table import Table
 from tests.support.interop import read_with_duckdb, read_with_pyiceberg
 
+pytestmark = [pytest.mark.all_catalogs, pytest.mark.catalog_namespaces("db")]
+
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), True),
     NestedField(2, "cat", StringType(), False),
@@ -32,13 +33,6 @@ SCHEMA = Schema(
 SPEC = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "cat"))
 MODES = ("copy-on-write", "merge-on-read")
 Row = tuple[int, str | None, int | None]
-
-
-@pytest.fixture
-def catalog(tmp_path: Path) -> Catalog:
-    cat = load_catalog(uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace(("db",))
-    return cat
 
 
 def _rows(ids: range | list[int], cats: str = "abc") -> pa.Table:

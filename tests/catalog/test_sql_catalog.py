@@ -23,6 +23,8 @@ from icefloe.io.fileio import local_path
 from icefloe.spec.schema import Schema
 from icefloe.spec.table_metadata import TableMetadata
 
+pytestmark = pytest.mark.all_catalogs
+
 
 def _local(path: str) -> str:
     return path.removeprefix("file://").removeprefix("file:")

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import datetime as dt
 from decimal import Decimal
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
@@ -42,6 +40,8 @@ from icefloe.spec.types import (
     TimestamptzType,
 )
 from tests.support.interop import read_with_duckdb, read_with_iceberg_rust, read_with_pyiceberg
+
+pytestmark = pytest.mark.catalog_namespaces("db")
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), True),
@@ -100,13 +100,6 @@ def rows_of(table: pa.Table) -> list[tuple[object, ...]]:
     """Rows as sorted tuples of Python values (engine-independent comparison)."""
     table = table.select(COLUMNS)
     return sorted(tuple(r[c] for c in COLUMNS) for r in table.to_pylist())
-
-
-@pytest.fixture
-def catalog(tmp_path: Path) -> Catalog:
-    cat = load_catalog(uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=str(tmp_path / "warehouse"))
-    cat.create_namespace(("db",))
-    return cat
 
 
 def _spec(partitioning: tuple[str, Transform] | None) -> PartitionSpec:

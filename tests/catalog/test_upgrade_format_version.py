@@ -14,7 +14,6 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
 from icefloe.errors import Unsupported, ValidationError
 from icefloe.spec.content import FileContent
@@ -35,18 +34,13 @@ from tests.support.fixtures import (
 )
 from tests.support.interop import read_with_duckdb, read_with_pyiceberg
 
+pytestmark = pytest.mark.catalog_namespaces("db")
+
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), True),
     NestedField(2, "cat", StringType(), False),
 )
 SPEC = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "cat"))
-
-
-@pytest.fixture
-def catalog(tmp_path: Path) -> Catalog:
-    cat = load_catalog("up", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace("db")
-    return cat
 
 
 def batch(ids: range) -> pa.Table:

@@ -33,6 +33,8 @@ from icefloe.tree.read_seam import manifest_refs
 from icefloe.tree.v4_read import read_root
 from tests.maintenance.helpers import BY_CAT, SCHEMA, batch, delete_ids, make_table, rows_by_id
 
+pytestmark = pytest.mark.catalog_namespaces("db")
+
 LEAVES_ONLY = {"format-version": "4", "write.v4.root.max-inline-entries": "0"}
 
 
@@ -59,15 +61,15 @@ Icefloe = Callable[..., Run]
 
 
 @pytest.fixture
-def catalog_args(tmp_path: Path) -> list[str]:
-    return ["--uri", f"sqlite:///{tmp_path}/c.db", "--warehouse", str(tmp_path / "wh")]
+def catalog_name() -> str:
+    """The command opens the catalog named ``default``: the shared ``catalog`` fixture uses it too."""
+    return "default"
 
 
 @pytest.fixture
-def catalog(catalog_args: list[str]) -> Catalog:
-    cat = load_catalog(uri=catalog_args[1], warehouse=catalog_args[3])
-    cat.create_namespace(("db",))
-    return cat
+def catalog_args(catalog_uri: str, warehouse: Path) -> list[str]:
+    """The command-line options naming the test's catalog database and warehouse."""
+    return ["--uri", catalog_uri, "--warehouse", str(warehouse)]
 
 
 @pytest.fixture

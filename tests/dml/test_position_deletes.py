@@ -17,7 +17,6 @@ import pytest
 from pyiceberg.table.deletion_vector import deletion_vectors_from_puffin_file
 from pyiceberg.table.puffin import PuffinFile
 
-from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
 from icefloe.dml.position_deletes import RowDeletes, write_row_deletes
 from icefloe.dml.row_io import read_for_change, write_changed_rows, write_survivors
@@ -34,15 +33,10 @@ from icefloe.txn.producers import RowDelta
 from icefloe.txn.transaction import AttemptContext
 from tests.support.interop import read_with_duckdb, read_with_pyiceberg
 
+pytestmark = pytest.mark.catalog_namespaces("db")
+
 SCHEMA = Schema(NestedField(1, "id", LongType(), True), NestedField(2, "tag", StringType(), False))
 
-
-
-@pytest.fixture
-def catalog(tmp_path: Path) -> Catalog:
-    cat = load_catalog(uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace(("db",))
-    return cat
 
 
 def _table(catalog: Catalog, fv: int, properties: dict[str, str] | None = None) -> Table:
@@ -258,14 +252,14 @@ def test_v4_colocated_dvs_merge(catalog: Catalog) -> None:
 # ---------------------------------------------------------------- bad input and combining
 
 
-def test_positions_outside_the_file_and_v1_are_refused(catalog: Catalog, tmp_path: Path) -> None:
+def test_positions_outside_the_file_and_v1_are_refused(catalog: Catalog, warehouse: Path) -> None:
     table = _table(catalog, 3)
     task = _tasks(table)[0]
     with pytest.raises(ValidationError, match=r"row position 10 is outside data file .*10 rows"):
         write_row_deletes(table.io, table.metadata, [(task, [2, 10])])
     with pytest.raises(ValidationError, match="row position -1"):
         write_row_deletes(table.io, table.metadata, [(task, [-1])])
-    assert not list((tmp_path / "wh").rglob("*.puffin"))
+    assert not list(warehouse.rglob("*.puffin"))
     v1 = catalog.create_table("db.v1", SCHEMA, properties={"format-version": "1"})
     v1.append(pa.table({"id": pa.array([1], pa.int64()), "tag": ["x"]}))
     with pytest.raises(ValidationError, match="format version 1"):

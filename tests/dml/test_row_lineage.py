@@ -8,19 +8,18 @@ number, unmodified rows keep theirs, inserted rows get fresh ids. On v3 DuckDB m
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
 from icefloe.dml.change_builder import RowLevelResult
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField, StringType
 from icefloe.table.table import Table
 from tests.support.interop import duckdb_connection, read_with_duckdb
+
+pytestmark = pytest.mark.catalog_namespaces("db")
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), True), NestedField(2, "tag", StringType(), False))
 LINEAGE = ("id", "tag", "_row_id", "_last_updated_sequence_number")
@@ -34,13 +33,6 @@ def _duckdb_reads_each_dv_blob() -> None:
     """DuckDB 1.5.5's iceberg extension misreads the second DV of a shared Puffin file through its
     external file cache (duckdb/duckdb-iceberg#1182, fixed later); read without that cache."""
     duckdb_connection().execute("SET enable_external_file_cache=false")
-
-
-@pytest.fixture
-def catalog(tmp_path: Path) -> Catalog:
-    cat = load_catalog(uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace(("db",))
-    return cat
 
 
 def _table(catalog: Catalog, fv: int) -> Table:

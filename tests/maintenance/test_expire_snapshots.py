@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
+from icefloe.catalog.sql import SqlCatalog
 from icefloe.errors import NotFound, ValidationError
 from icefloe.io.fileio import local_path
 from icefloe.maintenance.expire_snapshots import expire_snapshots
@@ -24,14 +24,9 @@ from icefloe.txn.producers import OverwriteFiles
 from tests.maintenance.helpers import batch, data_paths, delete_ids, make_table, rows_by_id
 from tests.support.interop import read_with_duckdb, read_with_pyiceberg, sorted_rows
 
+pytestmark = [pytest.mark.all_catalogs, pytest.mark.catalog_namespaces("db")]
+
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def catalog(tmp_path: Path) -> Catalog:
-    cat = load_catalog(uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace(("db",))
-    return cat
 
 
 def _now_ms() -> int:
@@ -230,11 +225,12 @@ def test_concurrent_commit_is_retained(catalog: Catalog) -> None:
 
 
 @pytest.mark.parametrize("fv", [3, 4])
-def test_crash_while_deleting_leaves_a_readable_table(catalog: Catalog, tmp_path: Path, fv: int) -> None:
+def test_crash_while_deleting_leaves_a_readable_table(catalog: SqlCatalog, fv: int) -> None:
     table = make_table(catalog, "db.t", fv, batches=3)
     table.overwrite(batch(0, 6))
     table.refresh()
     rows = rows_by_id(table)
+    uri = catalog.properties["uri"]
     script = textwrap.dedent(
         f"""
         import os, time
@@ -249,7 +245,7 @@ def test_crash_while_deleting_leaves_a_readable_table(catalog: Catalog, tmp_path
                 os._exit(9)  # killed in the middle of the file deletion
             real(self, location, missing_ok)
         FileIO.delete = dying_delete
-        catalog = load_catalog(uri="sqlite:///{tmp_path}/c.db", warehouse="{tmp_path / 'wh'}")
+        catalog = load_catalog("{catalog.name}", uri="{uri}", warehouse="{catalog.warehouse}")
         expire_snapshots(catalog.load_table("db.t"), older_than=int(time.time() * 1000) + 1)
         """
     )

@@ -10,7 +10,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
 from icefloe.errors import ValidationError
 from icefloe.io.fileio import local_path
@@ -19,14 +18,9 @@ from icefloe.maintenance.remove_orphan_files import remove_orphan_files
 from icefloe.table.table import Table
 from tests.maintenance.helpers import batch, delete_ids, make_table
 
+pytestmark = pytest.mark.catalog_namespaces("db")
+
 HOUR_MS = 3600 * 1000
-
-
-@pytest.fixture
-def catalog(tmp_path: Path) -> Catalog:
-    cat = load_catalog(uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace(("db",))
-    return cat
 
 
 def _table_dir(table: Table) -> Path:

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
 from icefloe.errors import CommitConflict, ValidationError
 from icefloe.maintenance.rewrite_data_files import (
@@ -30,12 +29,7 @@ from tests.maintenance.helpers import (
 )
 from tests.support.interop import read_with_pyiceberg
 
-
-@pytest.fixture
-def catalog(tmp_path: Path) -> Catalog:
-    cat = load_catalog(uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace(("db",))
-    return cat
+pytestmark = [pytest.mark.all_catalogs, pytest.mark.catalog_namespaces("db")]
 
 
 def _files_on_disk(root: Path) -> set[str]:
@@ -157,10 +151,10 @@ def test_equality_deletes_are_applied_and_retired(catalog: Catalog) -> None:
     assert sorted(read_with_pyiceberg(table.metadata_location)["id"].to_pylist()) == sorted(before)
 
 
-def test_bad_input_changes_nothing(catalog: Catalog, tmp_path: Path) -> None:
+def test_bad_input_changes_nothing(catalog: Catalog, warehouse: Path) -> None:
     table = make_table(catalog, "db.t", 3)
     delete_ids(table, {1})
-    files = _files_on_disk(tmp_path / "wh")
+    files = _files_on_disk(warehouse)
     location = table.metadata_location
     with pytest.raises(ValidationError, match="nope"):
         rewrite_data_files(table, filter="nope = 1")
@@ -169,7 +163,7 @@ def test_bad_input_changes_nothing(catalog: Catalog, tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match="min_input_files"):
         rewrite_data_files(table, min_input_files=0)
     assert table.refresh().metadata_location == location
-    assert _files_on_disk(tmp_path / "wh") == files
+    assert _files_on_disk(warehouse) == files
 
 
 def test_files_of_an_older_spec_are_rewritten_within_their_own_spec(catalog: Catalog) -> None:

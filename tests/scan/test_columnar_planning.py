@@ -77,9 +77,6 @@ from tests.support.canonical import canonical
 from tests.support.filter_expr import convert
 from tests.support.fixtures import install_acceptance_fixtures, iter_checks, load_cases
 
-pytestmark = pytest.mark.skipif(not ac.decoder_available(), reason="DataFusion is not installed")
-
-
 # -- comparing plans -----------------------------------------------------------------------------
 
 

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from icefloe.expressions import ast
-from icefloe.formats.avro import columnar as ac
 from icefloe.formats.avro.manifest import write_manifest
 from icefloe.formats.v4 import mumbling
 from icefloe.formats.v4.content_entry import ContentRow, write_content_entries
@@ -47,8 +46,6 @@ from tests.scan.test_columnar_planning import (
     plan_both,
     random_filter,
 )
-
-pytestmark = pytest.mark.skipif(not ac.decoder_available(), reason="DataFusion is not installed")
 
 E = EntryStatus
 SNAPSHOT_ID, SEQ = 77, 9

@@ -7,7 +7,6 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
 from icefloe.errors import CorruptMetadata, NotFound
 from icefloe.io.fileio import local_path
@@ -18,14 +17,9 @@ from icefloe.txn.delete_writer import write_deletion_vectors_file, write_positio
 from icefloe.txn.producers import RowDelta
 from tests.support.interop import read_with_duckdb, read_with_pyiceberg
 
+pytestmark = pytest.mark.catalog_namespaces("db")
+
 SCHEMA = Schema(NestedField(1, "id", LongType(), True), NestedField(2, "tag", StringType(), False))
-
-
-@pytest.fixture
-def catalog(tmp_path: Path) -> Catalog:
-    cat = load_catalog(uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace(("db",))
-    return cat
 
 
 def _table(catalog: Catalog, fv: int) -> Table:

@@ -1,51 +1,16 @@
-"""One SparkSession for the whole test run (local[2,4]: 2 cores, tasks retried up to 4 times)."""
+"""Spark test fixtures: the catalog the shared SparkSession (``tests/conftest.py``) is configured with."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-pyspark = pytest.importorskip("pyspark")
-
-from icefloe.catalog import load_catalog  # noqa: E402
-from icefloe.catalog.base import Catalog  # noqa: E402
+from icefloe.catalog import load_catalog
+from icefloe.catalog.base import Catalog
 
 CI = bool(os.environ.get("CI"))
-
-
-@pytest.fixture(scope="session")
-def spark_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Directory holding the session's catalog database and warehouse."""
-    return tmp_path_factory.mktemp("spark-icefloe")
-
-
-@pytest.fixture(scope="session")
-def spark(spark_home: Path) -> Iterator[object]:
-    """The shared SparkSession, configured by ``icefloe.spark.runtime``."""
-    from icefloe.spark import session
-
-    uri = f"sqlite:///{spark_home}/catalog.db"
-    warehouse = str(spark_home / "warehouse")
-    s = session(
-        app_name="icefloe-tests",
-        master="local[2,4]",
-        catalog_uri=uri,
-        warehouse=warehouse,
-        **{
-            "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
-            "spark.sql.shuffle.partitions": "4",
-            "spark.default.parallelism": "2",
-            "spark.python.worker.reuse": "true",
-            "spark.sql.adaptive.enabled": "true",
-            "spark.driver.memory": "2g",
-        },
-    )
-    s.sparkContext.setLogLevel("ERROR")
-    yield s
-    s.stop()
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,13 @@
-"""The acceptance corpus (``shared/fixtures/iceberg-acceptance``): install, cases, fingerprints, checks.
+"""The one way tests reach the acceptance corpus (``tests/fixtures/iceberg-acceptance``).
 
-Independent of icefloe: the check runner here reads through PyIceberg (or the other readers of
-``tests.support.interop``) so the harness itself can be validated before it is pointed at icefloe.
+The corpus is part of the repository: tables written by other Iceberg implementations, with
+expected results in ``cases.json`` and ``<case>/expected/``. Its metadata embeds absolute
+locations under ``file:///tmp/iceberg-acceptance/``, so a test that reads a table through its
+metadata first installs the corpus there; a test that only looks at single files (metadata JSON,
+Puffin, manifests) reads them straight from the repository with ``corpus_files``.
+
+The check runner reads through PyIceberg (or another reader of ``tests.support.interop``), so the
+harness itself is validated independently of icefloe.
 
     install_acceptance_fixtures()            # copy to /tmp/iceberg-acceptance once (the tables embed it)
     for case, check in iter_checks(): ...
@@ -12,20 +18,18 @@ Independent of icefloe: the check runner here reads through PyIceberg (or the ot
 from __future__ import annotations
 
 import fcntl
-import importlib.util
 import json
 import os
 import shutil
-import sys
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tests.support import fingerprint as _fingerprint
 from tests.support.filter_expr import (
     convert,
     filter_columns,
@@ -35,19 +39,24 @@ from tests.support.filter_expr import (
     filter_table,
 )
 
-SHARED_DIR_ENV = "ICEFLOE_SHARED_DIR"
 CORPUS_NAME = "iceberg-acceptance"
+CORPUS_DIR = Path(__file__).resolve().parents[1] / "fixtures" / CORPUS_NAME
 INSTALL_ROOT = Path("/tmp") / CORPUS_NAME  # fixed: every metadata file embeds file:///tmp/iceberg-acceptance/
+# The two spellings of the install root in the corpus' file locations (Iceberg Java writes file:/).
+LOCATION_PREFIXES = (f"file://{INSTALL_ROOT}/", f"file:{INSTALL_ROOT}/")
 ROW_LINEAGE_COLUMNS = ("_row_id", "_last_updated_sequence_number")
-_FINGERPRINT_MODULE = "icefloe_acceptance_fingerprint"
 
 __all__ = [
+    "CORPUS_DIR",
     "INSTALL_ROOT",
     "ROW_LINEAGE_COLUMNS",
     "canonical_rows",
     "case_by_name",
     "check_id",
     "convert",
+    "corpus_dir",
+    "corpus_files",
+    "corpus_path",
     "expected_result",
     "expected_table",
     "filter_columns",
@@ -56,38 +65,44 @@ __all__ = [
     "filter_expr_walk",
     "filter_table",
     "fingerprint",
-    "fingerprint_module",
-    "fixtures_source_dir",
     "install_acceptance_fixtures",
     "iter_checks",
     "load_cases",
     "load_corpus",
     "reader_verdict",
     "run_check",
-    "shared_dir",
 ]
 
 
 # ---------------------------------------------------------------- locating and installing
 
 
-def shared_dir() -> Path:
-    """The shared/ directory: ``$ICEFLOE_SHARED_DIR`` or ``<repo>/../shared``."""
-    env = os.environ.get(SHARED_DIR_ENV)
-    if env:
-        return Path(env).resolve()
-    repo = Path(__file__).resolve().parents[2]
-    return (repo.parent / "shared").resolve()
+def corpus_dir() -> Path:
+    """The corpus in the repository (read-only source of the install)."""
+    if not (CORPUS_DIR / "cases.json").is_file():  # only a damaged checkout gets here
+        raise FileNotFoundError(f"acceptance corpus missing from the repository: {CORPUS_DIR}")
+    return CORPUS_DIR
 
 
-def fixtures_source_dir() -> Path:
-    """The corpus as shipped in shared/ (read-only source of the install)."""
-    path = shared_dir() / "fixtures" / CORPUS_NAME
-    if not (path / "cases.json").is_file():
-        raise FileNotFoundError(
-            f"acceptance corpus not found at {path}; set {SHARED_DIR_ENV} to the shared/ directory"
-        )
-    return path
+def corpus_files(pattern: str) -> list[Path]:
+    """Files of the corpus matching a glob relative to its root, e.g. ``*/data/*.puffin``; sorted."""
+    return sorted(corpus_dir().glob(pattern))
+
+
+def corpus_path(location: str) -> Path:
+    """The repository copy of a file named by its location in the corpus' metadata."""
+    for prefix in LOCATION_PREFIXES:
+        if location.startswith(prefix):
+            return corpus_dir() / location[len(prefix) :]
+    raise ValueError(f"not a location of the acceptance corpus: {location}")
+
+
+def _corpus_members(source: Path) -> Iterator[Path]:
+    """What an install copies: cases.json and every case folder (not the README)."""
+    yield source / "cases.json"
+    for case_dir in sorted(p for p in source.iterdir() if p.is_dir()):
+        yield case_dir
+        yield from sorted(case_dir.rglob("*"))
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -121,12 +136,12 @@ def install_acceptance_fixtures(target: Path = INSTALL_ROOT, recheck: bool = Fal
     target = Path(target)
     if target in _installed and not recheck:
         return target
-    source = fixtures_source_dir()
+    source = corpus_dir()
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target.parent / f".{target.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            for src in sorted(source.rglob("*")):
+            for src in _corpus_members(source):
                 dest = target / src.relative_to(source)
                 if src.is_dir():
                     dest.mkdir(parents=True, exist_ok=True)
@@ -144,7 +159,7 @@ def install_acceptance_fixtures(target: Path = INSTALL_ROOT, recheck: bool = Fal
 @cache
 def load_corpus() -> dict[str, Any]:
     """The whole parsed cases.json (corpus header, reader versions, cases)."""
-    with open(fixtures_source_dir() / "cases.json", encoding="utf-8") as f:
+    with open(corpus_dir() / "cases.json", encoding="utf-8") as f:
         return json.load(f)
 
 
@@ -176,42 +191,23 @@ def check_id(case: dict[str, Any], check: dict[str, Any]) -> str:
 # ---------------------------------------------------------------- fingerprints and expected results
 
 
-def fingerprint_module() -> ModuleType:
-    """shared/fixtures/fingerprint.py, imported by path (cached in sys.modules)."""
-    module = sys.modules.get(_FINGERPRINT_MODULE)
-    if module is not None:
-        return module
-    path = shared_dir() / "fixtures" / "fingerprint.py"
-    spec = importlib.util.spec_from_file_location(_FINGERPRINT_MODULE, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import fingerprint module from {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[_FINGERPRINT_MODULE] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[_FINGERPRINT_MODULE]
-        raise
-    return module
-
-
 def fingerprint(
     table: pa.Table, columns: list[str] | None = None, uuid_columns: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     """``{"row_count": n, "fingerprint": "<32 hex>"}`` of ``table`` per the corpus' fingerprint v1."""
-    return fingerprint_module().fingerprint(table, columns, uuid_columns)
+    return _fingerprint.fingerprint(table, columns, uuid_columns)
 
 
 def canonical_rows(
     table: pa.Table, columns: list[str] | None = None, uuid_columns: tuple[str, ...] = ()
 ) -> list[list[str]]:
     """Per-row lists of canonical cell strings (the fingerprint's rendering; NULL is ``\\N``)."""
-    return fingerprint_module().canonical_rows(table, columns, uuid_columns)
+    return _fingerprint.canonical_rows(table, columns, uuid_columns)
 
 
 def expected_table(case: dict[str, Any], check: dict[str, Any]) -> pa.Table:
-    """The expected rows of a check (``expected/<id>.parquet`` from shared/, the writer's Arrow types)."""
-    return pq.read_table(fixtures_source_dir() / case["case"] / check["expected_parquet"])
+    """The expected rows of a check (``<case>/expected/<id>.parquet``, the writer's Arrow types)."""
+    return pq.read_table(corpus_dir() / case["case"] / check["expected_parquet"])
 
 
 def expected_result(

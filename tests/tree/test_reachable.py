@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
 from icefloe.spec.content import ManifestFile
 from icefloe.table.table import Table
@@ -14,12 +11,7 @@ from icefloe.tree import reachable
 from icefloe.tree.reachable import reachable_files
 from tests.maintenance.helpers import batch, delete_ids, make_table
 
-
-@pytest.fixture
-def catalog(tmp_path: Path) -> Catalog:
-    cat = load_catalog(uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace(("db",))
-    return cat
+pytestmark = pytest.mark.catalog_namespaces("db")
 
 
 def _planned_files(table: Table, snapshot_id: int) -> set[str]:

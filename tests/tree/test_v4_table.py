@@ -9,7 +9,6 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
@@ -22,15 +21,10 @@ from icefloe.tree.read_seam import manifest_refs
 from icefloe.txn.transaction import AttemptContext, Transaction
 from tests.tree.v4_helpers import head, raw_rows
 
+pytestmark = pytest.mark.catalog_namespaces("db")
+
 SCHEMA = Schema(NestedField(1, "id", LongType(), True), NestedField(2, "cat", StringType(), False))
 SPEC = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "cat"))
-
-
-@pytest.fixture
-def catalog(tmp_path: Path) -> Catalog:
-    cat = load_catalog(uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=str(tmp_path / "warehouse"))
-    cat.create_namespace(("db",))
-    return cat
 
 
 def rows(start: int, n: int) -> pa.Table:

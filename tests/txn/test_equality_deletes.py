@@ -15,7 +15,6 @@ import pytest
 from pyiceberg.transforms import BucketTransform as PyIcebergBucket
 from pyiceberg.types import LongType as PyIcebergLong
 
-from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
 from icefloe.errors import ValidationError
 from icefloe.spec.content import FileContent
@@ -50,6 +49,8 @@ from tests.support.interop import read_with_duckdb, read_with_iceberg_rust
 from tests.tree.v4_helpers import field_ids as content_field_ids
 from tests.tree.v4_helpers import raw_rows
 
+pytestmark = [pytest.mark.all_catalogs, pytest.mark.catalog_namespaces("db")]
+
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), True),
     NestedField(2, "cat", StringType(), False),
@@ -64,13 +65,6 @@ SCHEMA = Schema(
     NestedField(12, "score", FloatType(), False),
     NestedField(13, "ratio", DoubleType(), False),
 )
-
-
-@pytest.fixture
-def catalog(tmp_path: Path) -> Catalog:
-    cat = load_catalog(uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace(("db",))
-    return cat
 
 
 def _rows(ids: list[int], cats: list[str | None] | None = None) -> pa.Table:

@@ -7,7 +7,6 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
 from icefloe.errors import CommitConflict, ValidationError
 from icefloe.io.fileio import local_path
@@ -18,12 +17,7 @@ from icefloe.tree.read_seam import live_entries
 from icefloe.txn.rewrite_files import RewriteFiles
 from tests.maintenance.helpers import batch, data_paths, delete_ids, make_table, rows_by_id
 
-
-@pytest.fixture
-def catalog(tmp_path: Path) -> Catalog:
-    cat = load_catalog(uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace(("db",))
-    return cat
+pytestmark = [pytest.mark.all_catalogs, pytest.mark.catalog_namespaces("db")]
 
 
 def _prepare(table: Table) -> tuple[RewritePlan, list[DataFile]]:

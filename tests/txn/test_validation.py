@@ -14,7 +14,6 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
 from icefloe.dml.change_builder import MERGE_ON_READ as MOR
 from icefloe.dml.copy_on_write import plan_copy_on_write
@@ -43,6 +42,8 @@ from icefloe.txn.equality_deletes import write_equality_delete_files
 from icefloe.txn.isolation import IsolationLevel, isolation_level
 from icefloe.txn.producers import AppendFiles, OverwriteFiles, RowDelta
 
+pytestmark = [pytest.mark.all_catalogs, pytest.mark.catalog_namespaces("db")]
+
 SCHEMA = Schema(NestedField(1, "id", LongType(), True), NestedField(2, "cat", StringType(), False))
 SERIALIZABLE, SNAPSHOT = IsolationLevel.SERIALIZABLE, IsolationLevel.SNAPSHOT
 
@@ -53,13 +54,6 @@ VERSIONS = [
     pytest.param((4, {"write.v4.root.max-inline-entries": "0"}), id="v4-leaves"),
 ]
 Version = tuple[int, dict[str, str]]
-
-
-@pytest.fixture
-def catalog(tmp_path: Path) -> Catalog:
-    cat = load_catalog(uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
-    cat.create_namespace(("db",))
-    return cat
 
 
 def _rows(ids: range | list[int], cat: str) -> pa.Table:

@@ -1,4 +1,4 @@
-"""icefloe.catalog layer (see DESIGN.md §2): catalogs that map table names to metadata files.
+"""icefloe.catalog layer (see ARCHITECTURE.md): catalogs that map table names to metadata files.
 
 ``load_catalog()`` with no arguments gives the embedded default: a SQLite catalog at
 ``./.icefloe/catalog.db`` with its warehouse at ``./.icefloe/warehouse``. The environment variables

@@ -1,1 +1,1 @@
-"""icefloe.cli layer (see DESIGN.md §2)."""
+"""icefloe.cli layer (see ARCHITECTURE.md)."""

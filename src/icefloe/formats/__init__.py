@@ -1,1 +1,1 @@
-"""icefloe.formats layer (see DESIGN.md §2)."""
+"""icefloe.formats layer (see ARCHITECTURE.md)."""

@@ -1,4 +1,4 @@
-"""icefloe.io layer (see DESIGN.md §2): FileIO over local and S3 file systems."""
+"""icefloe.io layer (see ARCHITECTURE.md): FileIO over local and S3 file systems."""
 
 from icefloe.io.fileio import FileIO, InputFile, OutputFile, load_file_io, normalize_location
 

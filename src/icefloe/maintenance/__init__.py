@@ -1,1 +1,1 @@
-"""icefloe.maintenance layer (see DESIGN.md §2)."""
+"""icefloe.maintenance layer (see ARCHITECTURE.md)."""

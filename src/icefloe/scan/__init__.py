@@ -1,1 +1,1 @@
-"""icefloe.scan layer (see DESIGN.md §2)."""
+"""icefloe.scan layer (see ARCHITECTURE.md)."""

@@ -1,6 +1,6 @@
 """Write a Spark DataFrame into an icefloe table: executors write Parquet, the driver commits once.
 
-Route (fastest first, see shared/spark-notes.md):
+Route (fastest first, see ARCHITECTURE.md, "Spark"):
 
 - **native**: Spark's own Parquet writer, with the table's field ids in the column metadata and
   ``TIMESTAMP_MICROS``, into a job-unique staging directory ``<data>/spark-<uuid>/`` partitioned by

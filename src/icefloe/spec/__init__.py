@@ -1,1 +1,1 @@
-"""icefloe.spec layer (see DESIGN.md §2)."""
+"""icefloe.spec layer (see ARCHITECTURE.md)."""

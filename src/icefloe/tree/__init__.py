@@ -1,4 +1,4 @@
-"""icefloe.tree: the two seams (DESIGN.md §1) and nothing else knows the metadata tree's shape.
+"""icefloe.tree: the two seams (ARCHITECTURE.md) and nothing else knows the metadata tree's shape.
 
 - read seam (:mod:`icefloe.tree.read_seam`): ``manifest_refs``, ``read_entries``, ``live_entries``
   give version-neutral entries with inheritance applied (dispatching to ``v3_read`` / ``v4_read``);

@@ -1,1 +1,1 @@
-"""icefloe.txn layer (see DESIGN.md §2)."""
+"""icefloe.txn layer (see ARCHITECTURE.md)."""

@@ -42,8 +42,6 @@ from icefloe.spec.types import (
 )
 from tests.support.canonical import canonical
 
-pytestmark = pytest.mark.skipif(not ac.decoder_available(), reason="DataFusion is not installed")
-
 TYPES = [
     ("i", IntegerType()),
     ("l", LongType()),

@@ -52,6 +52,7 @@ from icefloe.spec.types import (
     TimeType,
     UUIDType,
 )
+from tests.support.fixtures import install_acceptance_fixtures
 
 SCHEMA = Schema(
     NestedField(1, "b", BooleanType()),
@@ -377,13 +378,8 @@ def test_awkward_partition_names_are_sanitised() -> None:
 
 # -- manifests written by other implementations -------------------------------------------------
 
-FIXTURES = Path("/tmp/iceberg-acceptance")
-
-
 @pytest.fixture(scope="module")
 def acceptance() -> Path:
-    from tests.support.fixtures import install_acceptance_fixtures
-
     return install_acceptance_fixtures()
 
 

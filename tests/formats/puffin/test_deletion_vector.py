@@ -14,8 +14,8 @@ from icefloe.errors import CorruptMetadata
 from icefloe.formats.puffin.deletion_vector import DV_MAGIC, decode_dv_blob, encode_dv_blob
 from icefloe.formats.puffin.files import read_blob, read_puffin_footer
 from icefloe.formats.puffin.roaring64 import PositionBitmap
+from tests.support.fixtures import corpus_files
 
-FIXTURES = Path("/work/shared/fixtures/iceberg-acceptance")
 PUFFIN_FILE = "s3://warehouse/db/t/data/00000-1-deletes.puffin"
 
 
@@ -118,10 +118,9 @@ def test_round_trip(positions: set[int]) -> None:
 
 
 def _java_puffin_files() -> list[Path]:
-    return sorted(FIXTURES.glob("*/data/*.puffin")) if FIXTURES.is_dir() else []
+    return corpus_files("*/data/*.puffin")
 
 
-@pytest.mark.skipif(not _java_puffin_files(), reason="acceptance fixtures not available")
 def test_java_written_blobs_decode_and_re_encode_identically() -> None:
     count = 0
     for path in _java_puffin_files():

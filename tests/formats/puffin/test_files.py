@@ -28,9 +28,8 @@ from icefloe.formats.puffin.files import (
     write_deletion_vectors,
 )
 from icefloe.formats.puffin.roaring64 import PositionBitmap
+from tests.support.fixtures import corpus_files, corpus_path
 
-FIXTURES = Path("/work/shared/fixtures/iceberg-acceptance")
-FIXTURE_PREFIX = "file:/tmp/iceberg-acceptance/"
 NAME = "file:/warehouse/t/data/deletes-1.puffin"
 
 
@@ -313,13 +312,9 @@ def test_dv_cardinality_property_mismatch() -> None:
 
 
 def _fixture_puffins() -> list[Path]:
-    return sorted(FIXTURES.glob("*/data/*.puffin")) if FIXTURES.is_dir() else []
+    return corpus_files("*/data/*.puffin")
 
 
-needs_fixtures = pytest.mark.skipif(not _fixture_puffins(), reason="acceptance fixtures not available")
-
-
-@needs_fixtures
 def test_java_puffin_files_decode_with_footer_cardinalities() -> None:
     for path in _fixture_puffins():
         data = path.read_bytes()
@@ -335,17 +330,16 @@ def test_java_puffin_files_decode_with_footer_cardinalities() -> None:
         assert set(by_file) == {b.properties["referenced-data-file"] for b in metadata.blobs}
 
 
-@needs_fixtures
 def test_java_manifest_dv_entries_resolve_to_blobs() -> None:
     checked = 0
-    for manifest in sorted(FIXTURES.glob("*/metadata/*-m*.avro")):
+    for manifest in corpus_files("*/metadata/*-m*.avro"):
         with manifest.open("rb") as handle:
             for entry in fastavro.reader(handle):
                 assert isinstance(entry, dict)
                 data_file: dict[str, Any] = entry["data_file"]
                 if str(data_file["file_format"]).upper() != "PUFFIN":
                     continue
-                local = FIXTURES / data_file["file_path"].removeprefix(FIXTURE_PREFIX)
+                local = corpus_path(data_file["file_path"])
                 with local.open("rb") as stream:
                     bitmap = read_deletion_vector(
                         stream,

@@ -238,7 +238,8 @@ def test_update_from_many_sources() -> None:
 
 
 def test_update_from_numpy() -> None:
-    np = pytest.importorskip("numpy")
+    import numpy as np
+
     arr = np.array([5, 1, (2 << 32) + 1, 1], dtype=np.int64)
     bitmap = PositionBitmap(arr)
     assert bitmap.to_list() == [1, 5, (2 << 32) + 1]

@@ -760,7 +760,8 @@ def _leaf_columns(table: pa.Table) -> pa.Table:
 
 
 def test_compact_files_read_in_duckdb(tmp_path: Path) -> None:
-    duckdb = pytest.importorskip("duckdb")
+    import duckdb
+
     path = tmp_path / "root.parquet"
     path.write_bytes(root(_compact_rows(), compact=True))
     want = _leaf_columns(raw(path.read_bytes()))

@@ -1,7 +1,7 @@
 """The v4 ``content_entry`` row schema (root and leaf manifests) and projection by field id.
 
 Struct order follows Iceberg Java (``TrackedFile``/``Tracking``/``DeletionVector``/``ManifestInfo``);
-field ids, names and required-ness follow ``shared/spec/iceberg-v4-and-v3-facts.md`` §2. Two
+field ids, names and required-ness follow the v4 spec draft's ``content_entry`` table. Two
 columns depend on the table: ``partition`` (102) is the union of the partition fields of every
 spec, and ``content_stats`` (146) has one struct per column (``icefloe.formats.v4.content_stats``).
 Either column is left out of the file when its struct would be empty (decisions Q7/Q8).

@@ -1,0 +1,154 @@
+"""Fixtures every test directory shares: the catalog family over SQLite and PostgreSQL.
+
+``catalog`` is a fresh ``SqlCatalog`` with its own warehouse. It runs on SQLite; a test, class or
+module marked ``all_catalogs`` runs once on SQLite and once on the session's throwaway PostgreSQL
+server (one server per test run; tests share its database, so every catalog gets a unique name).
+``catalog_namespaces("db", ...)`` makes ``catalog`` create those namespaces first:
+
+    pytestmark = [pytest.mark.all_catalogs, pytest.mark.catalog_namespaces("db")]
+
+    def test_x(catalog: Catalog) -> None:
+        table = catalog.create_table("db.t", ...)
+
+``spark`` is the one SparkSession of the test run (``local[2,4]``: 2 cores, tasks retried up to 4
+times), over a catalog database and warehouse of its own (``spark_home``).
+
+``catalog_uri`` / ``catalog_backend`` give the same database to tests that open catalogs of their
+own (in other processes, say); ``postgres_uri`` and ``sqlite_uri`` name one backend explicitly.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from icefloe.catalog.sql import SqlCatalog
+from tests.support.postgres import PostgresServer, PostgresUnavailable, postgres_required, start_postgres
+
+SQLITE = "sqlite"
+POSTGRES = "postgres"
+ALL_CATALOG_BACKENDS = (pytest.param(SQLITE), pytest.param(POSTGRES, marks=pytest.mark.postgres))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the catalog family's markers."""
+    config.addinivalue_line(
+        "markers", "all_catalogs: run the catalog fixtures on every backend (SQLite and PostgreSQL)"
+    )
+    config.addinivalue_line(
+        "markers", "catalog_namespaces(*names): namespaces the catalog fixture creates first"
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run tests marked ``all_catalogs`` that use the catalog family on every backend."""
+    if "catalog_backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker("all_catalogs"):
+        metafunc.parametrize("catalog_backend", ALL_CATALOG_BACKENDS, indirect=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server for the whole session (skips, or fails in CI, when unavailable)."""
+    try:
+        server = start_postgres()
+    except PostgresUnavailable as exc:
+        if postgres_required():
+            pytest.fail(f"PostgreSQL is required but unavailable: {exc}")
+        pytest.skip(f"PostgreSQL unavailable: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_uri(postgres_server: PostgresServer) -> str:
+    """SQLAlchemy URI (postgresql+psycopg://) of the session's test database."""
+    return postgres_server.uri
+
+
+@pytest.fixture
+def sqlite_uri(tmp_path: Path) -> str:
+    """A fresh SQLite catalog file."""
+    return f"sqlite:///{tmp_path / 'catalog.db'}"
+
+
+@pytest.fixture
+def catalog_backend(request: pytest.FixtureRequest) -> str:
+    """``sqlite``, or the backend this test was parametrised with (see ``all_catalogs``)."""
+    return str(getattr(request, "param", SQLITE))
+
+
+@pytest.fixture
+def catalog_uri(catalog_backend: str, request: pytest.FixtureRequest) -> str:
+    """The catalog database URI of the test's backend."""
+    if catalog_backend == POSTGRES:
+        return str(request.getfixturevalue("postgres_uri"))
+    return str(request.getfixturevalue("sqlite_uri"))
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path) -> Path:
+    """An empty warehouse directory."""
+    path = tmp_path / "warehouse"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def catalog_name() -> str:
+    """A catalog name unique to the test, so tests can share one PostgreSQL database."""
+    return f"cat_{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def catalog(
+    catalog_uri: str, warehouse: Path, catalog_name: str, request: pytest.FixtureRequest
+) -> Iterator[SqlCatalog]:
+    """A fresh SqlCatalog on the test's backend, with the namespaces ``catalog_namespaces`` names."""
+    cat = SqlCatalog(catalog_name, uri=catalog_uri, warehouse=str(warehouse))
+    try:
+        marker = request.node.get_closest_marker("catalog_namespaces")
+        for namespace in marker.args if marker else ():
+            cat.create_namespace(namespace)
+        yield cat
+    finally:
+        cat.close()
+
+
+# ---------------------------------------------------------------- the shared SparkSession
+
+
+@pytest.fixture(scope="session")
+def spark_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Directory holding the session's catalog database and warehouse."""
+    return tmp_path_factory.mktemp("spark-icefloe")
+
+
+@pytest.fixture(scope="session")
+def spark(spark_home: Path) -> Iterator[object]:
+    """The shared SparkSession, configured by ``icefloe.spark.runtime``."""
+    from icefloe.spark import session
+
+    uri = f"sqlite:///{spark_home}/catalog.db"
+    warehouse = str(spark_home / "warehouse")
+    s = session(
+        app_name="icefloe-tests",
+        master="local[2,4]",
+        catalog_uri=uri,
+        warehouse=warehouse,
+        **{
+            "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+            "spark.sql.shuffle.partitions": "4",
+            "spark.default.parallelism": "2",
+            "spark.python.worker.reuse": "true",
+            "spark.sql.adaptive.enabled": "true",
+            "spark.driver.memory": "2g",
+        },
+    )
+    s.sparkContext.setLogLevel("ERROR")
+    yield s
+    s.stop()
