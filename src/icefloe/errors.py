@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 
 class IcefloeError(Exception):
     """Base class of every error icefloe raises on purpose."""
@@ -50,8 +53,45 @@ class ValidationError(IcefloeError):
 
 
 class CorruptMetadata(IcefloeError):
-    """A metadata or data file could not be parsed; the message names the file and why."""
+    """A metadata or data file could not be parsed, or contradicts its parent; the message names the file.
+
+    ``location`` is the file at fault when known (for a bad manifest DV in a v4 root: the root,
+    not the leaf), ``snapshot_id`` the snapshot being read when known.
+    """
+
+    def __init__(self, message: str, *, location: str | None = None, snapshot_id: int | None = None) -> None:
+        super().__init__(message)
+        self.location = location
+        self.snapshot_id = snapshot_id
 
 
 class Unsupported(IcefloeError):
     """A valid feature that icefloe does not implement (yet)."""
+
+
+_NEVER_WRAPPED = (KeyboardInterrupt, SystemExit, GeneratorExit, IcefloeError)
+
+
+@contextmanager
+def reading(location: str, what: str = "read", *, snapshot_id: int | None = None) -> Iterator[None]:
+    """The boundary of one file reader: any failure that is not an IcefloeError becomes CorruptMetadata.
+
+    Decoders (fastavro, DataFusion, pyarrow, zlib, json) fail on corrupt bytes with their own
+    exception types, some deriving from BaseException (a Rust panic surfaces as one); callers of
+    icefloe see one error that names the file. A missing file becomes NotFound. Interrupts pass.
+    """
+    try:
+        yield
+    except _NEVER_WRAPPED:
+        raise
+    except FileNotFoundError as exc:
+        raise NotFound(f"{location}: file does not exist ({exc})") from exc
+    except BaseException as exc:
+        detail = str(exc)
+        if len(detail) > 300:
+            detail = detail[:300] + "..."
+        raise CorruptMetadata(
+            f"{location}: cannot {what}: {type(exc).__name__}: {detail}",
+            location=location,
+            snapshot_id=snapshot_id,
+        ) from exc

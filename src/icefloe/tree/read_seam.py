@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icefloe.errors import reading
 from icefloe.formats import avro_columnar as ac
 from icefloe.formats.avro_manifest import read_manifest_with_header
 from icefloe.formats.avro_manifest_list import read_manifest_list
@@ -44,6 +45,7 @@ from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.tree import v4_read
 from icefloe.tree.entry_columns import EntryColumns
+from icefloe.tree.integrity import check_entry_counts, check_manifest_counts, check_manifest_version
 
 PARALLEL_MANIFESTS = 4
 """Read manifests with a thread pool once a snapshot has more than this many."""
@@ -72,17 +74,19 @@ _manifest_lists_lock = threading.Lock()
 
 def _cached_manifest_list(io: Any, location: str) -> list[ManifestFile]:
     """``read_manifest_list``, remembered by location and size for repeated plans of a snapshot."""
-    source = io.new_input(location)
-    length = getattr(source, "length", None)
-    if not isinstance(length, int):
-        return read_manifest_list(source)
+    with reading(location, "read the manifest list"):
+        source = io.new_input(location)
+        length = getattr(source, "length", None)
+        if not isinstance(length, int):
+            return read_manifest_list(source)
     key = (location, length)
     with _manifest_lists_lock:
         cached = _manifest_lists.get(key)
         if cached is not None:
             _manifest_lists.move_to_end(key)
             return list(cached)
-    manifests = read_manifest_list(source)
+    with reading(location, "read the manifest list"):
+        manifests = read_manifest_list(source)
     with _manifest_lists_lock:
         _manifest_lists[key] = tuple(manifests)
         while len(_manifest_lists) > MANIFEST_LIST_CACHE_SIZE:
@@ -202,9 +206,13 @@ def read_entries(io: Any, metadata: TableMetadata, manifest_file: ManifestFile) 
     """Every entry of one manifest (deleted ones included), with inheritance applied."""
     if manifest_file.format_version >= 4:
         return v4_read.read_entries(io, metadata, manifest_file)
-    header, entries = read_manifest_with_header(
-        io.new_input(manifest_file.manifest_path), metadata.specs_by_id(), manifest_file=manifest_file
-    )
+    where = manifest_file.manifest_path
+    with reading(where, "read the manifest"):
+        header, entries = read_manifest_with_header(
+            io.new_input(where), metadata.specs_by_id(), manifest_file=manifest_file
+        )
+    check_manifest_version(header.format_version, metadata.format_version, where)
+    check_entry_counts(manifest_file, entries)
     return inherit(entries, manifest_file, header.format_version)
 
 
@@ -221,9 +229,13 @@ def read_live_columns(io: Any, metadata: TableMetadata, manifest_file: ManifestF
         if leaf is None:
             raise ac.ColumnarUnsupported(f"{manifest_file.manifest_path}: inline root entries")
         return leaf
-    columns = ac.read_manifest_columns(
-        io, manifest_file.manifest_path, metadata.specs_by_id(), spec_id=manifest_file.partition_spec_id
-    )
+    where = manifest_file.manifest_path
+    with reading(where, "read the manifest"):
+        columns = ac.read_manifest_columns(
+            io, where, metadata.specs_by_id(), spec_id=manifest_file.partition_spec_id
+        )
+    check_manifest_version(columns.header.format_version, metadata.format_version, where)
+    check_manifest_counts(manifest_file, columns.numpy(ac.STATUS, -1), columns.record_counts())
     return inherit_columns(columns, manifest_file)
 
 
