@@ -64,7 +64,7 @@ from icefloe.spec.table_metadata import TableMetadata
 from icefloe.tree.locations import LocationProvider
 from icefloe.tree.summary import snapshot_summary
 from icefloe.tree.v4_leaves import TreeFiles, materialised
-from icefloe.tree.v4_policy import MODIFIED_KEEPS_SNAPSHOT_ID, V4Policy
+from icefloe.tree.v4_policy import MODIFIED_KEEPS_SNAPSHOT_ID, V4Policy, manifest_dv_encoding
 from icefloe.tree.v4_read import leaf_rows, live_leaf_entries, locate, positions
 from icefloe.tree.v4_upgrade import ParentTree, parent_tree
 from icefloe.tree.write_seam import TreeChange, TreeResult
@@ -483,6 +483,8 @@ def write_v4_tree(
     props = {**metadata.properties, **(properties or {})}
     policy = V4Policy.from_properties(props)
     manifest_dv_codec(policy.mdv_encoding)  # fail early on an unknown encoding
+    if manifest_dv_encoding(props) != manifest_dv_encoding(metadata.properties):
+        metadata = metadata.with_changes(properties=props)  # read the parent's bitmaps in the new encoding
     dvs = dict(change.added_dvs)
     _validate(metadata, change, dvs)
     files = TreeFiles(
