@@ -10,7 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from icefloe.errors import ValidationError
+from icefloe.errors import ValidationError, reading
 from icefloe.expressions.ast import AlwaysTrue, And, Expression
 from icefloe.expressions.parser import to_expression
 from icefloe.io.fileio import FileIO
@@ -36,6 +36,15 @@ class TableScan:
     case_sensitive: bool = True
     limit: int | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    metadata_location: str | None = None
+    """The metadata file the scan's metadata came from (named when the metadata cannot be scanned)."""
+
+    @contextmanager
+    def _boundary(self) -> Iterator[None]:
+        """Only IcefloeErrors leave a scan: anything else is metadata that parses but cannot be used."""
+        where = self.metadata_location or f"metadata of the table at {self.metadata.location}"
+        with reading(where, "scan the table", snapshot_id=self.snapshot_id):
+            yield
 
     def filter(self, expr: Expression | str) -> TableScan:
         """A scan with an additional row filter (AND-ed)."""
@@ -89,7 +98,7 @@ class TableScan:
 
     def plan_files(self, stats: PlanStats | None = None) -> list[FileScanTask]:
         """The files to read, with deletes and residual filters."""
-        with gc_paused():
+        with self._boundary(), gc_paused():
             return plan_files(
                 self.io,
                 self.metadata,
@@ -102,9 +111,10 @@ class TableScan:
 
     def to_arrow(self) -> pa.Table:
         """Plan and read the scan into one Arrow table, columns in the order selected."""
-        projected, meta = self.projection()
-        request = ReadRequest(self.schema(), projected, meta, self.row_filter, self.case_sensitive)
-        table = read_tasks(self.io, self.plan_files(), request, limit=self.limit)
+        with self._boundary():
+            projected, meta = self.projection()
+            request = ReadRequest(self.schema(), projected, meta, self.row_filter, self.case_sensitive)
+            table = read_tasks(self.io, self.plan_files(), request, limit=self.limit)
         if "*" not in self.selected_fields:
             table = table.select(
                 _resolve_order(self.selected_fields, table.column_names, self.case_sensitive)
