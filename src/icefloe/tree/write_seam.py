@@ -41,6 +41,7 @@ from icefloe.spec.content import (
 )
 from icefloe.spec.conversions import from_bytes
 from icefloe.spec.partitioning import PartitionSpec
+from icefloe.spec.properties import checked_int_property
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.types import StructType
@@ -441,8 +442,8 @@ def write_snapshot_tree(
         raise ValidationError(f"colocated deletion vectors need format version 4, not {fv}")
     _validate_added(metadata, change)
     props = {**metadata.properties, **(properties or {})}
-    target_size = int(props.get(MANIFEST_TARGET_SIZE, DEFAULT_MANIFEST_TARGET_SIZE))
-    min_count = int(props.get(MANIFEST_MIN_MERGE_COUNT, DEFAULT_MIN_MERGE_COUNT))
+    target_size = checked_int_property(props, MANIFEST_TARGET_SIZE, DEFAULT_MANIFEST_TARGET_SIZE)
+    min_count = checked_int_property(props, MANIFEST_MIN_MERGE_COUNT, DEFAULT_MIN_MERGE_COUNT)
     merge = merge and props.get(MANIFEST_MERGE_ENABLED, "true").strip().lower() != "false"
     locations = location_provider or LocationProvider(metadata)
     w = _Writer(io, metadata, snapshot_id, locations, target_size)
