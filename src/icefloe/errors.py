@@ -13,7 +13,9 @@ class IcefloeError(Exception):
 
 
 class NotFound(IcefloeError):
-    """A namespace, table, snapshot, ref or file does not exist."""
+    """A namespace, table, snapshot, ref or file does not exist (``location``: the missing file, if known)."""
+
+    location: str | None = None
 
 
 class NoSuchNamespace(NotFound):
@@ -82,10 +84,16 @@ def reading(location: str, what: str = "read", *, snapshot_id: int | None = None
     """
     try:
         yield
-    except _NEVER_WRAPPED:
+    except NotFound as exc:
+        if getattr(exc, "location", None) is None:
+            exc.location = location
         raise
     except FileNotFoundError as exc:
-        raise NotFound(f"{location}: file does not exist ({exc})") from exc
+        missing = NotFound(f"{location}: file does not exist ({exc})")
+        missing.location = location
+        raise missing from exc
+    except _NEVER_WRAPPED:
+        raise
     except BaseException as exc:
         detail = str(exc)
         if len(detail) > 300:

@@ -678,6 +678,7 @@ def read_manifest_columns(
         plan = _schema_plan(schema_json)
     except ColumnarUnsupported as exc:
         raise ColumnarUnsupported(f"{location}: {exc}") from exc
+    avs.check_bounded_schema(plan.schema, location)  # before any decoder loops over its arrays
     metadata = {}
     for k, v in raw_meta.items():
         try:

@@ -607,6 +607,54 @@ def _encode_header(meta: dict[str, bytes]) -> bytes:
     return bytes(out)
 
 
+def check_bounded_schema(schema: AvroSchema, location: str) -> None:
+    """Refuse a writer schema whose arrays or maps could hold items encoded in zero bytes.
+
+    A decoder reads an array block's announced count of items whatever the bytes left: with
+    items of zero bytes (a record without fields, ``null``) a corrupt count is an endless loop
+    (fastavro) instead of an error. No Iceberg manifest or manifest list has such arrays.
+    """
+    named: dict[str, Any] = {}
+
+    def min_size(t: AvroSchema, seen: frozenset[str]) -> int:
+        if isinstance(t, str):
+            if t in named and t not in seen:
+                return min_size(named[t], seen | {t})
+            return {"null": 0, "float": 4, "double": 8}.get(t, 1)
+        if isinstance(t, list):
+            for branch in t:
+                min_size(branch, seen)
+            return 1  # the branch index
+        if not isinstance(t, dict):
+            raise CorruptMetadata(f"{location}: Avro schema has a malformed type {t!r}", location=location)
+        kind = t.get("type")
+        if "name" in t and kind in ("record", "fixed", "enum"):
+            named[str(t["name"])] = t
+        if kind == "record":
+            fields = t.get("fields")
+            if not isinstance(fields, list) or not all(isinstance(f, dict) and "type" in f for f in fields):
+                raise CorruptMetadata(
+                    f"{location}: Avro record {t.get('name')!r} has no valid fields list", location=location
+                )
+            return sum(min_size(f["type"], seen) for f in fields)
+        if kind in ("array", "map"):
+            items = t.get("items") if kind == "array" else t.get("values")
+            if items is None or (kind == "array" and min_size(items, seen) == 0):
+                raise CorruptMetadata(
+                    f"{location}: Avro {kind} of items that may take no bytes", location=location
+                )
+            if kind == "map":
+                min_size(items, seen)
+            return 1
+        if kind == "fixed":
+            return int(t.get("size", 0))
+        if isinstance(kind, dict | list | str) and kind not in ("record", "enum", "fixed"):
+            return min_size(kind, seen)
+        return 1
+
+    min_size(schema, frozenset())
+
+
 def open_avro(data: bytes, location: str) -> tuple[dict, dict[str, str], Iterable[Any]]:
     """Writer schema, file metadata and a record iterator that yields raw (non-logical) values.
 
@@ -634,6 +682,7 @@ def open_avro(data: bytes, location: str) -> tuple[dict, dict[str, str], Iterabl
         records = fastavro.reader(io.BytesIO(patched))
     if not isinstance(writer_schema, dict) or writer_schema.get("type") != "record":
         raise CorruptMetadata(f"{location}: Avro schema is not a record", location=location)
+    check_bounded_schema(writer_schema, location)
     return writer_schema, metadata, _checked_records(records, expected, location)
 
 

@@ -209,6 +209,7 @@ def _writer_options(properties: Mapping[str, str]) -> dict[str, Any]:
         "compression": _CODECS[codec_name],
         "store_decimal_as_integer": True,
         "write_statistics": True,
+        "write_page_checksum": True,  # page CRCs: readers detect flipped bits instead of returning them
     }
     for key, option in (
         (COMPRESSION_LEVEL_PROPERTY, "compression_level"),
@@ -268,7 +269,7 @@ def read_parquet_data_file(
         raise NotFound(f"data file does not exist: {path}") from None
     with source:
         try:
-            pf = pq.ParquetFile(source, coerce_int96_timestamp_unit="us")
+            pf = pq.ParquetFile(source, coerce_int96_timestamp_unit="us", page_checksum_verification=True)
         except (pa.ArrowInvalid, OSError) as exc:
             raise CorruptMetadata(f"cannot read Parquet file {path}: {exc}") from exc
         file_schema = pf.schema_arrow

@@ -140,6 +140,11 @@ def read_task(io: FileIO, task: FileScanTask, request: ReadRequest) -> pa.Table:
         read_schema = Schema(*read_schema.fields, *(METADATA_COLUMNS[n] for n in sorted(lineage)))
     with reading(task.file_path, "read the data file"):
         table = read_parquet_data_file(io, task.file_path, read_schema)
+    if table.num_rows != task.data_file.record_count:
+        raise CorruptMetadata(
+            f"{task.file_path}: holds {table.num_rows} rows, its manifest says {task.data_file.record_count}",
+            location=task.file_path,
+        )
     positions = pa.array(np.arange(table.num_rows, dtype=np.int64))
     table = table.append_column(_POS_NAME, positions)
 
@@ -209,9 +214,11 @@ def _deleted_positions(io: FileIO, task: FileScanTask, deletes: Iterable[DeleteF
                 raise CorruptMetadata(
                     f"unsupported position delete file format {f.file_format}: {f.file_path}"
                 )
-        if len(chunk) and int(chunk.min()) < 0:
+        rows = task.data_file.record_count
+        if len(chunk) and (int(chunk.min()) < 0 or int(chunk.max()) >= rows):
+            bad = int(chunk.min()) if int(chunk.min()) < 0 else int(chunk.max())
             raise CorruptMetadata(
-                f"{f.file_path}: deletes position {int(chunk.min())} of {task.file_path}",
+                f"{f.file_path}: deletes position {bad} of {task.file_path}, which has {rows} rows",
                 location=f.file_path,
             )
         chunks.append(chunk)
