@@ -379,6 +379,6 @@ def test_header_metadata_is_kept(tmp_path: Path) -> None:
     path = _write(tmp_path, "h.avro", _entries(2, 3, VALUES), SPEC, 3, ManifestContent.DATA)
     cols = ac.read_manifest_columns(FileIO(), path, {SPEC.spec_id: SPEC})
     assert cols.header.metadata == manifest_metadata(SPEC, SCHEMA, 3, ManifestContent.DATA) | {
-        k: v for k, v in cols.header.metadata.items() if k.startswith("avro.")
+        k: v for k, v in cols.header.metadata.items() if k.startswith(("avro.", "icefloe."))
     }
     assert avs.int_or_none(cols.header.metadata["partition-spec-id"]) == SPEC.spec_id == cols.spec_id

@@ -274,7 +274,13 @@ def run_mutants(target: Target, seed: int, count: int) -> Outcome:
     try:
         while True:
             if not parent.poll(MUTANT_TIMEOUT_S + (60 if current == "starting the worker" else 0)):
-                outcome.hung = f"{target.kind}: no answer within {MUTANT_TIMEOUT_S:.0f} s while {current}"
+                proc.kill()
+                kept = Path(target.path).with_name(Path(target.path).name + ".hang")
+                kept.write_bytes(Path(target.path).read_bytes())  # the mutant, for replaying it
+                outcome.hung = (
+                    f"{target.kind}: no answer within {MUTANT_TIMEOUT_S:.0f} s while {current}; "
+                    f"the mutated file is kept as {kept}"
+                )
                 return outcome
             try:
                 msg = parent.recv()

@@ -685,7 +685,13 @@ def read_manifest_columns(
             metadata[k] = v.decode("utf-8")
         except UnicodeDecodeError:
             continue
-    expected_rows = avs.block_record_count(data, sync_at, location)  # DataFusion spins on a 0 count
+    # framing and recorded block checksums first: DataFusion spins on some corrupt blocks
+    expected_rows = avs.block_record_count(data, sync_at, location, raw_meta)
+    if avs.BLOCK_CRC_KEY not in raw_meta:
+        # Blocks without recorded checksums (other writers) could be corrupt in ways only a full decode
+        # finds, and DataFusion may spin on them: fastavro (which always terminates) reads them first.
+        for _ in avs.open_avro(data, location)[2]:
+            pass
     if plan.readable_schema_json is not None:  # DataFusion cannot build a struct without fields
         raw_meta["avro.schema"] = plan.readable_schema_json
         path, data = None, avs._encode_header(raw_meta) + data[sync_at:]

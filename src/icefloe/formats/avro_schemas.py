@@ -19,6 +19,7 @@ import decimal
 import io
 import json
 import uuid
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -475,7 +476,7 @@ def avro_bytes(schema: dict, records: Iterable[dict], metadata: Mapping[str, str
     """Encode records as an Avro object container file held in memory."""
     buf = io.BytesIO()
     fastavro.writer(buf, _parsed(schema), records, codec=codec, metadata=dict(metadata))
-    return buf.getvalue()
+    return with_block_checksums(buf.getvalue())
 
 
 _PARSED_CACHE: dict[str, Any] = {}
@@ -563,7 +564,35 @@ def _parse_header(data: bytes, location: str) -> tuple[dict[str, bytes], int]:
 SYNC_SIZE = 16
 
 
-def block_record_count(data: bytes, sync_at: int, location: str) -> int:
+BLOCK_CRC_KEY = "icefloe.block-crc32"
+"""Avro header key: the CRC-32 of every data block as written (hex, comma-separated).
+
+Avro's deflate codec has no checksum, and decoders handed corrupt block bytes can spin (DataFusion)
+instead of failing. icefloe records each block's checksum in the header and verifies it before
+any decoder sees a block; other readers ignore the key. Files without it are read unverified.
+"""
+
+
+def with_block_checksums(data: bytes) -> bytes:
+    """An Avro container file with :data:`BLOCK_CRC_KEY` added to its header (blocks unchanged)."""
+    meta, sync_at = _parse_header(data, "<written Avro file>")
+    crcs = [f"{zlib.crc32(block):08x}" for block in _blocks(data, sync_at)]
+    meta[BLOCK_CRC_KEY] = ",".join(crcs).encode("ascii")
+    return _encode_header(meta) + data[sync_at:]
+
+
+def _blocks(data: bytes, sync_at: int) -> Iterator[bytes]:
+    pos = sync_at + SYNC_SIZE
+    while pos < len(data):
+        _, pos = _read_long(data, pos)
+        size, pos = _read_long(data, pos)
+        yield data[pos : pos + size]
+        pos += size + SYNC_SIZE
+
+
+def block_record_count(
+    data: bytes, sync_at: int, location: str, meta: Mapping[str, bytes] | None = None
+) -> int:
     """The number of records an Avro object container file holds, from its block framing.
 
     Walks the blocks (count, byte size, data, sync marker) without decoding them. A block count
@@ -574,6 +603,7 @@ def block_record_count(data: bytes, sync_at: int, location: str) -> int:
     """
     sync = data[sync_at : sync_at + SYNC_SIZE]
     pos, total, end = sync_at + SYNC_SIZE, 0, len(data)
+    crcs, index = _recorded_crcs(meta, location), 0
     try:
         while pos < end:
             start = pos
@@ -585,6 +615,13 @@ def block_record_count(data: bytes, sync_at: int, location: str) -> int:
                 raise CorruptMetadata(
                     f"{location}: Avro block at byte {start} has size {size}, beyond the file's {end} bytes"
                 )
+            if crcs is not None:
+                if index >= len(crcs) or zlib.crc32(data[pos : pos + size]) != crcs[index]:
+                    raise CorruptMetadata(
+                        f"{location}: Avro block at byte {start} does not match its recorded checksum",
+                        location=location,
+                    )
+                index += 1
             pos += size
             if data[pos : pos + SYNC_SIZE] != sync:
                 raise CorruptMetadata(
@@ -594,7 +631,21 @@ def block_record_count(data: bytes, sync_at: int, location: str) -> int:
             pos += SYNC_SIZE
     except (IndexError, ValueError) as exc:
         raise CorruptMetadata(f"{location}: truncated Avro block ({exc})") from exc
+    if crcs is not None and index != len(crcs):
+        raise CorruptMetadata(
+            f"{location}: {index} Avro blocks, the header records {len(crcs)} checksums", location=location
+        )
     return total
+
+
+def _recorded_crcs(meta: Mapping[str, bytes] | None, location: str) -> list[int] | None:
+    raw = None if meta is None else meta.get(BLOCK_CRC_KEY)
+    if raw is None:
+        return None
+    try:
+        return [int(x, 16) for x in raw.decode("ascii").split(",")] if raw else []
+    except ValueError as exc:
+        raise CorruptMetadata(f"{location}: unreadable {BLOCK_CRC_KEY} header", location=location) from exc
 
 
 def _encode_header(meta: dict[str, bytes]) -> bytes:
@@ -666,7 +717,7 @@ def open_avro(data: bytes, location: str) -> tuple[dict, dict[str, str], Iterabl
     """
     with reading(location, "read the Avro file"):
         raw_meta, sync_at = _parse_header(data, location)
-        expected = block_record_count(data, sync_at, location)
+        expected = block_record_count(data, sync_at, location, raw_meta)
         try:
             writer_schema = json.loads(raw_meta["avro.schema"])
         except KeyError:
