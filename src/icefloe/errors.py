@@ -9,6 +9,8 @@ that raises and catches them.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Self
 
 
@@ -98,8 +100,43 @@ class ValidationError(IcefloeError):
 
 
 class CorruptMetadata(IcefloeError):
-    """A metadata or data file could not be parsed; the message names the file and why."""
+    """A metadata or data file could not be parsed, or contradicts its parent; the message names the file.
+
+    ``location`` is the file at fault when known (for a bad manifest DV in a v4 root: the root,
+    not the leaf), ``snapshot_id`` the snapshot being read when known.
+    """
 
 
 class Unsupported(IcefloeError):
     """A valid feature that icefloe does not implement (yet)."""
+
+
+_NEVER_WRAPPED = (KeyboardInterrupt, SystemExit, GeneratorExit, IcefloeError)
+
+
+@contextmanager
+def reading(location: str, what: str = "read", *, snapshot_id: int | None = None) -> Iterator[None]:
+    """The boundary of one file reader: any failure that is not an IcefloeError becomes CorruptMetadata.
+
+    Decoders (fastavro, DataFusion, pyarrow, zlib, json) fail on corrupt bytes with their own
+    exception types, some deriving from BaseException (a Rust panic surfaces as one); callers of
+    icefloe see one error that names the file. A missing file becomes NotFound. Interrupts pass.
+    """
+    try:
+        yield
+    except NotFound as exc:
+        exc.with_context(location=location, snapshot_id=snapshot_id)
+        raise
+    except FileNotFoundError as exc:
+        raise NotFound(f"{location}: file does not exist ({exc})", location=location) from exc
+    except _NEVER_WRAPPED:
+        raise
+    except BaseException as exc:
+        detail = str(exc)
+        if len(detail) > 300:
+            detail = detail[:300] + "..."
+        raise CorruptMetadata(
+            f"{location}: cannot {what}: {type(exc).__name__}: {detail}",
+            location=location,
+            snapshot_id=snapshot_id,
+        ) from exc

@@ -97,6 +97,7 @@ def _table(tmp_path: Path) -> tuple[TableMetadata, Snapshot]:
         first_row_id=100,
         format_version=4,
         modified_files_count=1,
+        modified_rows_count=10,  # the leaf's counts as written (readers check them)
         mdv=mdv,
         dv_snapshot_id=71,
     )

@@ -49,6 +49,16 @@ def _e(
     return ManifestEntry(status, sid, seq, fseq, _df(name, rows, **kw), dv_sid)  # type: ignore[arg-type]
 
 
+def _counts(rows: list[ManifestEntry]) -> dict[str, int]:
+    """The reference counts a writer records for a leaf holding ``rows`` (readers check them)."""
+    out = {"record_count": len(rows)}
+    for name in ("added", "existing", "deleted", "replaced", "modified"):
+        mine = [e for e in rows if e.status.name.lower() == name]
+        out[f"{name}_files_count"] = len(mine)
+        out[f"{name}_rows_count"] = sum(e.data_file.record_count for e in mine)
+    return out
+
+
 def _ref(path: str, **kw: object) -> ManifestFile:
     base: dict[str, object] = {
         "manifest_path": path,
@@ -84,20 +94,16 @@ def _snapshot_with_root(md: TableMetadata, root: str) -> tuple[TableMetadata, Sn
 
 def test_leaf_rows_inherit_from_the_reference_and_the_mdv_hides_rows(tmp_path: Path) -> None:
     md = new_metadata(tmp_path, 4)
-    leaf = _write(
-        md,
-        tmp_path / "leaf.parquet",
-        [
-            _e(E.ADDED, "a", 10),  # all inherited
-            _e(E.EXISTING, "b", 3, sid=5, seq=2, first_row_id=500),
-            _e(E.DELETED, "c", 4, sid=9, seq=3),  # deleted rows neither take nor advance row ids
-            _e(E.ADDED, "d", 5, seq=4, fseq=None),  # explicit data sequence number; masked by the MDV
-            _e(E.ADDED, "e", 1),
-        ],
-        "leaf",
-    )
+    rows = [
+        _e(E.ADDED, "a", 10),  # all inherited
+        _e(E.EXISTING, "b", 3, sid=5, seq=2, first_row_id=500),
+        _e(E.DELETED, "c", 4, sid=9, seq=3),  # deleted rows neither take nor advance row ids
+        _e(E.ADDED, "d", 5, seq=4, fseq=None),  # explicit data sequence number; masked by the MDV
+        _e(E.ADDED, "e", 1),
+    ]
+    leaf = _write(md, tmp_path / "leaf.parquet", list(rows), "leaf")
     mdv = mumbling.encode([3])
-    ref = _ref(leaf, mdv=mdv, dv_snapshot_id=76, deleted_positions=mdv, status=E.MODIFIED)
+    ref = _ref(leaf, mdv=mdv, dv_snapshot_id=76, deleted_positions=mdv, status=E.MODIFIED, **_counts(rows))
     root = _write(md, tmp_path / "root.parquet", [ref], "root", snapshot_id=77, sequence_number=7)
     md, snap = _snapshot_with_root(md, root)
     got = [
@@ -147,17 +153,13 @@ def test_copy_on_write_trees_from_other_writers_and_colocated_dvs(tmp_path: Path
     md = new_metadata(tmp_path, 4)
     dv_old = DeletionVectorRef("file:///data/dv1.puffin", 4, 30, 1)
     dv_new = DeletionVectorRef("file:///data/dv2.puffin", 4, 38, 3)
-    leaf = _write(
-        md,
-        tmp_path / "leaf.parquet",
-        [
-            _e(E.REPLACED, "x", 10, sid=80, seq=6, first_row_id=0, deletion_vector=dv_old, dv_sid=75),
-            _e(E.MODIFIED, "x", 10, sid=60, seq=6, first_row_id=0, deletion_vector=dv_new, dv_sid=80),
-            _e(E.EXISTING, "y", 5, sid=60, seq=6, first_row_id=10),
-        ],
-        "leaf",
-    )
-    ref = _ref(leaf, added_snapshot_id=80, sequence_number=8, first_row_id=15)
+    rows = [
+        _e(E.REPLACED, "x", 10, sid=80, seq=6, first_row_id=0, deletion_vector=dv_old, dv_sid=75),
+        _e(E.MODIFIED, "x", 10, sid=60, seq=6, first_row_id=0, deletion_vector=dv_new, dv_sid=80),
+        _e(E.EXISTING, "y", 5, sid=60, seq=6, first_row_id=10),
+    ]
+    leaf = _write(md, tmp_path / "leaf.parquet", list(rows), "leaf")
+    ref = _ref(leaf, added_snapshot_id=80, sequence_number=8, first_row_id=15, **_counts(rows))
     root = _write(md, tmp_path / "root.parquet", [ref], "root", snapshot_id=77, sequence_number=7)
     md, snap = _snapshot_with_root(md, root)
     live = list(live_entries(FileIO(), md, snap))

@@ -80,6 +80,7 @@ def test_small_append_writes_only_a_root_with_inline_data_entries(tmp_path: Path
         "content": "root-manifest",
         "snapshot-id": "1000",
         "sequence-number": "1",
+        "manifest-dv-encoding": "mumbling-v1",  # the root names the encoding of its bitmaps
     }
     # every stored field carries its id; all-null optional columns are left out of the file
     assert field_ids(r.root_manifest_location) == {

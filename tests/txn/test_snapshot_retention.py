@@ -128,6 +128,9 @@ def test_refused_requests_name_the_problem() -> None:
         _expired(md, snapshot_ids=(99,))
     with pytest.raises(ValidationError, match="retain_last"):
         _expired(md, retain_last=0)
-    bad = _metadata(LINE, {MAIN_BRANCH: SnapshotRef(5)}, {MIN_SNAPSHOTS_TO_KEEP: "many"})
+    with pytest.raises(ValidationError, match=MIN_SNAPSHOTS_TO_KEEP):  # refused when set
+        _metadata(LINE, {MAIN_BRANCH: SnapshotRef(5)}, {MIN_SNAPSHOTS_TO_KEEP: "many"})
+    bad = _metadata(LINE, {MAIN_BRANCH: SnapshotRef(5)})  # and when another writer stored it
+    bad = bad.with_changes(properties={MIN_SNAPSHOTS_TO_KEEP: "many"})
     with pytest.raises(ValidationError, match=MIN_SNAPSHOTS_TO_KEEP):
         _expired(bad)

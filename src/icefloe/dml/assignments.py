@@ -75,7 +75,7 @@ def literal_array(a: Assignment, length: int) -> pa.Array:
         value = value.bytes
     try:
         natural = pa.array([value])
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as exc:
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as exc:
         raise ValidationError(
             f"cannot set column {a.name!r} ({a.field.field_type}) to {value!r}: {exc}"
         ) from None

@@ -137,11 +137,35 @@ def _error(text: str, pos: int, message: str) -> ValidationError:
     return ValidationError(f"cannot parse filter {text!r}: {message} {where}")
 
 
+MAX_NESTING = 100
+"""Deepest nesting of parentheses and NOTs a filter may have (deeper text is refused, not recursed)."""
+_BALANCE_AT = 32
+"""AND / OR chains longer than this become balanced trees (depth log n), so binding never recurses deeply."""
+
+
+def _chain(op: type[And] | type[Or], items: list[Expression]) -> Expression:
+    """``items`` joined by ``op``: left-deep for short chains (as written), balanced for long ones."""
+    if len(items) <= _BALANCE_AT:
+        expr = items[0]
+        for item in items[1:]:
+            expr = op(expr, item)
+        return expr
+    mid = (len(items) + 1) // 2
+    return op(_chain(op, items[:mid]), _chain(op, items[mid:]))
+
+
 class _Parser:
     def __init__(self, text: str) -> None:
         self.text = text
         self.tokens = _tokenize(text)
         self.i = 0
+        self.depth = 0
+
+    def nest(self) -> None:
+        """Enter one level of parentheses or NOT; refuse text nested deeper than MAX_NESTING."""
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise _error(self.text, self.tok.pos, f"the filter is nested more than {MAX_NESTING} levels deep")
 
     @property
     def tok(self) -> _Tok:
@@ -181,31 +205,36 @@ class _Parser:
         return expr
 
     def or_expr(self) -> Expression:
-        expr = self.and_expr()
+        items = [self.and_expr()]
         while self.tok.is_kw("or"):
             self.advance()
-            expr = Or(expr, self.and_expr())
-        return expr
+            items.append(self.and_expr())
+        return _chain(Or, items)
 
     def and_expr(self) -> Expression:
-        expr = self.not_expr()
+        items = [self.not_expr()]
         while self.tok.is_kw("and"):
             self.advance()
-            expr = And(expr, self.not_expr())
-        return expr
+            items.append(self.not_expr())
+        return _chain(And, items)
 
     def not_expr(self) -> Expression:
         if self.tok.is_kw("not"):
             self.advance()
-            return Not(self.not_expr())
+            self.nest()
+            expr = Not(self.not_expr())
+            self.depth -= 1
+            return expr
         return self.primary()
 
     def primary(self) -> Expression:
         tok = self.tok
         if tok.kind == "punct" and tok.text == "(":
             self.advance()
+            self.nest()
             expr = self.or_expr()
             self.expect_punct(")")
+            self.depth -= 1
             return expr
         if tok.is_kw("true", "false") and self.peek().kind != "op":
             self.advance()

@@ -7,6 +7,16 @@ Rules (format/spec.md "Scan Planning"):
   a data file that has a DV;
 - an equality delete file applies when data seq < delete seq and either its spec is
   unpartitioned or spec + partition match.
+
+A position delete (or DV) whose ``referenced_data_file`` matches no live data file of the
+snapshot is ignored, as Iceberg Java ignores deletes for files outside the scan: such *dangling*
+deletes are legal (a copy-on-write rewrite or an overwrite removes a data file without having to
+remove the deletes that targeted it; the spec lets writers leave them until compaction), so
+refusing them would make valid tables unreadable, and they cannot change a result. What is
+corrupt is a delete file that contradicts itself: a position delete file with a
+``referenced_data_file`` whose rows name other data files (the spec sets it only when every row
+names that file). The delete reader checks that when it reads the file
+(``delete_readers.read_position_delete_positions``), and rejects negative positions.
 """
 
 from __future__ import annotations

@@ -45,14 +45,29 @@ def read_position_delete_positions(io: FileIO, delete_file: DataFile, data_path:
     """Positions a position delete file deletes from the data file at ``data_path`` (normalised)."""
     fs, path = io.filesystem_and_path(delete_file.file_path)
     try:
-        table = pq.read_table(path, filesystem=fs, columns=None)
+        table = pq.read_table(path, filesystem=fs, columns=None, page_checksum_verification=True)
     except FileNotFoundError:
         raise NotFound(f"position delete file {delete_file.file_path} does not exist") from None
+    if table.num_rows != delete_file.record_count:
+        raise CorruptMetadata(
+            f"position delete file {delete_file.file_path} holds {table.num_rows} rows, its manifest "
+            f"says {delete_file.record_count}",
+            location=delete_file.file_path,
+        )
     if table.num_rows == 0:
         return np.empty(0, dtype=np.int64)
     file_col, pos_col = _position_columns(table, delete_file.file_path)
     paths = table.column(file_col)
     distinct = pc.unique(paths).to_pylist()
+    referenced = delete_file.referenced_data_file
+    if referenced is not None and any(
+        p is None or normalize_location(p) != normalize_location(referenced) for p in distinct
+    ):
+        raise CorruptMetadata(
+            f"position delete file {delete_file.file_path} names other data files than its "
+            f"referenced_data_file {referenced}",
+            location=delete_file.file_path,
+        )
     matching = [p for p in distinct if p is not None and normalize_location(p) == data_path]
     if not matching:
         return np.empty(0, dtype=np.int64)

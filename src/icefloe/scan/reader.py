@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.errors import CorruptMetadata
+from icefloe.errors import CorruptMetadata, reading
 from icefloe.expressions.arrow import to_arrow_expression
 from icefloe.expressions.ast import AlwaysTrue, Expression
 from icefloe.expressions.binding import bind, referenced_field_ids
@@ -138,7 +138,13 @@ def read_task(io: FileIO, task: FileScanTask, request: ReadRequest) -> pa.Table:
     read_schema = prune_columns(request.table_schema, needed_ids)
     if lineage:
         read_schema = Schema(*read_schema.fields, *(METADATA_COLUMNS[n] for n in sorted(lineage)))
-    table = read_parquet_data_file(io, task.file_path, read_schema)
+    with reading(task.file_path, "read the data file"):
+        table = read_parquet_data_file(io, task.file_path, read_schema)
+    if table.num_rows != task.data_file.record_count:
+        raise CorruptMetadata(
+            f"{task.file_path}: holds {table.num_rows} rows, its manifest says {task.data_file.record_count}",
+            location=task.file_path,
+        )
     positions = pa.array(np.arange(table.num_rows, dtype=np.int64))
     table = table.append_column(_POS_NAME, positions)
 
@@ -199,12 +205,23 @@ def _deleted_positions(io: FileIO, task: FileScanTask, deletes: Iterable[DeleteF
     chunks: list[np.ndarray] = []
     for ref in deletes:
         f = ref.delete_file
-        if f.file_format.lower() == "puffin":
-            chunks.append(read_dv_positions(io, f))
-        elif f.file_format.lower() == "parquet":
-            chunks.append(read_position_delete_positions(io, f, target))
-        else:
-            raise CorruptMetadata(f"unsupported position delete file format {f.file_format}: {f.file_path}")
+        with reading(f.file_path, "read the delete file"):
+            if f.file_format.lower() == "puffin":
+                chunk = read_dv_positions(io, f)
+            elif f.file_format.lower() == "parquet":
+                chunk = read_position_delete_positions(io, f, target)
+            else:
+                raise CorruptMetadata(
+                    f"unsupported position delete file format {f.file_format}: {f.file_path}"
+                )
+        rows = task.data_file.record_count
+        if len(chunk) and (int(chunk.min()) < 0 or int(chunk.max()) >= rows):
+            bad = int(chunk.min()) if int(chunk.min()) < 0 else int(chunk.max())
+            raise CorruptMetadata(
+                f"{f.file_path}: deletes position {bad} of {task.file_path}, which has {rows} rows",
+                location=f.file_path,
+            )
+        chunks.append(chunk)
     if not chunks:
         return np.empty(0, dtype=np.int64)
     return np.unique(np.concatenate(chunks))
@@ -213,4 +230,5 @@ def _deleted_positions(io: FileIO, task: FileScanTask, deletes: Iterable[DeleteF
 def _apply_equality_delete(io: FileIO, table: pa.Table, ref: DeleteFileRef, schema: Schema) -> pa.Table:
     from icefloe.scan.delete_readers import apply_equality_deletes
 
-    return apply_equality_deletes(io, table, ref.delete_file, schema)
+    with reading(ref.delete_file.file_path, "read the equality delete file"):
+        return apply_equality_deletes(io, table, ref.delete_file, schema)

@@ -10,10 +10,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from icefloe.errors import ValidationError
+from icefloe.errors import CorruptMetadata, IcefloeError, NotFound, ValidationError, reading
 from icefloe.expressions.ast import AlwaysTrue, And, Expression
 from icefloe.expressions.parser import to_expression
 from icefloe.io.fileio import FileIO
+from icefloe.scan.error_context import with_scan_context
 from icefloe.scan.planner import PlanStats, plan_files
 from icefloe.scan.reader import METADATA_COLUMNS, ReadRequest, read_tasks
 from icefloe.scan.tasks import FileScanTask
@@ -36,6 +37,31 @@ class TableScan:
     case_sensitive: bool = True
     limit: int | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    metadata_location: str | None = None
+    """The metadata file the scan's metadata came from (named when the metadata cannot be scanned)."""
+
+    @contextmanager
+    def _boundary(self) -> Iterator[None]:
+        """Only IcefloeErrors leave a scan: anything else is metadata that parses but cannot be used.
+
+        A CorruptMetadata or NotFound from inside the tree also says which snapshot, metadata file
+        and manifest list (or v4 root) led to the file it names: a bad path or count in a parent
+        shows up as a missing or inconsistent child, and the parent must be findable from the message.
+        """
+        where = self.metadata_location or f"metadata of the table at {self.metadata.location}"
+        try:
+            with reading(where, "scan the table", snapshot_id=self.snapshot_id):
+                yield
+        except (CorruptMetadata, NotFound) as exc:
+            if getattr(exc, "scan_context", False):
+                raise
+            try:
+                snap = self.snapshot()
+            except IcefloeError:  # the snapshot itself is what the metadata file gets wrong
+                snap = None
+            new = with_scan_context(exc, self.io, self.metadata, snap, where)
+            new.scan_context = True  # type: ignore[attr-defined]
+            raise new from exc
 
     def filter(self, expr: Expression | str) -> TableScan:
         """A scan with an additional row filter (AND-ed)."""
@@ -89,7 +115,7 @@ class TableScan:
 
     def plan_files(self, stats: PlanStats | None = None) -> list[FileScanTask]:
         """The files to read, with deletes and residual filters."""
-        with gc_paused():
+        with self._boundary(), gc_paused():
             return plan_files(
                 self.io,
                 self.metadata,
@@ -102,9 +128,10 @@ class TableScan:
 
     def to_arrow(self) -> pa.Table:
         """Plan and read the scan into one Arrow table, columns in the order selected."""
-        projected, meta = self.projection()
-        request = ReadRequest(self.schema(), projected, meta, self.row_filter, self.case_sensitive)
-        table = read_tasks(self.io, self.plan_files(), request, limit=self.limit)
+        with self._boundary():
+            projected, meta = self.projection()
+            request = ReadRequest(self.schema(), projected, meta, self.row_filter, self.case_sensitive)
+            table = read_tasks(self.io, self.plan_files(), request, limit=self.limit)
         if "*" not in self.selected_fields:
             table = table.select(
                 _resolve_order(self.selected_fields, table.column_names, self.case_sensitive)

@@ -12,6 +12,7 @@ from typing import Any
 
 from icefloe.errors import IcefloeError, NotFound, ValidationError
 from icefloe.spec.partitioning import PartitionSpec
+from icefloe.spec.properties import checked_int_property
 from icefloe.spec.schema import Schema
 from icefloe.spec.snapshots import (
     MAIN_BRANCH,
@@ -144,9 +145,8 @@ class TableMetadata:
         return self.properties.get(key, default)
 
     def int_property(self, key: str, default: int) -> int:
-        """A table property parsed as an int."""
-        value = self.properties.get(key)
-        return default if value is None else int(value)
+        """A table property parsed as an int (ValidationError naming it when it is not a usable one)."""
+        return checked_int_property(self.properties, key, default)
 
     def with_changes(self, **changes: Any) -> TableMetadata:
         """A copy with some fields changed."""

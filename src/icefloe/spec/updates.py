@@ -15,6 +15,7 @@ from typing import Any
 
 from icefloe.errors import CommitConflict, Unsupported, ValidationError
 from icefloe.spec.partitioning import PartitionSpec
+from icefloe.spec.properties import check_numeric_properties
 from icefloe.spec.requirements import (  # re-exported: requirements used to live here
     AssertCreate,
     AssertCurrentSchemaId,
@@ -383,7 +384,9 @@ def _apply_set_properties(state: _State, u: SetProperties) -> None:
         raise ValidationError(
             f"table properties {sorted(reserved)} are reserved; use UpgradeFormatVersion to change the format"
         )
-    _set(state, properties={**state.md.properties, **{str(k): str(v) for k, v in u.updates.items()}})
+    updates = {str(k): str(v) for k, v in u.updates.items()}
+    check_numeric_properties(updates)
+    _set(state, properties={**state.md.properties, **updates})
 
 
 def _apply_remove_properties(state: _State, u: RemoveProperties) -> None:
@@ -468,6 +471,7 @@ def new_table_metadata(
     A ``format-version`` table property overrides ``format_version`` and is not stored.
     """
     props = {str(k): str(v) for k, v in (properties or {}).items()}
+    check_numeric_properties(props)
     requested = props.pop(FORMAT_VERSION_PROPERTY, None)
     if requested is not None:
         try:

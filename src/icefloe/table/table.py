@@ -171,6 +171,7 @@ class Table:
             as_of_timestamp_ms=as_of_ms if isinstance(as_of_ms, int) else None,
             case_sensitive=case_sensitive,
             limit=limit,
+            metadata_location=self.metadata_location,
         )
 
     def to_arrow(self) -> pa.Table:

@@ -8,6 +8,7 @@ name and human-readable value is URL-escaped as Java's ``URLEncoder`` does.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import uuid
 from collections.abc import Mapping
@@ -42,8 +43,24 @@ def partition_path(spec: PartitionSpec, schema: Schema | None, partition: tuple[
     parts = []
     for field, value in zip(spec.fields, partition, strict=True):
         human = _human(field, schema, value)
-        parts.append(f"{_escape(field.name)}={_escape(human)}")
+        parts.append(_bounded(f"{_escape(field.name)}={_escape(human)}"))
     return "/".join(parts)
+
+
+MAX_SEGMENT = 200
+"""Longest partition directory name written (file systems refuse names over 255 bytes)."""
+
+
+def _bounded(segment: str) -> str:
+    """``segment``, or its first bytes plus a hash of the whole when it is too long for a file name.
+
+    Readers never parse these directories (manifests hold the partition values), so a shortened
+    name only has to stay distinct per value: the hash keeps it so.
+    """
+    if len(segment) <= MAX_SEGMENT:
+        return segment
+    digest = hashlib.sha256(segment.encode("utf-8")).hexdigest()[:16]
+    return f"{segment[: MAX_SEGMENT - 18]}-h{digest}"
 
 
 def _human(field: Any, schema: Schema | None, value: Any) -> str:

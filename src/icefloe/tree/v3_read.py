@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.errors import IcefloeError
+from icefloe.errors import reading
 from icefloe.formats.avro import columnar as ac
 from icefloe.formats.avro.manifest import read_manifest_with_header
 from icefloe.formats.avro.manifest_list import read_manifest_list
@@ -43,6 +43,7 @@ from icefloe.spec.content import (
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.tree.changes import EntrySelection
+from icefloe.tree.integrity import check_entry_counts, check_manifest_counts, check_manifest_version
 
 logger = logging.getLogger(__name__)
 
@@ -70,8 +71,9 @@ _manifest_lists_lock = threading.Lock()
 
 def _cached_manifest_list(io: FileIO, location: str, snapshot_id: int) -> list[ManifestFile]:
     """``read_manifest_list``, remembered by location and size for repeated plans of a snapshot."""
-    source = io.new_input(location)
-    length = getattr(source, "length", None)
+    with reading(location, "read the manifest list", snapshot_id=snapshot_id):
+        source = io.new_input(location)
+        length = getattr(source, "length", None)
     if not isinstance(length, int):
         return _read_list(source, location, snapshot_id)
     key = (location, length)
@@ -89,11 +91,8 @@ def _cached_manifest_list(io: FileIO, location: str, snapshot_id: int) -> list[M
 
 
 def _read_list(source: InputFile, location: str, snapshot_id: int) -> list[ManifestFile]:
-    try:
+    with reading(location, "read the manifest list", snapshot_id=snapshot_id):
         return read_manifest_list(source)
-    except IcefloeError as exc:
-        exc.with_context(location=location, snapshot_id=snapshot_id)
-        raise
 
 
 def _v1_manifest_ref(io: FileIO, metadata: TableMetadata, path: str, snapshot: Snapshot) -> ManifestFile:
@@ -211,13 +210,12 @@ def _inherited_first_row_ids(columns: ac.ManifestColumns, first_row_id: int) -> 
 def read_entries(io: FileIO, metadata: TableMetadata, manifest_file: ManifestFile) -> list[ManifestEntry]:
     """Every entry of one Avro manifest (deleted ones included), with inheritance applied."""
     location = manifest_file.manifest_path
-    try:
+    with reading(location, "read the manifest"):
         header, entries = read_manifest_with_header(
             io.new_input(location), metadata.specs_by_id(), manifest_file=manifest_file
         )
-    except IcefloeError as exc:
-        exc.with_context(location=location)
-        raise
+    check_manifest_version(header.format_version, metadata.format_version, location)
+    check_entry_counts(manifest_file, entries)
     return inherit(entries, manifest_file, header.format_version)
 
 
@@ -229,13 +227,17 @@ def read_live_columns(
     None when the Arrow decoder cannot (or must not) read this manifest: read it as objects
     (:func:`read_entries`) instead.
     """
-    try:
-        columns = ac.read_manifest_columns(
-            io, manifest_file.manifest_path, metadata.specs_by_id(), spec_id=manifest_file.partition_spec_id
-        )
-    except ac.ColumnarUnsupported as exc:
-        logger.debug("reading %s as objects: %s", manifest_file.manifest_path, exc)
-        return None
+    where = manifest_file.manifest_path
+    with reading(where, "read the manifest"):
+        try:
+            columns = ac.read_manifest_columns(
+                io, where, metadata.specs_by_id(), spec_id=manifest_file.partition_spec_id
+            )
+        except ac.ColumnarUnsupported as exc:  # an internal signal, not a corrupt file
+            logger.debug("reading %s as objects: %s", where, exc)
+            return None
+    check_manifest_version(columns.header.format_version, metadata.format_version, where)
+    check_manifest_counts(manifest_file, columns.numpy(ac.STATUS, -1), columns.record_counts())
     return inherit_columns(columns, manifest_file)
 
 

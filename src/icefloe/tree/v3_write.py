@@ -37,6 +37,7 @@ from icefloe.spec.content import (
 )
 from icefloe.spec.conversions import from_bytes
 from icefloe.spec.partitioning import PartitionSpec
+from icefloe.spec.properties import checked_int_property
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.types import StructType
 from icefloe.tree.changes import TreeChange, TreeResult, TreeWriteRequest
@@ -344,8 +345,8 @@ def write_v3_tree(request: TreeWriteRequest) -> TreeResult:
         raise ValidationError(f"colocated deletion vectors need format version 4, not {fv}")
     _validate_added(metadata, change)
     props = request.effective_properties
-    target_size = int(props.get(MANIFEST_TARGET_SIZE, DEFAULT_MANIFEST_TARGET_SIZE))
-    min_count = int(props.get(MANIFEST_MIN_MERGE_COUNT, DEFAULT_MIN_MERGE_COUNT))
+    target_size = checked_int_property(props, MANIFEST_TARGET_SIZE, DEFAULT_MANIFEST_TARGET_SIZE)
+    min_count = checked_int_property(props, MANIFEST_MIN_MERGE_COUNT, DEFAULT_MIN_MERGE_COUNT)
     merge = request.merge and props.get(MANIFEST_MERGE_ENABLED, "true").strip().lower() != "false"
     locations = request.locations
     w = _Writer(io, metadata, snapshot_id, locations, target_size)

@@ -40,6 +40,7 @@ from icefloe.spec.table_metadata import TableMetadata
 from icefloe.tree.locations import LocationProvider
 from icefloe.tree.v4_policy import V4Policy
 from icefloe.tree.v4_read import table_location
+from icefloe.tree.v4_root_checks import MDV_ENCODING_KEY
 
 logger = logging.getLogger(__name__)
 
@@ -272,6 +273,7 @@ class TreeFiles:
             snapshot_id=self.snapshot_id,
             parent_snapshot_id=parent_snapshot_id,
             sequence_number=self.seq,
+            metadata={MDV_ENCODING_KEY: self.policy.mdv_encoding},  # the root describes its bitmaps
             **self._options(),
         )
         self.written.append(path)

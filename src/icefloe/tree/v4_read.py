@@ -34,7 +34,7 @@ from typing import Any, cast
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.errors import CorruptMetadata, IcefloeError
+from icefloe.errors import CorruptMetadata, IcefloeError, reading
 from icefloe.expressions.ast import Expression
 from icefloe.expressions.evaluators import InclusiveMetricsEvaluator
 from icefloe.formats.arrow_schema import field_id_of
@@ -68,9 +68,11 @@ from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.types import IcebergType
 from icefloe.tree import v3_read
 from icefloe.tree.changes import EntrySelection, ManifestFilter
+from icefloe.tree.integrity import check_manifest_counts
 from icefloe.tree.v4_columnar import decode_leaf_rows
 from icefloe.tree.v4_leaf_columns import LeafColumns
 from icefloe.tree.v4_policy import manifest_dv_encoding
+from icefloe.tree.v4_root_checks import checked_references, recorded_cardinalities, root_codec
 
 PARALLEL_LEAVES = 2
 _ROOT_CACHE_SIZE = 16
@@ -93,7 +95,7 @@ class RootContents:
     footer: dict[str, str]
 
 
-_cache: OrderedDict[tuple[str, str, int, int], RootContents] = OrderedDict()
+_cache: OrderedDict[tuple[str, str, int, int, str], RootContents] = OrderedDict()
 _layouts: OrderedDict[tuple[str, int, int], StatsLayout] = OrderedDict()
 _partition_type_cache: OrderedDict[tuple[str, int, int], dict[int, IcebergType]] = OrderedDict()
 _cache_lock = threading.Lock()
@@ -118,14 +120,21 @@ def positions(codec: ManifestDVCodec, data: bytes | None, source: str) -> set[in
 
 def read_root(io: FileIO, metadata: TableMetadata, location: str) -> RootContents:
     """The rows of a root manifest (cached: root files are immutable)."""
-    key = (location, metadata.table_uuid or "", metadata.current_schema_id, len(metadata.partition_specs))
+    key = (
+        location,
+        metadata.table_uuid or "",
+        metadata.current_schema_id,
+        len(metadata.partition_specs),
+        dv_codec(metadata).name,
+    )
     with _cache_lock:
         hit = _cache.get(key)
         if hit is not None:
             _cache.move_to_end(key)
             return hit
-    data = io.new_input(location).read()
-    root = _parse_root(metadata, location, data)
+    with reading(location, "read the root manifest"):
+        data = io.new_input(location).read()
+        root = _parse_root(metadata, location, data)
     with _cache_lock:
         _cache[key] = root
         while len(_cache) > _ROOT_CACHE_SIZE:
@@ -150,7 +159,13 @@ def _parse_root(metadata: TableMetadata, location: str, data: bytes) -> RootCont
     )
     content = _column(table, ce.CONTENT_TYPE)
     is_ref = pc.is_in(content, value_set=_REFERENCE_CONTENTS.cast(content.type))
-    refs = [row for _, row in to_positioned_rows(table.filter(is_ref), specs=specs, source=location)]
+    ref_rows = table.filter(is_ref)
+    rows = [row for _, row in to_positioned_rows(ref_rows, specs=specs, source=location)]
+    footer = read_footer_metadata(data, source=location)
+    stored = root_codec(footer, manifest_dv_encoding(metadata.properties), location)
+    refs = checked_references(  # bitmaps checked against the root, re-encoded to the table's codec
+        cast(list[ManifestFile], rows), recorded_cardinalities(ref_rows), stored, dv_codec(metadata), location
+    )
     decoded = decode_leaf_rows(
         table.filter(pc.invert(is_ref)),
         specs,
@@ -159,8 +174,7 @@ def _parse_root(metadata: TableMetadata, location: str, data: bytes) -> RootCont
         partition_types=_partition_types(metadata),
     )
     inline = tuple(_dv_snapshot_fallback(e) for _, e in decoded)
-    footer = read_footer_metadata(data, source=location)
-    return RootContents(location, len(data), tuple(cast(list[ManifestFile], refs)), inline, footer)
+    return RootContents(location, len(data), tuple(refs), inline, footer)
 
 
 def _dv_snapshot_fallback(e: ManifestEntry) -> ManifestEntry:
@@ -249,17 +263,33 @@ def _partition_types(metadata: TableMetadata) -> dict[int, IcebergType]:
 def _read_leaf_table(
     io: FileIO, metadata: TableMetadata, ref: ManifestFile, columns: Any = None, data: bytes | None = None
 ) -> pa.Table:
-    if data is None:
-        data = io.new_input(ref.manifest_path).read()
-    return read_content_entries(
-        data,
-        table_schema=metadata.schema(),
-        specs=metadata.specs_by_id(),
-        table_location=table_location(metadata),
-        source=ref.manifest_path,
-        kind="leaf",
-        columns=columns,
-    )
+    with reading(ref.manifest_path, "read the leaf manifest"):
+        if data is None:
+            data = io.new_input(ref.manifest_path).read()
+        table = read_content_entries(
+            data,
+            table_schema=metadata.schema(),
+            specs=metadata.specs_by_id(),
+            table_location=table_location(metadata),
+            source=ref.manifest_path,
+            kind="leaf",
+            columns=columns,
+        )
+        _check_leaf(table, ref)
+    return table
+
+
+def _check_leaf(table: pa.Table, ref: ManifestFile) -> None:
+    """The leaf's rows must be those its reference counts (rows, entries and records per status)."""
+    where = ref.manifest_path
+    if ref.record_count is not None and table.num_rows != ref.record_count:
+        raise CorruptMetadata(
+            f"{where}: holds {table.num_rows} entries, its reference says {ref.record_count}", location=where
+        )
+    statuses = _tracking_member(table, ce.STATUS).to_numpy(zero_copy_only=False)
+    counts = column_by_field_id(table, ce.RECORD_COUNT)
+    records = None if counts is None else pc.fill_null(counts, 0).to_numpy(zero_copy_only=False)
+    check_manifest_counts(ref, statuses, records)
 
 
 def _tracking_member(table: pa.Table, field_id: int) -> pa.Array:

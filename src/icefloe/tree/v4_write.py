@@ -66,7 +66,7 @@ from icefloe.tree import v3_read
 from icefloe.tree.changes import TreeChange, TreeResult, TreeWriteRequest
 from icefloe.tree.summary import snapshot_summary
 from icefloe.tree.v4_leaves import TreeFiles, materialised
-from icefloe.tree.v4_policy import MODIFIED_KEEPS_SNAPSHOT_ID, V4Policy
+from icefloe.tree.v4_policy import MODIFIED_KEEPS_SNAPSHOT_ID, V4Policy, manifest_dv_encoding
 from icefloe.tree.v4_read import leaf_rows, live_leaf_entries, locate, positions
 from icefloe.tree.v4_upgrade import ParentTree, parent_tree
 
@@ -447,6 +447,8 @@ def write_v4_tree(request: TreeWriteRequest) -> TreeResult:
     snapshot_id, first_row_id = request.snapshot_id, request.first_row_id
     policy = V4Policy.from_properties(request.effective_properties)
     manifest_dv_codec(policy.mdv_encoding)  # fail early on an unknown encoding
+    if manifest_dv_encoding(props) != manifest_dv_encoding(metadata.properties):
+        metadata = metadata.with_changes(properties=props)  # read the parent's bitmaps in the new encoding
     dvs = dict(change.added_dvs)
     _validate(metadata, change, dvs)
     files = TreeFiles(io, metadata, request.locations, snapshot_id, request.sequence_number, policy)

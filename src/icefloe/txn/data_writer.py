@@ -7,6 +7,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from icefloe.errors import ValidationError
 from icefloe.formats.arrow_schema import check_arrow_compatible, check_required_no_nulls, to_table_schema
 from icefloe.formats.parquet.data_files import write_parquet_data_file
 from icefloe.formats.partition_arrow import partition_table
@@ -25,6 +26,10 @@ _ARROW_TO_PARQUET_RATIO = 4
 
 def prepare_arrow_table(md: TableMetadata, table: pa.Table) -> pa.Table:
     """Validate user data against the table schema and cast it to the exact Arrow form."""
+    if isinstance(table, pa.RecordBatch):
+        table = pa.Table.from_batches([table])
+    if not isinstance(table, pa.Table):
+        raise ValidationError(f"rows to write must be a pyarrow.Table, got {type(table).__name__}")
     schema = md.schema()
     check_arrow_compatible(schema, table.schema)
     prepared = to_table_schema(table, schema)

@@ -26,6 +26,7 @@ from typing import Protocol
 
 from icefloe.errors import CommitConflict, CommitStateUnknown
 from icefloe.io.fileio import FileIO
+from icefloe.spec.properties import checked_int_property
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.updates import TableUpdate, apply_updates
 
@@ -86,10 +87,10 @@ class RetryPolicy:
     def from_properties(cls, props: dict[str, str]) -> RetryPolicy:
         """Read the policy from table properties, with Iceberg's defaults."""
         return cls(
-            num_retries=int(props.get("commit.retry.num-retries", 4)),
-            min_wait_ms=int(props.get("commit.retry.min-wait-ms", 100)),
-            max_wait_ms=int(props.get("commit.retry.max-wait-ms", 60_000)),
-            total_timeout_ms=int(props.get("commit.retry.total-timeout-ms", 1_800_000)),
+            num_retries=checked_int_property(props, "commit.retry.num-retries", 4),
+            min_wait_ms=checked_int_property(props, "commit.retry.min-wait-ms", 100),
+            max_wait_ms=checked_int_property(props, "commit.retry.max-wait-ms", 60_000),
+            total_timeout_ms=checked_int_property(props, "commit.retry.total-timeout-ms", 1_800_000),
         )
 
     def backoff_seconds(self, attempt: int) -> float:

@@ -156,9 +156,9 @@ def _decode_file(path: str, location: str) -> pa.Table:
     """The whole Avro file as one Arrow table (columns named as in the writer schema)."""
     try:
         table = _session().read_avro(path).to_arrow_table()
-    except ColumnarUnsupported:
+    except (ColumnarUnsupported, KeyboardInterrupt, SystemExit):
         raise
-    except Exception as exc:  # DataFusion reports everything as its own exception types
+    except BaseException as exc:  # DataFusion's own exception types; a Rust panic is a BaseException
         raise ColumnarUnsupported(f"{location}: DataFusion cannot decode it ({exc})") from exc
     return cast(pa.Table, table.combine_chunks())
 
@@ -595,28 +595,6 @@ def _is_empty_record(avro_type: Any) -> bool:
     return isinstance(avro_type, dict) and avro_type.get("type") == "record" and not avro_type.get("fields")
 
 
-def _container_record_count(data: bytes, sync_at: int, location: str) -> int:
-    """The number of records an Avro object container file holds, from its block headers.
-
-    Walks the blocks (count, byte size, data, sync marker) without decoding them; a file that
-    does not end exactly after a well-formed block is reported as ColumnarUnsupported.
-    """
-    sync = data[sync_at : sync_at + 16]
-    pos, total, end = sync_at + 16, 0, len(data)
-    try:
-        while pos < end:
-            count, pos = avs._read_long(data, pos)
-            size, pos = avs._read_long(data, pos)
-            pos += size
-            if count < 0 or size < 0 or data[pos : pos + 16] != sync:
-                raise ColumnarUnsupported(f"{location}: malformed Avro block at byte {pos}")
-            total += count
-            pos += 16
-    except IndexError as exc:
-        raise ColumnarUnsupported(f"{location}: truncated Avro block") from exc
-    return total
-
-
 _PLAIN_PATH = re.compile(r"[A-Za-z0-9/_.=+,@~-]+\.avro")
 """Local paths DataFusion is given as they are (others could read as globs or URLs: copied first)."""
 
@@ -704,13 +682,20 @@ def read_manifest_columns(
         plan = _schema_plan(schema_json)
     except ColumnarUnsupported as exc:
         raise ColumnarUnsupported(f"{location}: {exc}") from exc
+    avs.check_bounded_schema(plan.schema, location)  # before any decoder loops over its arrays
     metadata = {}
     for k, v in raw_meta.items():
         try:
             metadata[k] = v.decode("utf-8")
         except UnicodeDecodeError:
             continue
-    expected_rows = _container_record_count(data, sync_at, location)
+    # framing and recorded block checksums first: DataFusion spins on some corrupt blocks
+    expected_rows = avs.block_record_count(data, sync_at, location, raw_meta)
+    if avs.BLOCK_CRC_KEY not in raw_meta:
+        # Blocks without recorded checksums (other writers) could be corrupt in ways only a full decode
+        # finds, and DataFusion may spin on them: fastavro (which always terminates) reads them first.
+        for _ in avs.open_avro(data, location)[2]:
+            pass
     if plan.readable_schema_json is not None:  # DataFusion cannot build a struct without fields
         raw_meta["avro.schema"] = plan.readable_schema_json
         path, data = None, avs._encode_header(raw_meta) + data[sync_at:]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
-from icefloe.errors import CorruptMetadata, ValidationError
+from icefloe.errors import CorruptMetadata, ValidationError, reading
 from icefloe.formats.avro import schemas as avs
 from icefloe.spec.content import (
     DataFile,
@@ -437,7 +437,7 @@ def read_manifest_with_header(
     contents = {c.value: c for c in FileContent}
     out: list[ManifestEntry] = []
     append = out.append
-    try:
+    with reading(location, "decode manifest entries"):
         for rec in records:
             df = rec[n_df]
             g = df.get
@@ -475,10 +475,6 @@ def read_manifest_with_header(
                     data_file=data_file,
                 )
             )
-    except (KeyError, TypeError, ValueError, EOFError) as exc:
-        raise CorruptMetadata(
-            f"{location}: cannot decode manifest entry ({exc!r})", location=location
-        ) from exc
     return header, out
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from icefloe.errors import CorruptMetadata, ValidationError
+from icefloe.errors import CorruptMetadata, ValidationError, reading
 from icefloe.formats.avro import schemas as avs
 from icefloe.formats.avro.manifest import UNASSIGNED_SEQ
 from icefloe.spec.content import ManifestContent, ManifestFile, PartitionFieldSummary
@@ -211,7 +211,7 @@ def read_manifest_list(source: Any) -> list[ManifestFile]:
         return None if name is None else rec.get(name)
 
     out: list[ManifestFile] = []
-    try:
+    with reading(location, "decode manifest list entries"):
         for rec in records:
             parts = get(rec, 507)
             summaries = None
@@ -249,10 +249,6 @@ def read_manifest_list(source: Any) -> list[ManifestFile]:
                     format_version=header.format_version,
                 )
             )
-    except (KeyError, TypeError, ValueError, EOFError) as exc:
-        raise CorruptMetadata(
-            f"{location}: cannot decode manifest list entry ({exc!r})", location=location
-        ) from exc
     return out
 
 

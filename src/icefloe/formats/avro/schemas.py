@@ -19,12 +19,13 @@ import decimal
 import io
 import json
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import fastavro
 
-from icefloe.errors import CorruptMetadata, Unsupported, ValidationError
+from icefloe.errors import CorruptMetadata, Unsupported, ValidationError, reading
 from icefloe.spec.conversions import unscaled_to_decimal
 from icefloe.spec.types import (
     BinaryType,
@@ -475,7 +476,7 @@ def avro_bytes(schema: dict, records: Iterable[dict], metadata: Mapping[str, str
     """Encode records as an Avro object container file held in memory."""
     buf = io.BytesIO()
     fastavro.writer(buf, _parsed(schema), records, codec=codec, metadata=dict(metadata))
-    return buf.getvalue()
+    return with_block_checksums(buf.getvalue())
 
 
 _PARSED_CACHE: dict[str, Any] = {}
@@ -492,7 +493,11 @@ def _parsed(schema: dict) -> Any:
 
 
 def _read_long(data: bytes, pos: int) -> tuple[int, int]:
-    """Decode one zig-zag varint long at ``pos``; returns (value, next position)."""
+    """Decode one zig-zag varint long at ``pos``; returns (value, next position).
+
+    Raises IndexError past the end of ``data`` and ValueError for a varint longer than a long's
+    10 bytes (callers turn both into CorruptMetadata naming the file).
+    """
     shift = 0
     acc = 0
     while True:
@@ -502,6 +507,8 @@ def _read_long(data: bytes, pos: int) -> tuple[int, int]:
         if b < 0x80:
             break
         shift += 7
+        if shift > 63:
+            raise ValueError(f"varint longer than 10 bytes at byte {pos}")
     return (acc >> 1) ^ -(acc & 1), pos
 
 
@@ -516,25 +523,129 @@ def _write_long(value: int) -> bytes:
 
 
 def _parse_header(data: bytes, location: str) -> tuple[dict[str, bytes], int]:
-    """The metadata map of an Avro object container file and the offset of its sync marker."""
+    """The metadata map of an Avro object container file and the offset of its sync marker.
+
+    Every count and length is checked against the bytes that are there: a negative or oversized
+    key/value length, a map block that runs past the end, or a missing sync marker raise
+    CorruptMetadata naming ``location`` (never a loop or an IndexError).
+    """
     if data[:4] != b"Obj\x01":
         raise CorruptMetadata(f"{location}: not an Avro object container file", location=location)
     meta: dict[str, bytes] = {}
-    pos = 4
-    while True:
-        count, pos = _read_long(data, pos)
-        if count == 0:
-            return meta, pos
-        if count < 0:
-            count = -count
-            _, pos = _read_long(data, pos)  # block size in bytes
-        for _ in range(count):
-            klen, pos = _read_long(data, pos)
-            key = data[pos : pos + klen].decode("utf-8")
-            pos += klen
-            vlen, pos = _read_long(data, pos)
-            meta[key] = data[pos : pos + vlen]
-            pos += vlen
+    pos, end = 4, len(data)
+    try:
+        while True:
+            count, pos = _read_long(data, pos)
+            if count == 0:
+                break
+            if count < 0:
+                count = -count
+                _, pos = _read_long(data, pos)  # block size in bytes
+            if count > end - pos:  # every entry needs at least two bytes
+                raise CorruptMetadata(f"{location}: Avro header map claims {count} entries")
+            for _ in range(count):
+                klen, pos = _read_long(data, pos)
+                if klen < 0 or pos + klen > end:
+                    raise CorruptMetadata(f"{location}: Avro header key length {klen} at byte {pos}")
+                key = data[pos : pos + klen].decode("utf-8")
+                pos += klen
+                vlen, pos = _read_long(data, pos)
+                if vlen < 0 or pos + vlen > end:
+                    raise CorruptMetadata(f"{location}: Avro header value length {vlen} at byte {pos}")
+                meta[key] = data[pos : pos + vlen]
+                pos += vlen
+    except (IndexError, ValueError) as exc:  # ran off the end; bad varint or UTF-8 key
+        raise CorruptMetadata(f"{location}: truncated or malformed Avro header ({exc})") from exc
+    if pos + SYNC_SIZE > end:
+        raise CorruptMetadata(f"{location}: Avro header without a sync marker")
+    return meta, pos
+
+
+SYNC_SIZE = 16
+
+
+BLOCK_CRC_KEY = "icefloe.block-crc32"
+"""Avro header key: the CRC-32 of every data block as written (hex, comma-separated).
+
+Avro's deflate codec has no checksum, and decoders handed corrupt block bytes can spin (DataFusion)
+instead of failing. icefloe records each block's checksum in the header and verifies it before
+any decoder sees a block; other readers ignore the key. Files without it are read unverified.
+"""
+
+
+def with_block_checksums(data: bytes) -> bytes:
+    """An Avro container file with :data:`BLOCK_CRC_KEY` added to its header (blocks unchanged)."""
+    meta, sync_at = _parse_header(data, "<written Avro file>")
+    crcs = [f"{zlib.crc32(block):08x}" for block in _blocks(data, sync_at)]
+    meta[BLOCK_CRC_KEY] = ",".join(crcs).encode("ascii")
+    return _encode_header(meta) + data[sync_at:]
+
+
+def _blocks(data: bytes, sync_at: int) -> Iterator[bytes]:
+    pos = sync_at + SYNC_SIZE
+    while pos < len(data):
+        _, pos = _read_long(data, pos)
+        size, pos = _read_long(data, pos)
+        yield data[pos : pos + size]
+        pos += size + SYNC_SIZE
+
+
+def block_record_count(
+    data: bytes, sync_at: int, location: str, meta: Mapping[str, bytes] | None = None
+) -> int:
+    """The number of records an Avro object container file holds, from its block framing.
+
+    Walks the blocks (count, byte size, data, sync marker) without decoding them. A block count
+    of 0 or less (Avro writers never write one; fastavro then yields nothing and DataFusion's
+    reader spins forever), a negative or oversized byte size, a wrong sync marker or trailing
+    bytes raise CorruptMetadata naming ``location``: a file must be framed exactly before any
+    decoder sees it.
+    """
+    sync = data[sync_at : sync_at + SYNC_SIZE]
+    pos, total, end = sync_at + SYNC_SIZE, 0, len(data)
+    crcs, index = _recorded_crcs(meta, location), 0
+    try:
+        while pos < end:
+            start = pos
+            count, pos = _read_long(data, pos)
+            size, pos = _read_long(data, pos)
+            if count <= 0:
+                raise CorruptMetadata(f"{location}: Avro block at byte {start} has record count {count}")
+            if size <= 0 or pos + size + SYNC_SIZE > end:
+                raise CorruptMetadata(
+                    f"{location}: Avro block at byte {start} has size {size}, beyond the file's {end} bytes"
+                )
+            if crcs is not None:
+                if index >= len(crcs) or zlib.crc32(data[pos : pos + size]) != crcs[index]:
+                    raise CorruptMetadata(
+                        f"{location}: Avro block at byte {start} does not match its recorded checksum",
+                        location=location,
+                    )
+                index += 1
+            pos += size
+            if data[pos : pos + SYNC_SIZE] != sync:
+                raise CorruptMetadata(
+                    f"{location}: Avro block at byte {start} is not followed by the sync marker"
+                )
+            total += count
+            pos += SYNC_SIZE
+    except (IndexError, ValueError) as exc:
+        raise CorruptMetadata(f"{location}: truncated Avro block ({exc})") from exc
+    if crcs is not None and index != len(crcs):
+        raise CorruptMetadata(
+            f"{location}: {index} Avro blocks, the header records {len(crcs)} checksums", location=location
+        )
+    return total
+
+
+def _recorded_crcs(meta: Mapping[str, bytes] | None, location: str) -> list[int] | None:
+    raw = None if meta is None else meta.get(BLOCK_CRC_KEY)
+    if raw is None:
+        return None
+    try:
+        return [int(x, 16) for x in raw.decode("ascii").split(",")] if raw else []
+    except ValueError as exc:
+        raise CorruptMetadata(f"{location}: unreadable {BLOCK_CRC_KEY} header", location=location) from exc
 
 
 def _encode_header(meta: dict[str, bytes]) -> bytes:
@@ -547,15 +658,70 @@ def _encode_header(meta: dict[str, bytes]) -> bytes:
     return bytes(out)
 
 
+def check_bounded_schema(schema: AvroSchema, location: str) -> None:
+    """Refuse a writer schema whose arrays or maps could hold items encoded in zero bytes.
+
+    A decoder reads an array block's announced count of items whatever the bytes left: with
+    items of zero bytes (a record without fields, ``null``) a corrupt count is an endless loop
+    (fastavro) instead of an error. No Iceberg manifest or manifest list has such arrays.
+    """
+    named: dict[str, Any] = {}
+
+    def min_size(t: AvroSchema, seen: frozenset[str]) -> int:
+        if isinstance(t, str):
+            if t in named and t not in seen:
+                return min_size(named[t], seen | {t})
+            return {"null": 0, "float": 4, "double": 8}.get(t, 1)
+        if isinstance(t, list):
+            for branch in t:
+                min_size(branch, seen)
+            return 1  # the branch index
+        if not isinstance(t, dict):
+            raise CorruptMetadata(f"{location}: Avro schema has a malformed type {t!r}", location=location)
+        kind = t.get("type")
+        if "name" in t and kind in ("record", "fixed", "enum"):
+            named[str(t["name"])] = t
+        if kind == "record":
+            fields = t.get("fields")
+            if not isinstance(fields, list) or not all(isinstance(f, dict) and "type" in f for f in fields):
+                raise CorruptMetadata(
+                    f"{location}: Avro record {t.get('name')!r} has no valid fields list", location=location
+                )
+            return sum(min_size(f["type"], seen) for f in fields)
+        if kind in ("array", "map"):
+            items = t.get("items") if kind == "array" else t.get("values")
+            if items is None or (kind == "array" and min_size(items, seen) == 0):
+                raise CorruptMetadata(
+                    f"{location}: Avro {kind} of items that may take no bytes", location=location
+                )
+            if kind == "map":
+                min_size(items, seen)
+            return 1
+        if kind == "fixed":
+            return int(t.get("size", 0))
+        if isinstance(kind, dict | list | str) and kind not in ("record", "enum", "fixed"):
+            return min_size(kind, seen)
+        return 1
+
+    min_size(schema, frozenset())
+
+
 def open_avro(data: bytes, location: str) -> tuple[dict, dict[str, str], Iterable[Any]]:
     """Writer schema, file metadata and a record iterator that yields raw (non-logical) values.
 
     The header's schema is swapped for one without logical types before fastavro sees it, so
-    dates, timestamps, decimals and uuids come back as stored (ints and bytes) at full speed.
+    dates, timestamps, decimals and uuids come back as stored (ints and bytes) at full speed. The
+    block framing is validated first (:func:`block_record_count`), and the iterator checks that
+    it yields exactly the records the blocks announce; every decoding failure (zlib, fastavro,
+    a short block) surfaces as CorruptMetadata naming ``location``.
     """
-    try:
+    with reading(location, "read the Avro file"):
         raw_meta, sync_at = _parse_header(data, location)
-        writer_schema = json.loads(raw_meta["avro.schema"])
+        expected = block_record_count(data, sync_at, location, raw_meta)
+        try:
+            writer_schema = json.loads(raw_meta["avro.schema"])
+        except KeyError:
+            raise CorruptMetadata(f"{location}: Avro header has no avro.schema", location=location) from None
         metadata = {}
         for k, v in raw_meta.items():
             try:
@@ -565,13 +731,23 @@ def open_avro(data: bytes, location: str) -> tuple[dict, dict[str, str], Iterabl
         raw_meta["avro.schema"] = json.dumps(without_logical_types(writer_schema)).encode("utf-8")
         patched = _encode_header(raw_meta) + data[sync_at:]
         records = fastavro.reader(io.BytesIO(patched))
-    except CorruptMetadata:
-        raise
-    except (ValueError, KeyError, EOFError, TypeError, IndexError) as exc:
-        raise CorruptMetadata(f"{location}: not a readable Avro file ({exc})", location=location) from exc
     if not isinstance(writer_schema, dict) or writer_schema.get("type") != "record":
         raise CorruptMetadata(f"{location}: Avro schema is not a record", location=location)
-    return writer_schema, metadata, records
+    check_bounded_schema(writer_schema, location)
+    return writer_schema, metadata, _checked_records(records, expected, location)
+
+
+def _checked_records(records: Iterable[Any], expected: int, location: str) -> Iterator[Any]:
+    """``records``, failing with CorruptMetadata on any decoding error or a count other than ``expected``."""
+    n = 0
+    with reading(location, "decode the Avro records"):
+        for rec in records:
+            n += 1
+            yield rec
+    if n != expected:
+        raise CorruptMetadata(
+            f"{location}: decoded {n} Avro records, the blocks announce {expected}", location=location
+        )
 
 
 def int_or_none(value: str | None) -> int | None:

@@ -28,7 +28,7 @@ from uuid import uuid4
 
 import pyarrow.fs as pafs
 
-from icefloe.errors import AlreadyExists, CorruptMetadata, NotFound, Unsupported
+from icefloe.errors import AlreadyExists, CorruptMetadata, IcefloeError, NotFound, Unsupported
 from icefloe.formats.metadata.incremental_gzip import gzip_chunks
 from icefloe.io.fileio import FileIO, local_path
 from icefloe.spec.json_codec import (
@@ -85,17 +85,22 @@ def _codec(properties: dict[str, str]) -> str:
 
 
 def decode_table_metadata(data: bytes, location: str) -> TableMetadata:
-    """Parse metadata file bytes (plain or gzip JSON); errors name ``location``."""
+    """Parse metadata file bytes (plain or gzip JSON); errors name ``location``.
+
+    Whatever the bytes, only IcefloeErrors escape: CorruptMetadata (with ``location``) for bad
+    gzip, bad JSON (including integers too long to parse and nesting too deep to recurse) and
+    JSON that is not table metadata; Unsupported for a newer format version.
+    """
     if data[:2] == _GZIP_MAGIC:
         try:
             data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
+        except (OSError, EOFError, zlib.error, ValueError, MemoryError) as exc:
             raise CorruptMetadata(
                 f"metadata file {location} is not valid gzip: {exc}", location=location
             ) from exc
     try:
         document: Any = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError, int digit limit
         raise CorruptMetadata(
             f"metadata file {location} is not valid JSON: {exc}", location=location
         ) from exc
@@ -107,7 +112,9 @@ def decode_table_metadata(data: bytes, location: str) -> TableMetadata:
         raise CorruptMetadata(f"metadata file {location}: {exc}", location=location) from exc
     except Unsupported as exc:
         raise Unsupported(f"metadata file {location}: {exc}", location=location) from exc
-    except (KeyError, TypeError, ValueError) as exc:
+    except IcefloeError:
+        raise
+    except Exception as exc:  # KeyError, TypeError, ValueError, RecursionError, OverflowError, ...
         raise CorruptMetadata(
             f"metadata file {location}: {type(exc).__name__}: {exc}", location=location
         ) from exc

@@ -32,6 +32,7 @@ from icefloe.formats.arrow_schema import (
 from icefloe.formats.parquet.metrics import MetricsConfig, collect_metrics, split_offsets
 from icefloe.io.fileio import FileIO
 from icefloe.spec.content import DataFile, FileContent
+from icefloe.spec.properties import checked_int_property
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import (
     IcebergType,
@@ -208,21 +209,22 @@ def _writer_options(properties: Mapping[str, str]) -> dict[str, Any]:
         "compression": _CODECS[codec_name],
         "store_decimal_as_integer": True,
         "write_statistics": True,
+        "write_page_checksum": True,  # page CRCs: readers detect flipped bits instead of returning them
     }
-    if level := properties.get(COMPRESSION_LEVEL_PROPERTY):
-        options["compression_level"] = int(level)
-    if page := properties.get(PAGE_SIZE_PROPERTY):
-        options["data_page_size"] = int(page)
-    if rows := properties.get(PAGE_ROW_LIMIT_PROPERTY):
-        options["max_rows_per_page"] = int(rows)
-    if dict_size := properties.get(DICT_SIZE_PROPERTY):
-        options["dictionary_pagesize_limit"] = int(dict_size)
+    for key, option in (
+        (COMPRESSION_LEVEL_PROPERTY, "compression_level"),
+        (PAGE_SIZE_PROPERTY, "data_page_size"),
+        (PAGE_ROW_LIMIT_PROPERTY, "max_rows_per_page"),
+        (DICT_SIZE_PROPERTY, "dictionary_pagesize_limit"),
+    ):
+        if properties.get(key):
+            options[option] = checked_int_property(properties, key, 0)
     return options
 
 
 def _row_group_rows(table: pa.Table, properties: Mapping[str, str]) -> int:
     """Rows per row group so a group holds about ``write.parquet.row-group-size-bytes`` of data."""
-    target = int(properties.get(ROW_GROUP_SIZE_PROPERTY, DEFAULT_ROW_GROUP_BYTES))
+    target = checked_int_property(properties, ROW_GROUP_SIZE_PROPERTY, DEFAULT_ROW_GROUP_BYTES)
     if table.num_rows == 0:
         return 1
     per_row = max(1, table.nbytes // table.num_rows)
@@ -267,7 +269,7 @@ def read_parquet_data_file(
         raise NotFound(f"data file does not exist: {path}", location=path) from None
     with source:
         try:
-            pf = pq.ParquetFile(source, coerce_int96_timestamp_unit="us")
+            pf = pq.ParquetFile(source, coerce_int96_timestamp_unit="us", page_checksum_verification=True)
         except (pa.ArrowInvalid, OSError) as exc:
             raise CorruptMetadata(f"cannot read Parquet file {path}: {exc}", location=path) from exc
         file_schema = pf.schema_arrow

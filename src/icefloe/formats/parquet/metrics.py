@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 from icefloe.errors import ValidationError
 from icefloe.formats.arrow_schema import map_items, map_keys
 from icefloe.spec.conversions import to_bytes
+from icefloe.spec.properties import checked_int_property
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import (
     BinaryType,
@@ -132,7 +133,9 @@ class MetricsConfig:
             for leaf in leaves:
                 self._modes[leaf.field.field_id] = default
         else:
-            limit = int(properties.get(MAX_INFERRED_COLUMNS_PROPERTY, MAX_INFERRED_COLUMNS_DEFAULT))
+            limit = checked_int_property(
+                properties, MAX_INFERRED_COLUMNS_PROPERTY, MAX_INFERRED_COLUMNS_DEFAULT
+            )
             for i, leaf in enumerate(leaves):
                 self._modes[leaf.field.field_id] = DEFAULT_MODE if i < limit else NONE
         by_name = {leaf.name: leaf.field.field_id for leaf in leaves}

@@ -21,13 +21,8 @@ import lz4.frame
 import zstandard
 
 from icefloe import __version__
-from icefloe.errors import CorruptMetadata, Unsupported, ValidationError
-from icefloe.formats.puffin.deletion_vector import (
-    DV_BLOB_TYPE,
-    POS_FIELD_ID,
-    decode_dv_blob,
-    encode_dv_blob,
-)
+from icefloe.errors import CorruptMetadata, Unsupported, ValidationError, reading
+from icefloe.formats.puffin.deletion_vector import DV_BLOB_TYPE, POS_FIELD_ID, decode_dv_blob, encode_dv_blob
 from icefloe.formats.puffin.roaring64 import PositionBitmap
 
 __all__ = [
@@ -333,7 +328,17 @@ def read_puffin_footer(
     *,
     footer_size: int | None = None,
 ) -> FileMetadata:
-    """Read and validate the footer (magics, flags, payload size, JSON); errors name ``source``."""
+    """Read and validate the footer (magics, flags, payload size, JSON); errors name ``source``.
+
+    Only IcefloeErrors escape (deep or huge JSON, a bad LZ4 frame: CorruptMetadata).
+    """
+    with reading(source, "read the Puffin footer"):
+        return _read_footer(data_or_stream, file_size, source, footer_size)
+
+
+def _read_footer(
+    data_or_stream: Source, file_size: int | None, source: str, footer_size: int | None
+) -> FileMetadata:
     size = _total_size(data_or_stream) if file_size is None else file_size
     if size < _MIN_FILE_SIZE:
         raise CorruptMetadata(

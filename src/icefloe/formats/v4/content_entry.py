@@ -359,6 +359,7 @@ def encode_content_entries(
         write_statistics=not compact,
         use_dictionary=not compact,
         column_encoding=_delta_encodings(table.schema) if compact else None,
+        write_page_checksum=True,  # readers verify page CRCs: a flipped bit is an error, not a row
     ) as out:
         out.write_table(table)
         out.add_key_value_metadata(footer)
@@ -475,7 +476,7 @@ def _parquet_file(data: Any, source: str) -> pq.ParquetFile:
     elif not isinstance(data, pa.NativeFile | str | os.PathLike) and hasattr(data, "read"):
         data = pa.BufferReader(bytes(data.read()))
     try:
-        return pq.ParquetFile(data)
+        return pq.ParquetFile(data, page_checksum_verification=True)
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise CorruptMetadata(
             f"{source}: not a readable Parquet content-entry file: {exc}", location=source

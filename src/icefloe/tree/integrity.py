@@ -1,0 +1,118 @@
+"""Cross-checks of what a reader decoded against what the parent file says about it.
+
+Corrupt bytes do not always fail to decode: an Avro block count rewritten to a smaller value, a
+manifest list count rewritten to 0 or a dropped manifest DV still decode, into a table that is
+silently smaller or bigger than the one written. Every file in an Iceberg tree is described by
+its parent (the manifest list by the snapshot, a manifest by its manifest-list entry or v4
+reference, a leaf's masked rows by the root's ``mdv_cardinality``), and these checks compare the
+two, raising :class:`CorruptMetadata` that names the file whose bytes disagree:
+
+- a manifest's entries by status (files and rows) against its list entry / v4 reference counts
+  (counts a writer left out, ``None``, are not checked; v1 lists may omit them);
+- a manifest's header ``format-version`` against the table's format version;
+- a snapshot's live data files and records against its summary's ``total-data-files`` /
+  ``total-records`` (checked only when the whole snapshot was planned and both totals are
+  present: writers that cannot compute them leave them out).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+
+from icefloe.errors import CorruptMetadata
+from icefloe.spec.content import EntryStatus, ManifestEntry, ManifestFile
+from icefloe.spec.snapshots import Snapshot
+
+_FILE_COUNTS = (
+    (EntryStatus.ADDED, "added_files_count", "added_rows_count"),
+    (EntryStatus.EXISTING, "existing_files_count", "existing_rows_count"),
+    (EntryStatus.DELETED, "deleted_files_count", "deleted_rows_count"),
+)
+_V4_COUNTS = (
+    (EntryStatus.REPLACED, "replaced_files_count", "replaced_rows_count"),
+    (EntryStatus.MODIFIED, "modified_files_count", "modified_rows_count"),
+)
+
+
+def check_manifest_counts(
+    manifest: ManifestFile,
+    statuses: np.ndarray,
+    record_counts: np.ndarray | None,
+    *,
+    location: str | None = None,
+    snapshot_id: int | None = None,
+) -> None:
+    """Entries per status (and their records) must equal the counts the parent recorded.
+
+    ``statuses`` holds the status code of every entry of the manifest (deleted ones included),
+    ``record_counts`` each entry's record count (None: only file counts are checked). The file
+    at fault is the manifest (``location``, default its path): its parent's counts were written
+    from the entries, so when they disagree the manifest's bytes are the ones that changed.
+    """
+    where = location or manifest.manifest_path
+    statuses = np.asarray(statuses, dtype=np.int64)
+    counts = _FILE_COUNTS + (_V4_COUNTS if manifest.format_version >= 4 else ())
+    for status, files_attr, rows_attr in counts:
+        mask = statuses == int(status)
+        expected_files = getattr(manifest, files_attr)
+        if expected_files is not None and int(mask.sum()) != expected_files:
+            raise CorruptMetadata(
+                f"{where}: holds {int(mask.sum())} {status.name} entries, its parent says {expected_files}",
+                location=where,
+                snapshot_id=snapshot_id,
+            )
+        expected_rows = getattr(manifest, rows_attr)
+        if record_counts is not None and expected_rows is not None:
+            rows = int(np.asarray(record_counts, dtype=np.int64)[mask].sum())
+            if rows != expected_rows:
+                raise CorruptMetadata(
+                    f"{where}: its {status.name} entries hold {rows} rows, its parent says {expected_rows}",
+                    location=where,
+                    snapshot_id=snapshot_id,
+                )
+
+
+def check_entry_counts(manifest: ManifestFile, entries: Iterable[ManifestEntry], **where: object) -> None:
+    """:func:`check_manifest_counts` over decoded entry objects."""
+    rows = list(entries)
+    statuses = np.fromiter((int(e.status) for e in rows), dtype=np.int64, count=len(rows))
+    records = np.fromiter((e.data_file.record_count or 0 for e in rows), dtype=np.int64, count=len(rows))
+    check_manifest_counts(manifest, statuses, records, **where)  # type: ignore[arg-type]
+
+
+def check_manifest_version(header_version: int, table_version: int, location: str) -> None:
+    """A v1–v3 manifest's header version may be older than the table's (upgrades), never newer."""
+    if not 1 <= header_version <= min(table_version, 3):
+        raise CorruptMetadata(
+            f"{location}: manifest header says format-version {header_version}, the table is "
+            f"format version {table_version}",
+            location=location,
+        )
+
+
+def check_snapshot_totals(snapshot: Snapshot, data_files: int, records: int) -> None:
+    """A fully planned snapshot's live data files and records must match its summary totals."""
+    summary: Mapping[str, str] = snapshot.summary or {}
+    expected_files = _int(summary.get("total-data-files"))
+    expected_records = _int(summary.get("total-records"))
+    if expected_files is None or expected_records is None:
+        return
+    where = snapshot.manifest_list or snapshot.root_manifest or f"snapshot {snapshot.snapshot_id}"
+    if (data_files, records) != (expected_files, expected_records):
+        raise CorruptMetadata(
+            f"{where}: snapshot {snapshot.snapshot_id} lists {data_files} live data files with "
+            f"{records} records, its summary says {expected_files} files with {expected_records}",
+            location=where,
+            snapshot_id=snapshot.snapshot_id,
+        )
+
+
+def _int(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
