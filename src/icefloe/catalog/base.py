@@ -10,9 +10,11 @@ compare-and-swap the catalog's pointer from the base location to the new one.
 
 - pointer swapped: the commit happened; the new location is returned;
 - lost race (pointer no longer at the base) or table gone: the new file is deleted and
-  ``CommitConflict`` / ``NoSuchTable`` is raised; nothing changed;
+  ``CommitConflict`` / ``NoSuchTable`` is raised; nothing changed (both are ``CleanableFailure``s);
 - outcome unknown (connection lost while committing): ``CommitStateUnknown`` is raised and no file
-  is deleted, because the new file may be the table's current metadata.
+  is deleted, because the new file may be the table's current metadata;
+- anything else during the swap (KeyboardInterrupt, a signal, a timeout, an unexpected error):
+  raised as is and no file is deleted, for the same reason (``errors.nothing_committed``).
 """
 
 from __future__ import annotations
@@ -34,13 +36,12 @@ from icefloe.catalog.identifiers import (
 from icefloe.catalog.table import Table
 from icefloe.errors import (
     AlreadyExists,
-    CommitConflict,
-    CommitStateUnknown,
     IcefloeError,
     NoSuchNamespace,
     NoSuchTable,
     NotFound,
     ValidationError,
+    nothing_committed,
 )
 from icefloe.formats.metadata_file import (
     DELETE_AFTER_COMMIT,
@@ -337,10 +338,12 @@ class Catalog(ABC):
         location = write_table_metadata(io, md.location, md, previous_location=base_metadata_location)
         try:
             self._swap_metadata_location(namespace, name, base_metadata_location, location)
-        except (CommitConflict, NotFound):
-            _delete_quietly(io, location)
-            raise
-        except CommitStateUnknown:
+        except BaseException as exc:
+            # Only a failure known to leave the pointer unchanged (a lost compare-and-swap, a
+            # table dropped meanwhile) frees the new file; after an interrupt, a timeout or an
+            # unknown error the pointer may already name it.
+            if nothing_committed(exc):
+                _delete_quietly(io, location)
             raise
         if md.properties.get(DELETE_AFTER_COMMIT, "false").strip().lower() == "true":
             self._delete_old_metadata_files(io, base_metadata_location, base_metadata, md)

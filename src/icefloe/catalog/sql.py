@@ -66,6 +66,7 @@ from icefloe.errors import (
     NamespaceNotEmpty,
     NoSuchNamespace,
     NoSuchTable,
+    TableGoneDuringCommit,
     ValidationError,
 )
 
@@ -472,7 +473,7 @@ class SqlCatalog(Catalog):
                 return
             row = conn.execute(current).first()
             if row is None:
-                raise NoSuchTable(
+                raise TableGoneDuringCommit(
                     f"cannot commit to table {shown!r}: it does not exist (dropped concurrently?)"
                 )
             raise CommitConflict(

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from icefloe.errors import CommitStateUnknown
+from icefloe.errors import CommitStateUnknown, nothing_committed
 from icefloe.expressions.ast import Expression
 from icefloe.maintenance.rewrite_data_files import (
     FileGroup,
@@ -85,14 +85,17 @@ def rewrite_data_files(
         return RewriteResult(0, 0, 0, 0, None)
     staging = JobStaging.create(table.io, md)
     job = RewriteJob(staging.metadata, dict(table.io.properties), plan.target_file_size)
+    committing = False
     try:
         chunks = [[g] for g in plan.groups]
         written = run_chunks(spark, chunks, lambda groups: rewrite_groups(job, groups))
         added = [f for files in written for f in files]
         staging.tidy({f.file_path for f in added})
+        committing = True
         return commit_rewrite(table, plan, added, branch, snapshot_properties)
     except CommitStateUnknown:
         raise  # the commit may have happened: keep every file
-    except BaseException:
-        staging.discard()
+    except BaseException as exc:
+        if not committing or nothing_committed(exc):  # else the swap may have happened
+            staging.discard()
         raise

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
-from icefloe.errors import CommitStateUnknown, ValidationError
+from icefloe.errors import CommitStateUnknown, ValidationError, nothing_committed
 from icefloe.expressions.ast import (
     AlwaysFalse,
     AlwaysTrue,
@@ -544,18 +544,21 @@ def _commit(
     """Commit the change as one snapshot (nothing when it is empty); clean up on failure."""
     md = table.metadata
     result = change.result()
+    committing = False
     try:
         producer = change.producer(md, branch, snapshot_properties, merge_enabled(md))
         if producer is None:
             if staging is not None:
                 staging.discard()
             return result
+        committing = True
         with table.transaction() as tx:
             tx.add_action(producer)
     except CommitStateUnknown:
         raise  # the commit may have happened: keep every file
-    except BaseException:
-        if staging is not None:
+    except BaseException as exc:
+        known_clean = not committing or nothing_committed(exc)  # else the swap may have happened
+        if staging is not None and known_clean:
             staging.discard()
         raise
     snapshot = table.metadata.snapshot_for_ref(branch)
