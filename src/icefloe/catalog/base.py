@@ -59,6 +59,7 @@ from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.updates import new_table_metadata
 from icefloe.tree import read_seam
 from icefloe.tree.reachable import content_locations
+from icefloe.txn.partition_evolution import check_redundant_fields
 
 logger = logging.getLogger(__name__)
 
@@ -232,6 +233,7 @@ class Catalog(ABC):
             props,
             DEFAULT_FORMAT_VERSION,
         )
+        check_redundant_fields(md.spec(), md.schema())  # the rule update_spec applies
         io = self._file_io(md.properties, md.location)
         metadata_location = write_table_metadata(io, md.location, md)
         try:

@@ -179,17 +179,17 @@ class Table:
     def overwrite(
         self,
         df: pa.Table,
-        overwrite_filter: Expression | str | None = None,
+        overwrite_filter: Expression | str | bool | None = None,
         branch: str = MAIN_BRANCH,
         snapshot_properties: dict[str, str] | None = None,
     ) -> None:
-        """Replace the rows matching ``overwrite_filter`` (default: all rows) with ``df``, in one snapshot."""
+        """Replace the rows matching ``overwrite_filter`` (None: all rows; blank text refused) with ``df``."""
         with self.transaction() as tx:
             tx.overwrite(df, overwrite_filter, branch=branch, snapshot_properties=snapshot_properties)
 
     def delete(
         self,
-        delete_filter: Expression | str,
+        delete_filter: Expression | str | bool,
         mode: str | None = None,
         branch: str = MAIN_BRANCH,
         snapshot_properties: dict[str, str] | None = None,
@@ -213,13 +213,13 @@ class Table:
     def update(
         self,
         set: Mapping[str, Any],
-        update_filter: Expression | str | None = None,
+        update_filter: Expression | str | bool | None = None,
         mode: str | None = None,
         branch: str = MAIN_BRANCH,
         snapshot_properties: dict[str, str] | None = None,
         case_sensitive: bool = True,
     ) -> RowLevelResult:
-        """``UPDATE table SET ... WHERE update_filter`` (default: every row).
+        """``UPDATE table SET ... WHERE update_filter`` (required: True or ``"true"`` for every row).
 
         ``set`` maps column names to literals or ``pyarrow.compute`` expressions over the row's
         current values, e.g. ``{"price": pc.field("price") * 2, "note": "sale"}``.

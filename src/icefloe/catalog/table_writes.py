@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from icefloe.errors import ValidationError
 from icefloe.expressions.ast import Expression
-from icefloe.expressions.parser import to_expression
+from icefloe.expressions.change_filters import change_filter
 from icefloe.scan.cow import plan_copy_on_write
 from icefloe.scan.delete_rows import plan_delete
 from icefloe.scan.merge_rows import MergeClauses, plan_merge
@@ -119,15 +119,15 @@ class TableTransaction:
     def overwrite(
         self,
         df: pa.Table,
-        overwrite_filter: Expression | str | None = None,
+        overwrite_filter: Expression | str | bool | None = None,
         branch: str = MAIN_BRANCH,
         snapshot_properties: dict[str, str] | None = None,
         case_sensitive: bool = True,
     ) -> TableTransaction:
-        """Queue: remove rows matching the filter and add ``df``, as one snapshot."""
+        """Queue: remove rows matching the filter (None: every row; empty text is refused) and add ``df``."""
+        row_filter = change_filter(overwrite_filter, "overwrite", none_means_all=True)
         md = self._table.metadata
         prepared = prepare_arrow_table(md, df)
-        row_filter = to_expression(overwrite_filter)
         base = self._reading_base(branch, "an overwrite")
         plan = plan_copy_on_write(self._table.io, md, base, row_filter, case_sensitive)
         files = write_data_files(self._table.io, md, prepared)
@@ -150,7 +150,7 @@ class TableTransaction:
 
     def delete(
         self,
-        delete_filter: Expression | str,
+        delete_filter: Expression | str | bool,
         mode: str | None = None,
         branch: str = MAIN_BRANCH,
         snapshot_properties: dict[str, str] | None = None,
@@ -158,9 +158,10 @@ class TableTransaction:
     ) -> RowLevelResult:
         """Queue removal of the rows matching the filter (nothing is queued when nothing matches).
 
-        ``mode``: ``copy-on-write`` or ``merge-on-read``; None uses ``write.delete.mode``.
+        ``mode``: ``copy-on-write`` or ``merge-on-read``; None uses ``write.delete.mode``. An empty
+        or missing filter is refused: pass True or ``"true"`` to delete every row.
         """
-        row_filter = to_expression(delete_filter)
+        row_filter = change_filter(delete_filter, "delete")
         md = self._table.metadata
         base = self._reading_base(branch, "a delete")
         change = plan_delete(self._table.io, md, base, row_filter, mode, case_sensitive)
@@ -169,18 +170,18 @@ class TableTransaction:
     def update(
         self,
         set: Mapping[str, Any | pc.Expression],
-        update_filter: Expression | str | None = None,
+        update_filter: Expression | str | bool | None = None,
         mode: str | None = None,
         branch: str = MAIN_BRANCH,
         snapshot_properties: dict[str, str] | None = None,
         case_sensitive: bool = True,
     ) -> RowLevelResult:
-        """Queue ``UPDATE SET column = value WHERE filter`` (default: every row).
+        """Queue ``UPDATE SET column = value WHERE filter`` (True or ``"true"`` for every row).
 
         Values are literals or ``pyarrow.compute`` expressions over the row's current values.
         ``mode``: ``copy-on-write`` or ``merge-on-read``; None uses ``write.update.mode``.
         """
-        row_filter = to_expression(update_filter)
+        row_filter = change_filter(update_filter, "update")
         md = self._table.metadata
         base = self._reading_base(branch, "an update")
         change = plan_update(self._table.io, md, base, set, row_filter, mode, case_sensitive)

@@ -36,8 +36,8 @@ from icefloe.expressions.ast import (
     LessThanOrEqual,
 )
 from icefloe.expressions.binding import bind
+from icefloe.expressions.change_filters import change_filter
 from icefloe.expressions.evaluators import strict_partition_evaluators
-from icefloe.expressions.parser import to_expression
 from icefloe.scan.cow import retired_deletes
 from icefloe.scan.planner import plan_files
 from icefloe.scan.row_level import COPY_ON_WRITE, RowLevelChange, RowLevelResult, write_mode
@@ -100,7 +100,7 @@ _SOURCE_MARKER = "__icefloe_source_row"
 def delete_rows(
     spark: SparkSession,
     identifier: str | tuple[str, ...],
-    condition: Expression | str,
+    condition: Expression | str | bool,
     mode: str | None = None,
     catalog: Catalog | dict[str, str] | None = None,
     branch: str = MAIN_BRANCH,
@@ -109,12 +109,14 @@ def delete_rows(
 ) -> RowLevelResult:
     """``DELETE FROM table WHERE condition`` (an icefloe filter); one snapshot, none when nothing matches.
 
+    An empty condition is refused: pass True or ``"true"`` to delete every row.
+
     Files whose partition proves every row matches are dropped without being read (metadata-only
     when that covers every candidate file). ``mode``: None uses ``write.delete.mode``.
     """
     table = resolve_catalog(spark, catalog).load_table(identifier)
     md = table.metadata
-    expr = to_expression(condition)
+    expr = change_filter(condition, "delete")
     bind(md.schema(), expr, case_sensitive)
     chosen = write_mode(md, "delete", mode)
     base = branch_head(md, branch)
@@ -174,14 +176,14 @@ def update_rows(
     spark: SparkSession,
     identifier: str | tuple[str, ...],
     set: Assignments,
-    condition: Expression | str | None = None,
+    condition: Expression | str | bool | None = None,
     mode: str | None = None,
     catalog: Catalog | dict[str, str] | None = None,
     branch: str = MAIN_BRANCH,
     snapshot_properties: dict[str, str] | None = None,
     case_sensitive: bool = True,
 ) -> RowLevelResult:
-    """``UPDATE table SET column = value WHERE condition`` (default: every row); one snapshot.
+    """``UPDATE table SET column = value WHERE condition`` (True or ``"true"``: every row); one snapshot.
 
     ``set`` maps column names to Spark SQL expression strings over the row's current values
     (``"price * 2"``, ``"'sale'"``), Columns, or Python literals. ``condition`` is an icefloe
@@ -192,7 +194,7 @@ def update_rows(
     schema = md.schema()
     if not set:
         raise ValidationError("update: set at least one column")
-    expr = AlwaysTrue() if condition is None else to_expression(condition)
+    expr = change_filter(condition, "update")
     bind(schema, expr, case_sensitive)
     chosen = write_mode(md, "update", mode)
     base = branch_head(md, branch)
