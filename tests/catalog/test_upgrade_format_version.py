@@ -44,7 +44,13 @@ SPEC = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "cat"))
 
 @pytest.fixture
 def catalog(tmp_path: Path) -> Catalog:
-    cat = load_catalog("up", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    # The Iceberg Java corpus tables registered below live outside the warehouse.
+    cat = load_catalog(
+        "up",
+        uri=f"sqlite:///{tmp_path}/c.db",
+        warehouse=str(tmp_path / "wh"),
+        **{"allow-external-locations": "true"},
+    )
     cat.create_namespace("db")
     return cat
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 
@@ -32,6 +32,16 @@ from icefloe.catalog.identifiers import (
     identifier_to_string,
     parse_namespace,
     parse_table_identifier,
+)
+from icefloe.catalog.location_rules import (
+    WRITE_PATH_PROPERTIES,
+    OtherTable,
+    check_confined,
+    check_no_overlap,
+    check_not_owned,
+    checked_location,
+    table_roots,
+    under_any,
 )
 from icefloe.catalog.table import Table
 from icefloe.errors import (
@@ -189,6 +199,7 @@ class Catalog(ABC):
         """``<namespace location>/<table>``, else ``<warehouse>/<ns levels...>/<table>``."""
         ns_location = self.load_namespace_properties(namespace).get(NAMESPACE_LOCATION)
         if ns_location:
+            self._check_confined(ns_location, f"location of namespace {identifier_to_string(namespace)}")
             return f"{warehouse_location(ns_location)}/{name}"
         if self.warehouse is None:
             raise ValidationError(
@@ -196,6 +207,70 @@ class Catalog(ABC):
                 "the catalog has no 'warehouse' property; pass location= or configure a warehouse"
             )
         return "/".join((self.warehouse.rstrip("/"), *namespace, name))
+
+    # ------------------------------------------------------------------ location rules
+
+    def _check_confined(self, location: str, what: str) -> None:
+        check_confined(location, what, self.warehouse, self.properties)
+
+    def _check_namespace_properties(self, namespace: Namespace, properties: dict[str, str]) -> None:
+        """A namespace ``location`` property obeys the table location rules (``location_rules``)."""
+        if NAMESPACE_LOCATION in properties:
+            what = f"location of namespace {identifier_to_string(namespace)}"
+            self._check_confined(properties[NAMESPACE_LOCATION], what)
+
+    def _all_table_rows(self) -> list[tuple[Namespace, str, str]]:
+        """(namespace, name, metadata location) of every table of the catalog (subclasses may speed up)."""
+        rows: list[tuple[Namespace, str, str]] = []
+        pending = list(self.list_namespaces())
+        while pending:
+            ns = pending.pop()
+            pending.extend(self.list_namespaces(ns))
+            for name in self._list_table_names(ns):
+                try:
+                    rows.append((ns, name, self._table_metadata_location(ns, name)))
+                except NoSuchTable:  # dropped meanwhile
+                    continue
+        return rows
+
+    def other_tables(self, exclude: Iterable[str] | None = None) -> list[OtherTable]:
+        """Every table of the catalog but ``exclude``, with its roots and owned metadata files.
+
+        A table whose metadata cannot be read counts with the directory above its metadata file's
+        ``metadata/`` folder, so that its files stay protected anyway.
+        """
+        skip = tuple(exclude) if exclude is not None else None
+        out = []
+        for namespace, name, metadata_location in self._all_table_rows():
+            if skip is not None and (*namespace, name) == skip:
+                continue
+            shown = identifier_to_string((*namespace, name))
+            try:
+                md = read_table_metadata(self._file_io(None, metadata_location), metadata_location)
+            except IcefloeError as exc:
+                logger.warning("location rules: cannot read %s of %s: %s", metadata_location, shown, exc)
+                md = None
+            out.append(OtherTable.of(shown, metadata_location, md))
+        return out
+
+    def other_table_roots(self, identifier: str | Iterable[str]) -> tuple[str, ...]:
+        """The roots of every other table of the catalog: files under them are not this table's."""
+        namespace, name = parse_table_identifier(identifier)
+        return tuple(root for other in self.other_tables((*namespace, name)) for root in other.roots)
+
+    def _check_table_roots(
+        self, namespace: Namespace, name: str, md: TableMetadata, *, confine: bool = True
+    ) -> list[OtherTable]:
+        """Refuse roots of ``md`` outside the warehouse or overlapping another table's; the others."""
+        shown = identifier_to_string((*namespace, name))
+        if confine:
+            self._check_confined(md.location, f"location of table {shown}")
+            for key in WRITE_PATH_PROPERTIES:
+                if md.properties.get(key):
+                    self._check_confined(md.properties[key], f"{key} of table {shown}")
+        others = self.other_tables((*namespace, name))
+        check_no_overlap(shown, table_roots(md), others)
+        return others
 
     def _require_namespace(self, namespace: Namespace) -> None:
         if not self.namespace_exists(namespace):
@@ -222,6 +297,8 @@ class Catalog(ABC):
         if self.table_exists((*namespace, name)):
             raise AlreadyExists(f"table {identifier_to_string((*namespace, name))!r} already exists")
         props = {str(k): str(v) for k, v in (properties or {}).items()}
+        if location is not None:
+            self._check_confined(location, f"location of table {identifier_to_string((*namespace, name))}")
         table_location = (
             warehouse_location(location) if location else self.default_table_location(namespace, name)
         )
@@ -234,6 +311,7 @@ class Catalog(ABC):
             DEFAULT_FORMAT_VERSION,
         )
         check_redundant_fields(md.spec(), md.schema())  # the rule update_spec applies
+        self._check_table_roots(namespace, name, md)
         io = self._file_io(md.properties, md.location)
         metadata_location = write_table_metadata(io, md.location, md)
         try:
@@ -271,6 +349,7 @@ class Catalog(ABC):
         namespace, name = parse_table_identifier(identifier)
         metadata_location = self._table_metadata_location(namespace, name)
         md: TableMetadata | None = None
+        protected = self.other_table_roots((*namespace, name)) if purge else ()
         if purge:
             try:
                 md = read_table_metadata(self._file_io(None, metadata_location), metadata_location)
@@ -280,7 +359,7 @@ class Catalog(ABC):
                 )
         self._delete_table_row(namespace, name)
         if md is not None:
-            purge_table_files(self._file_io(md.properties, md.location), md, metadata_location)
+            purge_table_files(self._file_io(md.properties, md.location), md, metadata_location, protected)
 
     def rename_table(self, from_identifier: str | Iterable[str], to_identifier: str | Iterable[str]) -> Table:
         """Rename (or move to another namespace) a table; its files stay where they are."""
@@ -298,7 +377,12 @@ class Catalog(ABC):
         """Add an existing table to the catalog by the location of its metadata file."""
         namespace, name = parse_table_identifier(identifier)
         self._require_namespace(namespace)
+        if self.table_exists((*namespace, name)):
+            raise AlreadyExists(f"table {identifier_to_string((*namespace, name))!r} already exists")
+        checked_location(metadata_location, "metadata location")
         md = read_table_metadata(self._file_io(None, metadata_location), metadata_location)
+        check_not_owned(metadata_location, self.other_tables((*namespace, name)))
+        self._check_table_roots(namespace, name, md)
         self._insert_table_row(namespace, name, metadata_location)
         return self._table(namespace, name, metadata_location, md)
 
@@ -329,6 +413,10 @@ class Catalog(ABC):
                 raise
             return location
 
+        if base_metadata is None:
+            base_metadata = read_table_metadata(io, base_metadata_location)
+        if table_roots(new_metadata) != table_roots(base_metadata):  # a new location or write path
+            self._check_table_roots(namespace, name, new_metadata)
         md = new_metadata
         log = md.metadata_log
         if not log or log[-1].metadata_file != base_metadata_location:
@@ -408,9 +496,21 @@ def _table_files(io: FileIO, md: TableMetadata, metadata_location: str) -> Itera
                 yield from content_locations(entry.data_file)
 
 
-def purge_table_files(io: FileIO, md: TableMetadata, metadata_location: str) -> int:
-    """Delete the files a table's metadata references (data files only when ``gc.enabled``)."""
-    paths = list(dict.fromkeys(_table_files(io, md, metadata_location)))
+def purge_table_files(
+    io: FileIO, md: TableMetadata, metadata_location: str, protected: Sequence[str] = ()
+) -> int:
+    """Delete the files a table's metadata references (data files only when ``gc.enabled``).
+
+    Files under ``protected`` (the roots of the catalog's other tables) are never deleted: a table
+    that references them (a registered twin, a table whose files were copied by reference) does
+    not own them.
+    """
+    paths = []
+    for path in dict.fromkeys(_table_files(io, md, metadata_location)):
+        if under_any(path, protected):
+            logger.warning("purge: keeping %s, it lies under another table's location", path)
+            continue
+        paths.append(path)
     io.delete_many(paths)
     return len(paths)
 
