@@ -11,6 +11,7 @@ filtered in Python. The partition values of the int/long ``truncate`` and the ti
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -41,6 +43,8 @@ from icefloe.spec.types import (
     BinaryType,
     DateType,
     DecimalType,
+    DoubleType,
+    FloatType,
     IcebergType,
     IntegerType,
     LongType,
@@ -320,3 +324,78 @@ def test_hour_partitions_hold_javas_wrapped_values(tmp_path: Path) -> None:
     assert partitions[-1732919508] == 3
     lowest = min(i for i, v in rows.items() if v is not None)
     assert lowest in table.scan(row_filter="v < '1970-01-01T00:00:00'").to_arrow().column("id").to_pylist()
+
+
+# ---------------------------------------------------------------------------------------------
+# float and double: -0.0 < 0.0 as in Java's Double.compare; NaN unordered (expressions.float_order)
+
+FLOATS = (
+    float("-inf"),
+    -1.7976931348623157e308,
+    -1.0,
+    -5e-324,
+    -0.0,
+    0.0,
+    5e-324,
+    1.0,
+    1.7976931348623157e308,
+    float("inf"),
+    float("nan"),
+)
+
+
+FLOAT32S = tuple(float(np.float32(v)) for v in (-3.4028235e38, -1e-45, 1e-45, 3.4028235e38)) + tuple(
+    v for v in FLOATS if v in (-1.0, 1.0) or v == 0.0 or math.isinf(v) or math.isnan(v)
+)
+
+
+def _java_cmp(a: float, b: float) -> int:
+    if a == 0.0 and b == 0.0:  # Double.compare(-0.0, 0.0) < 0
+        return int(math.copysign(1.0, a) > 0) - int(math.copysign(1.0, b) > 0)
+    return int(a > b) - int(a < b)
+
+
+def _float_matches(op: str, value: float | None, literal: float, literals: tuple[float, ...]) -> bool:
+    if value is None:
+        return False
+    if math.isnan(value):  # NaN satisfies no comparison, only != and NOT IN
+        return op in ("!=", "not in")
+    if op in ("in", "not in"):
+        found = any(_java_cmp(value, x) == 0 for x in literals)
+        return found if op == "in" else not found
+    c = _java_cmp(value, literal)
+    return {"=": c == 0, "!=": c != 0, "<": c < 0, "<=": c <= 0, ">": c > 0, ">=": c >= 0}[op]
+
+
+@pytest.mark.parametrize("arrow_type", [pa.float64(), pa.float32()], ids=["double", "float"])
+@pytest.mark.parametrize("transform", [None, IdentityTransform(), VoidTransform()], ids=str)
+def test_float_edges_pruned_equal_unpruned(
+    tmp_path: Path, arrow_type: pa.DataType, transform: Transform | None
+) -> None:
+    iceberg = DoubleType() if arrow_type == pa.float64() else FloatType()
+    catalog = load_catalog(uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    catalog.create_namespace("ns")
+    schema = Schema(NestedField(1, "id", LongType(), True), NestedField(2, "v", iceberg, False))
+    spec = PartitionSpec(PartitionField(2, 1000, transform, "p")) if transform else None
+    table = catalog.create_table("ns.t", schema, partition_spec=spec)
+    values: list[float | None] = [*(FLOATS if arrow_type == pa.float64() else FLOAT32S), None]
+    for i, v in enumerate(values):  # one file per value: bounds of a lone -0.0 or 0.0 as written
+        table.append(pa.table({"id": pa.array([i], pa.int64()), "v": pa.array([v], arrow_type)}))
+    failures = []
+    for literal in [v for v in values if v is not None and not math.isnan(v)]:
+        # (an IN set cannot hold both -0.0 and 0.0, equal values: documented in float_order)
+        for other in (1.0,):
+            pair = (literal, other)
+
+            for op in OPS:
+                expected = [i for i, v in enumerate(values) if _float_matches(op, v, literal, pair)]
+                got = sorted(
+                    table.scan(row_filter=_predicate(op, literal, pair)).to_arrow().column("id").to_pylist()
+                )
+                if got != expected:
+                    failures.append(f"v {op} {literal!r} (pair {pair}): got {got}, expected {expected}")
+    assert failures == []
+    nan_ids = [i for i, v in enumerate(values) if v is not None and math.isnan(v)]
+    assert table.scan(row_filter="v is nan").to_arrow().column("id").to_pylist() == nan_ids
+    not_nan = sorted(table.scan(row_filter="v is not nan").to_arrow().column("id").to_pylist())
+    assert not_nan == [i for i in range(len(values)) if i not in nan_ids]
