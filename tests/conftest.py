@@ -143,6 +143,8 @@ def spark(spark_home: Path) -> Iterator[object]:
         **{
             "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
             "spark.sql.shuffle.partitions": "4",
+            # the Iceberg Java corpus tables that tests register live outside the warehouse
+            "spark.icefloe.catalog.allow-external-locations": "true",
             "spark.default.parallelism": "2",
             "spark.python.worker.reuse": "true",
             "spark.sql.adaptive.enabled": "true",

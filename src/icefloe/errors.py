@@ -51,6 +51,29 @@ class IcefloeError(Exception):
         return {k: v for k, v in found.items() if v is not None}
 
 
+class CleanableFailure:
+    """Marker of failures that guarantee nothing was committed (Iceberg Java's ``CleanableFailure``).
+
+    Only such a failure lets a writer delete the files it wrote for the commit. Anything else that
+    interrupts a commit once the catalog swap has started (KeyboardInterrupt, a signal, a timeout,
+    an unexpected exception) may have happened after the catalog changed, so the files stay: an
+    orphan file is harmless, a deleted committed file is not.
+    """
+
+
+_NOTHING_COMMITTED = "icefloe_nothing_committed"
+
+
+def mark_nothing_committed(exc: BaseException) -> None:
+    """Record on ``exc`` that the commit it interrupted certainly did not happen (e.g. before the swap)."""
+    setattr(exc, _NOTHING_COMMITTED, True)
+
+
+def nothing_committed(exc: BaseException) -> bool:
+    """Whether ``exc`` is known to leave the catalog unchanged: cleaning up after it is safe."""
+    return isinstance(exc, CleanableFailure) or getattr(exc, _NOTHING_COMMITTED, False) is True
+
+
 class NotFound(IcefloeError):
     """A namespace, table, snapshot, ref or file does not exist."""
 
@@ -63,6 +86,10 @@ class NoSuchTable(NotFound):
     """The table does not exist."""
 
 
+class TableGoneDuringCommit(CleanableFailure, NoSuchTable):
+    """The compare-and-swap found no table row (dropped concurrently): nothing was committed."""
+
+
 class AlreadyExists(IcefloeError):
     """The namespace or table being created exists already."""
 
@@ -71,11 +98,12 @@ class NamespaceNotEmpty(IcefloeError):
     """A namespace cannot be dropped while it still holds tables."""
 
 
-class CommitConflict(IcefloeError):
-    """Another writer committed first.
+class CommitConflict(CleanableFailure, IcefloeError):
+    """Another writer committed first (the compare-and-swap failed, or validation refused the change).
 
     Retryable conflicts (the base moved) are retried on fresh metadata; a conflict found by
     validation (a concurrent commit touched the same files) is raised with ``retryable=False``.
+    Either way nothing was committed (``CleanableFailure``).
     """
 
     def __init__(
@@ -95,7 +123,7 @@ class CommitStateUnknown(IcefloeError):
     """The commit may or may not have happened: never clean up files after this."""
 
 
-class ValidationError(IcefloeError):
+class ValidationError(CleanableFailure, IcefloeError):
     """Bad user input: wrong schema, bad filter, invalid argument. Nothing was changed."""
 
 

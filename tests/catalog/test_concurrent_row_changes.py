@@ -2,9 +2,10 @@
 
 The appender commits four rows per round (``val`` 0-3, new ids). The deleter, each round, plans a
 delete through the public API (``tx.delete(filter, mode=...)``), then, on its first attempt of the
-round, waits until the appender has committed something before letting the commit go: every first
-attempt has a concurrent append in its window. A non-retryable ``CommitConflict`` makes the test
-loop plan the round again.
+round, lets the appender commit its round (a flag file) and waits until it has, before letting the
+commit go: every first attempt has a concurrent append in its window. The waits have no silent
+timeout (a peer that died fails the test), so what the test asserts never depends on timing. A
+non-retryable ``CommitConflict`` makes the test loop plan the round again.
 
 What the isolation level allows is checked against the committed history, independently of the
 validation code:
@@ -48,8 +49,7 @@ SCHEMA = Schema(
     NestedField(2, "val", IntegerType(), True),
     NestedField(3, "writer", StringType(), True),
 )
-WINDOW_TIMEOUT_S = 10.0
-PACE_TIMEOUT_S = 10.0
+WAIT_TIMEOUT_S = 600.0  # only reached when a peer died
 MAX_ATTEMPTS_PER_ROUND = 200
 
 
@@ -107,8 +107,10 @@ def append_worker(uri: str, warehouse: str, flags: str) -> int:
     table = catalog.load_table("ns.t")
     try:
         for r in range(ROUNDS):
-            deadline = time.monotonic() + PACE_TIMEOUT_S
-            while not _round_flag(flags, r).exists() and time.monotonic() < deadline:
+            deadline = time.monotonic() + WAIT_TIMEOUT_S
+            while not _round_flag(flags, r).exists():
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"the deleter never opened round {r}")
                 time.sleep(0.002)
             rows = appended_rows(r)
             table.append(
@@ -127,12 +129,14 @@ def append_worker(uri: str, warehouse: str, flags: str) -> int:
 
 
 def _wait_for_new_head(table: Table, base: int | None, flags: str) -> None:
-    """Hold the commit until another writer moved the branch (or the appender is done)."""
-    deadline = time.monotonic() + WINDOW_TIMEOUT_S
-    while time.monotonic() < deadline and not (Path(flags) / "appender-done").exists():
+    """Hold the commit until another writer moved the branch (fails if the appender stopped)."""
+    deadline = time.monotonic() + WAIT_TIMEOUT_S
+    while True:
         fresh, _ = table.load_for_commit()
         if fresh.current_snapshot_id != base:
             return
+        if (Path(flags) / "appender-done").exists() or time.monotonic() > deadline:
+            raise AssertionError("the appender stopped before committing the round")
         time.sleep(0.005)
 
 
@@ -145,7 +149,6 @@ def delete_worker(
     commits = 0
     for r in range(ROUNDS):
         expr = delete_filter(scenario.filters, r)
-        _round_flag(flags, r).touch()  # lets the appender commit its round-r rows
         for attempt in range(MAX_ATTEMPTS_PER_ROUND):
             table = catalog.load_table("ns.t")
             base = table.metadata.current_snapshot_id
@@ -153,7 +156,8 @@ def delete_worker(
             try:
                 with table.transaction() as tx:
                     result = tx.delete(expr, mode=scenario.mode, snapshot_properties=props)
-                    if attempt == 0:
+                    if attempt == 0:  # planned on ``base``: now the appender commits round r
+                        _round_flag(flags, r).touch()
                         _wait_for_new_head(table, base, flags)
             except CommitConflict as exc:
                 if exc.retryable:

@@ -10,13 +10,13 @@ import pytest
 
 from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
-from icefloe.table.table import Table
 from icefloe.errors import ValidationError
 from icefloe.expressions.parser import MAX_NESTING, parse
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.transforms import IdentityTransform
 from icefloe.spec.types import LongType, NestedField, StringType
+from icefloe.table.table import Table
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), True), NestedField(2, "name", StringType(), False))
 BY_NAME = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "name"))

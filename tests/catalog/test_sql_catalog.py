@@ -159,16 +159,16 @@ def test_create_load_list_tables(catalog: SqlCatalog, schema: Schema, warehouse:
         catalog.drop_namespace(("db", "inner"))
 
 
-def test_create_table_options(catalog: SqlCatalog, schema: Schema, tmp_path: Path) -> None:
-    catalog.create_namespace("ns", {"location": str(tmp_path / "nsloc")})
+def test_create_table_options(catalog: SqlCatalog, schema: Schema, warehouse: Path) -> None:
+    catalog.create_namespace("ns", {"location": str(warehouse / "nsloc")})
     t1 = catalog.create_table("ns.t1", schema, properties={"format-version": "1"})
     assert t1.metadata.format_version == 1
     assert "format-version" not in t1.metadata.properties
-    assert t1.metadata.location == f"file://{tmp_path}/nsloc/t1"
-    t2 = catalog.create_table("ns.t2", schema, location=str(tmp_path / "custom") + "/")
-    assert t2.metadata.location == f"file://{tmp_path}/custom"
-    t3 = catalog.create_table("ns.t3", schema, properties={"write.metadata.path": str(tmp_path / "md")})
-    assert t3.metadata_location.startswith(str(tmp_path / "md") + "/00000-")
+    assert t1.metadata.location == f"file://{warehouse}/nsloc/t1"
+    t2 = catalog.create_table("ns.t2", schema, location=str(warehouse / "custom") + "/")
+    assert t2.metadata.location == f"file://{warehouse}/custom"
+    t3 = catalog.create_table("ns.t3", schema, properties={"write.metadata.path": str(warehouse / "md")})
+    assert t3.metadata_location.startswith(str(warehouse / "md") + "/00000-")
     with pytest.raises(ValidationError, match="format-version"):
         catalog.create_table("ns.t4", schema, properties={"format-version": "9"})
     assert not catalog.table_exists("ns.t4")
@@ -227,11 +227,14 @@ def test_rename_table(catalog: SqlCatalog, schema: Schema) -> None:
 def test_register_table(catalog: SqlCatalog, schema: Schema, tmp_path: Path) -> None:
     catalog.create_namespace("ns")
     table = catalog.create_table("ns.t", schema)
+    catalog.drop_table("ns.t")  # forgotten by the catalog, files kept: register it again
     registered = catalog.register_table("ns.copy", table.metadata_location)
     assert registered.metadata == table.metadata
     assert catalog.load_table("ns.copy").metadata_location == table.metadata_location
     with pytest.raises(AlreadyExists):
         catalog.register_table("ns.copy", table.metadata_location)
+    with pytest.raises(ValidationError, match=r"belongs to table ns\.copy"):
+        catalog.register_table("ns.t", table.metadata_location)
     with pytest.raises(NotFound):
         catalog.register_table("ns.missing", str(tmp_path / "nope.metadata.json"))
     bad = tmp_path / "00000-bad.metadata.json"
@@ -240,7 +243,7 @@ def test_register_table(catalog: SqlCatalog, schema: Schema, tmp_path: Path) -> 
         catalog.register_table("ns.bad", str(bad))
     with pytest.raises(NoSuchNamespace):
         catalog.register_table("zzz.t", table.metadata_location)
-    assert catalog.list_tables("ns") == [("ns", "copy"), ("ns", "t")]
+    assert catalog.list_tables("ns") == [("ns", "copy")]
 
 
 # ---------------------------------------------------------------------- commits

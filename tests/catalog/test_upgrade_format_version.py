@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
 from icefloe.errors import Unsupported, ValidationError
 from icefloe.spec.content import FileContent
@@ -41,6 +42,19 @@ SCHEMA = Schema(
     NestedField(2, "cat", StringType(), False),
 )
 SPEC = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "cat"))
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> Catalog:
+    # The Iceberg Java corpus tables registered below live outside the warehouse.
+    cat = load_catalog(
+        "up",
+        uri=f"sqlite:///{tmp_path}/c.db",
+        warehouse=str(tmp_path / "wh"),
+        **{"allow-external-locations": "true"},
+    )
+    cat.create_namespace("db")
+    return cat
 
 
 def batch(ids: range) -> pa.Table:

@@ -110,21 +110,32 @@ def test_bucket(row_filter: str, inclusive: str, strict: str) -> None:
     check(spec_of("l", BucketTransform(16)), row_filter, inclusive, strict)
 
 
-TRUNCATE_INT = [  # truncate[10]
-    ("i < 15", "p <= 10", "p < 10"),
-    ("i < 10", "p <= 0", "p < 10"),
-    ("i <= 15", "p <= 10", "p < 10"),
-    ("i <= 19", "p <= 10", "p < 20"),
-    ("i > 15", "p >= 10", "p > 10"),
-    ("i > 19", "p >= 20", "p > 10"),
-    ("i >= 20", "p >= 20", "p > 10"),
-    ("i >= 15", "p >= 10", "p > 10"),
+# Wrapped hour partitions: timestamps below -2^31 hours land in HOUR_LOW, above 2^31 - 1 in HOUR_HIGH.
+HOUR_LOW = "(p >= 1732919507 and p <= 2147483647)"
+HOUR_HIGH = "(p >= -2147483648 and p <= -1732919508)"
+NOT_HOUR_LOW = "(p < 1732919507 or p > 2147483647)"
+NOT_HOUR_HIGH = "(p < -2147483648 or p > -1732919508)"
+W = "2147483646"  # truncate(10, Integer.MIN_VALUE) as Java computes it: wrapped
+TRUNCATE_INT = [  # truncate[10]; rows near the int minimum live in partition W
+    ("i < 15", f"p <= 10 or p = {W}", "p < 10"),
+    ("i < 10", f"p <= 0 or p = {W}", "p < 10"),
+    ("i <= 15", f"p <= 10 or p = {W}", "p < 10"),
+    ("i <= 19", f"p <= 10 or p = {W}", "p < 20"),
+    ("i > 15", "p >= 10", f"p > 10 and p != {W}"),
+    ("i > 19", "p >= 20", f"p > 10 and p != {W}"),
+    ("i >= 20", "p >= 20", f"p > 10 and p != {W}"),
+    ("i >= 15", "p >= 10", f"p > 10 and p != {W}"),
     ("i = 15", "p = 10", "false"),
     ("i != 15", "true", "p != 10"),
     ("i in (1, 15, 25, 19)", "p in (0, 10, 20)", "false"),
     ("i not in (1, 15)", "true", "p not in (0, 10)"),
-    ("i < -5", "p <= -10", "p < -10"),
+    ("i < -5", f"p <= -10 or p = {W}", "p < -10"),
     ("i is null", "p is null", "p is null"),
+    ("i = -2147483648", f"p = {W}", "false"),
+    ("i < -2147483648", "false", "false"),
+    ("i > 2147483647", "false", f"p > 2147483640 and p != {W}"),  # true for no real partition
+    ("i <= -2147483641", "true", "p < -2147483640"),  # a literal whose partition wrapped orders nothing
+    ("i >= 2147483647", "p >= 2147483640", f"p > 2147483640 and p != {W}"),
 ]
 
 
@@ -210,8 +221,21 @@ TIME = [
     ("ts", YearTransform(), "ts >= '2024-06-01T00:00:00'", "p >= 54", "p > 54"),
     ("ts", MonthTransform(), "ts >= '2024-03-15'", "p >= 650", "p > 650"),
     ("ts", MonthTransform(), "ts >= '2024-03-01'", "p >= 650", "p > 649"),
-    ("ts", HourTransform(), "ts > '2024-01-02T10:30:00'", "p >= 473386", "p > 473386"),
-    ("ts", HourTransform(), "ts < '2024-01-02T10:00:00'", "p <= 473385", "p < 473386"),
+    # hour() of a long wraps its int result beyond ~245,000 years from 1970 (as Java's cast does)
+    (
+        "ts",
+        HourTransform(),
+        "ts > '2024-01-02T10:30:00'",
+        f"p >= 473386 or {HOUR_HIGH}",
+        f"p > 473386 and {NOT_HOUR_LOW}",
+    ),
+    (
+        "ts",
+        HourTransform(),
+        "ts < '2024-01-02T10:00:00'",
+        f"p <= 473385 or {HOUR_LOW}",
+        f"p < 473386 and {NOT_HOUR_HIGH}",
+    ),
     ("d", DayTransform(), "d < '2024-01-02'", "p <= '2024-01-01'", "p < '2024-01-02'"),
     ("d", DayTransform(), "d >= '2024-01-02'", "p >= '2024-01-02'", "p > '2024-01-01'"),
     ("d", YearTransform(), "d >= '2024-01-01'", "p >= 54", "p > 53"),
@@ -253,10 +277,11 @@ def test_several_partition_fields_on_one_column() -> None:
     )
     expr = parse("ts >= '2024-01-02T10:30:00'")
     assert inclusive_projection(SCHEMA, spec)(expr) == And(
-        parse("ts_day >= '2024-01-02'"), parse("ts_hour >= 473386")
+        parse("ts_day >= '2024-01-02'"), parse(f"ts_hour >= 473386 or {HOUR_HIGH.replace('p ', 'ts_hour ')}")
     )
     assert strict_projection(SCHEMA, spec)(expr) == Or(
-        parse("ts_day > '2024-01-02'"), parse("ts_hour > 473386")
+        parse("ts_day > '2024-01-02'"),
+        parse(f"ts_hour > 473386 and {NOT_HOUR_LOW.replace('p ', 'ts_hour ')}"),
     )
     assert inclusive_projection(SCHEMA, spec)(parse("s = 'a'")) == parse("s_bucket = 2 and s_trunc = 'a'")
     assert strict_projection(SCHEMA, spec)(parse("s = 'a'")) == parse("s_trunc = 'a'")

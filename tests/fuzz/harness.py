@@ -176,8 +176,8 @@ def read_rows(metadata_location: str) -> list[tuple[Any, ...]]:
 
 def _mdv_mutator(target: Target) -> Callable[[bytes], bytes]:
     """Writes a root whose manifest DV of ``target.mdv_of`` is replaced by the given bytes."""
-    from icefloe.formats.v4 import content_entry_schema as ce
     from icefloe.formats.arrow_schema import field_id_of
+    from icefloe.formats.v4 import content_entry_schema as ce
 
     original = pq.ParquetFile(target.path)
     table, meta = original.read(), original.metadata.metadata

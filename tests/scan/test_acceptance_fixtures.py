@@ -68,7 +68,9 @@ def corpus_tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Table]:
     """Each corpus table registered in a fresh SQLite catalog (exercises register_table too)."""
     install_acceptance_fixtures()
     root: Path = tmp_path_factory.mktemp("corpus")
-    catalog = load_catalog(uri=f"sqlite:///{root}/catalog.db", warehouse=str(root / "wh"))
+    catalog = load_catalog(  # the corpus lives outside the warehouse
+        uri=f"sqlite:///{root}/catalog.db", warehouse=str(root / "wh"), **{"allow-external-locations": "true"}
+    )
     catalog.create_namespace(("acceptance",))
     return {
         case["case"]: catalog.register_table(("acceptance", case["case"]), case["metadata_location"])

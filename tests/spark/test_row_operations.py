@@ -205,9 +205,9 @@ def test_merge_upsert_defaults_on_empty_table(spark, catalog: Catalog, table_nam
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda spark, name: update_rows(spark, name, {"nope": "1"}), "nope"),
+        (lambda spark, name: update_rows(spark, name, {"nope": "1"}, "true"), "nope"),
         (lambda spark, name: update_rows(spark, name, {"val": "'abc'"}, "id = 3"), "val"),
-        (lambda spark, name: update_rows(spark, name, {"val": "missing_col + 1"}), "missing_col"),
+        (lambda spark, name: update_rows(spark, name, {"val": "missing_col + 1"}, "true"), "missing_col"),
         (lambda spark, name: update_rows(spark, name, {"id": "cast(null as bigint)"}, "id = 3"), "'id'"),
         (lambda spark, name: delete_rows(spark, name, "nope = 1"), "nope"),
         (

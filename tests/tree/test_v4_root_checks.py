@@ -10,15 +10,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from icefloe.catalog import load_catalog
-from icefloe.table.table import Table
 from icefloe.errors import CorruptMetadata
-from icefloe.formats.v4 import content_entry_schema as ce
 from icefloe.formats.arrow_schema import field_id_of
+from icefloe.formats.v4 import content_entry_schema as ce
 from icefloe.formats.v4.bitmaps import MUMBLING_V1, PORTABLE_ROARING
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.transforms import IdentityTransform
 from icefloe.spec.types import LongType, NestedField, StringType
+from icefloe.table.table import Table
 from icefloe.tree import v4_read
 from icefloe.tree.v4_policy import MANIFEST_DV_ENCODING
 from icefloe.tree.v4_root_checks import MDV_ENCODING_KEY

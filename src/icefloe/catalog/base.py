@@ -10,9 +10,11 @@ compare-and-swap the catalog's pointer from the base location to the new one.
 
 - pointer swapped: the commit happened; the new location is returned;
 - lost race (pointer no longer at the base) or table gone: the new file is deleted and
-  ``CommitConflict`` / ``NoSuchTable`` is raised; nothing changed;
+  ``CommitConflict`` / ``NoSuchTable`` is raised; nothing changed (both are ``CleanableFailure``s);
 - outcome unknown (connection lost while committing): ``CommitStateUnknown`` is raised and no file
-  is deleted, because the new file may be the table's current metadata.
+  is deleted, because the new file may be the table's current metadata;
+- anything else during the swap (KeyboardInterrupt, a signal, a timeout, an unexpected error):
+  raised as is and no file is deleted, for the same reason (``errors.nothing_committed``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import logging
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 
@@ -35,13 +37,12 @@ from icefloe.catalog.identifiers import (
 )
 from icefloe.errors import (
     AlreadyExists,
-    CommitConflict,
-    CommitStateUnknown,
     IcefloeError,
     NoSuchNamespace,
     NoSuchTable,
     NotFound,
     ValidationError,
+    nothing_committed,
 )
 from icefloe.formats.arrow_schema import schema_from_arrow
 from icefloe.formats.metadata.files import (
@@ -60,7 +61,18 @@ from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.updates import new_table_metadata
 from icefloe.table.table import Table
 from icefloe.tree import read_seam
+from icefloe.tree.location_rules import (
+    WRITE_PATH_PROPERTIES,
+    OtherTable,
+    check_confined,
+    check_no_overlap,
+    check_not_owned,
+    checked_location,
+    table_roots,
+    under_any,
+)
 from icefloe.tree.reachable import content_locations
+from icefloe.txn.partition_evolution import check_redundant_fields
 
 logger = logging.getLogger(__name__)
 
@@ -190,6 +202,7 @@ class Catalog(ABC):
         """``<namespace location>/<table>``, else ``<warehouse>/<ns levels...>/<table>``."""
         ns_location = self.load_namespace_properties(namespace).get(NAMESPACE_LOCATION)
         if ns_location:
+            self._check_confined(ns_location, f"location of namespace {identifier_to_string(namespace)}")
             return f"{warehouse_location(ns_location)}/{name}"
         if self.warehouse is None:
             raise ValidationError(
@@ -197,6 +210,70 @@ class Catalog(ABC):
                 "the catalog has no 'warehouse' property; pass location= or configure a warehouse"
             )
         return "/".join((self.warehouse.rstrip("/"), *namespace, name))
+
+    # ------------------------------------------------------------------ location rules
+
+    def _check_confined(self, location: str, what: str) -> None:
+        check_confined(location, what, self.warehouse, self.properties)
+
+    def _check_namespace_properties(self, namespace: Namespace, properties: dict[str, str]) -> None:
+        """A namespace ``location`` property obeys the table location rules (``location_rules``)."""
+        if NAMESPACE_LOCATION in properties:
+            what = f"location of namespace {identifier_to_string(namespace)}"
+            self._check_confined(properties[NAMESPACE_LOCATION], what)
+
+    def _all_table_rows(self) -> list[tuple[Namespace, str, str]]:
+        """(namespace, name, metadata location) of every table of the catalog (subclasses may speed up)."""
+        rows: list[tuple[Namespace, str, str]] = []
+        pending = list(self.list_namespaces())
+        while pending:
+            ns = pending.pop()
+            pending.extend(self.list_namespaces(ns))
+            for name in self._list_table_names(ns):
+                try:
+                    rows.append((ns, name, self._table_metadata_location(ns, name)))
+                except NoSuchTable:  # dropped meanwhile
+                    continue
+        return rows
+
+    def other_tables(self, exclude: Iterable[str] | None = None) -> list[OtherTable]:
+        """Every table of the catalog but ``exclude``, with its roots and owned metadata files.
+
+        A table whose metadata cannot be read counts with the directory above its metadata file's
+        ``metadata/`` folder, so that its files stay protected anyway.
+        """
+        skip = tuple(exclude) if exclude is not None else None
+        out = []
+        for namespace, name, metadata_location in self._all_table_rows():
+            if skip is not None and (*namespace, name) == skip:
+                continue
+            shown = identifier_to_string((*namespace, name))
+            try:
+                md = read_table_metadata(self._file_io(None, metadata_location), metadata_location)
+            except IcefloeError as exc:
+                logger.warning("location rules: cannot read %s of %s: %s", metadata_location, shown, exc)
+                md = None
+            out.append(OtherTable.of(shown, metadata_location, md))
+        return out
+
+    def other_table_roots(self, identifier: str | Iterable[str]) -> tuple[str, ...]:
+        """The roots of every other table of the catalog: files under them are not this table's."""
+        namespace, name = parse_table_identifier(identifier)
+        return tuple(root for other in self.other_tables((*namespace, name)) for root in other.roots)
+
+    def _check_table_roots(
+        self, namespace: Namespace, name: str, md: TableMetadata, *, confine: bool = True
+    ) -> list[OtherTable]:
+        """Refuse roots of ``md`` outside the warehouse or overlapping another table's; the others."""
+        shown = identifier_to_string((*namespace, name))
+        if confine:
+            self._check_confined(md.location, f"location of table {shown}")
+            for key in WRITE_PATH_PROPERTIES:
+                if md.properties.get(key):
+                    self._check_confined(md.properties[key], f"{key} of table {shown}")
+        others = self.other_tables((*namespace, name))
+        check_no_overlap(shown, table_roots(md), others)
+        return others
 
     def _require_namespace(self, namespace: Namespace) -> None:
         if not self.namespace_exists(namespace):
@@ -230,6 +307,8 @@ class Catalog(ABC):
         if self.table_exists((*namespace, name)):
             raise AlreadyExists(f"table {identifier_to_string((*namespace, name))!r} already exists")
         props = {str(k): str(v) for k, v in (properties or {}).items()}
+        if location is not None:
+            self._check_confined(location, f"location of table {identifier_to_string((*namespace, name))}")
         table_location = (
             warehouse_location(location) if location else self.default_table_location(namespace, name)
         )
@@ -241,6 +320,8 @@ class Catalog(ABC):
             props,
             DEFAULT_FORMAT_VERSION,
         )
+        check_redundant_fields(md.spec(), md.schema())  # the rule update_spec applies
+        self._check_table_roots(namespace, name, md)
         io = self._file_io(md.properties, md.location)
         metadata_location = write_table_metadata(io, md.location, md)
         try:
@@ -278,6 +359,7 @@ class Catalog(ABC):
         namespace, name = parse_table_identifier(identifier)
         metadata_location = self._table_metadata_location(namespace, name)
         md: TableMetadata | None = None
+        protected = self.other_table_roots((*namespace, name)) if purge else ()
         if purge:
             try:
                 md = read_table_metadata(self._file_io(None, metadata_location), metadata_location)
@@ -287,7 +369,7 @@ class Catalog(ABC):
                 )
         self._delete_table_row(namespace, name)
         if md is not None:
-            purge_table_files(self._file_io(md.properties, md.location), md, metadata_location)
+            purge_table_files(self._file_io(md.properties, md.location), md, metadata_location, protected)
 
     def rename_table(self, from_identifier: str | Iterable[str], to_identifier: str | Iterable[str]) -> Table:
         """Rename (or move to another namespace) a table; its files stay where they are."""
@@ -305,7 +387,12 @@ class Catalog(ABC):
         """Add an existing table to the catalog by the location of its metadata file."""
         namespace, name = parse_table_identifier(identifier)
         self._require_namespace(namespace)
+        if self.table_exists((*namespace, name)):
+            raise AlreadyExists(f"table {identifier_to_string((*namespace, name))!r} already exists")
+        checked_location(metadata_location, "metadata location")
         md = read_table_metadata(self._file_io(None, metadata_location), metadata_location)
+        check_not_owned(metadata_location, self.other_tables((*namespace, name)))
+        self._check_table_roots(namespace, name, md)
         self._insert_table_row(namespace, name, metadata_location)
         return self._table(namespace, name, metadata_location, md)
 
@@ -336,6 +423,10 @@ class Catalog(ABC):
                 raise
             return location
 
+        if base_metadata is None:
+            base_metadata = read_table_metadata(io, base_metadata_location)
+        if table_roots(new_metadata) != table_roots(base_metadata):  # a new location or write path
+            self._check_table_roots(namespace, name, new_metadata)
         md = new_metadata
         log = md.metadata_log
         if not log or log[-1].metadata_file != base_metadata_location:
@@ -347,10 +438,12 @@ class Catalog(ABC):
         location = write_table_metadata(io, md.location, md, previous_location=base_metadata_location)
         try:
             self._swap_metadata_location(namespace, name, base_metadata_location, location)
-        except (CommitConflict, NotFound):
-            _delete_quietly(io, location)
-            raise
-        except CommitStateUnknown:
+        except BaseException as exc:
+            # Only a failure known to leave the pointer unchanged (a lost compare-and-swap, a
+            # table dropped meanwhile) frees the new file; after an interrupt, a timeout or an
+            # unknown error the pointer may already name it.
+            if nothing_committed(exc):
+                _delete_quietly(io, location)
             raise
         if md.properties.get(DELETE_AFTER_COMMIT, "false").strip().lower() == "true":
             self._delete_old_metadata_files(io, base_metadata_location, base_metadata, md)
@@ -413,9 +506,21 @@ def _table_files(io: FileIO, md: TableMetadata, metadata_location: str) -> Itera
                 yield from content_locations(entry.data_file)
 
 
-def purge_table_files(io: FileIO, md: TableMetadata, metadata_location: str) -> int:
-    """Delete the files a table's metadata references (data files only when ``gc.enabled``)."""
-    paths = list(dict.fromkeys(_table_files(io, md, metadata_location)))
+def purge_table_files(
+    io: FileIO, md: TableMetadata, metadata_location: str, protected: Sequence[str] = ()
+) -> int:
+    """Delete the files a table's metadata references (data files only when ``gc.enabled``).
+
+    Files under ``protected`` (the roots of the catalog's other tables) are never deleted: a table
+    that references them (a registered twin, a table whose files were copied by reference) does
+    not own them.
+    """
+    paths = []
+    for path in dict.fromkeys(_table_files(io, md, metadata_location)):
+        if under_any(path, protected):
+            logger.warning("purge: keeping %s, it lies under another table's location", path)
+            continue
+        paths.append(path)
     io.delete_many(paths)
     return len(paths)
 
@@ -435,6 +540,10 @@ class CatalogCommitTarget:
         """The table's metadata as the catalog has it now."""
         fresh = self.catalog.load_table(self.identifier)
         return fresh.metadata, fresh.metadata_location
+
+    def other_table_roots(self) -> tuple[str, ...]:
+        """The roots of the catalog's other tables: files under them are never this table's."""
+        return self.catalog.other_table_roots(self.identifier)
 
     def swap_metadata(
         self, base_location: str | None, base_metadata: TableMetadata, new_metadata: TableMetadata

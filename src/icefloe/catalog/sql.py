@@ -66,6 +66,7 @@ from icefloe.errors import (
     NamespaceNotEmpty,
     NoSuchNamespace,
     NoSuchTable,
+    TableGoneDuringCommit,
     ValidationError,
 )
 
@@ -245,6 +246,7 @@ class SqlCatalog(Catalog):
         levels = parse_namespace(namespace)
         ns = namespace_to_string(levels)
         props = _checked_properties(properties or {})
+        self._check_namespace_properties(levels, props)
         rows = [
             {"catalog_name": self.name, "namespace": ns, "property_key": k, "property_value": v}
             for k, v in {**props, EXISTS_PROPERTY: "true"}.items()
@@ -307,9 +309,11 @@ class SqlCatalog(Catalog):
         updates: dict[str, str] | None = None,
     ) -> PropertiesUpdateSummary:
         """Remove and set namespace properties in one transaction."""
-        ns = namespace_to_string(parse_namespace(namespace))
+        levels = parse_namespace(namespace)
+        ns = namespace_to_string(levels)
         removal_keys = sorted(set(removals or ()))
         new_values = _checked_properties(updates or {})
+        self._check_namespace_properties(levels, new_values)
         overlap = set(removal_keys) & set(new_values)
         if overlap:
             raise ValidationError(f"properties both removed and updated: {sorted(overlap)}")
@@ -444,6 +448,14 @@ class SqlCatalog(Catalog):
         if count == 0:
             raise NoSuchTable(f"table {identifier_to_string((*src[0], src[1]))!r} does not exist")
 
+    def _all_table_rows(self) -> list[tuple[Namespace, str, str]]:
+        t = self._t
+        query = select(t.c.table_namespace, t.c.table_name, t.c.metadata_location).where(
+            t.c.catalog_name == self.name, self._table_filter(), t.c.metadata_location.is_not(None)
+        )
+        rows = self._run(lambda conn: list(conn.execute(query)), write=False)
+        return [(namespace_from_string(ns), name, str(location)) for ns, name, location in rows]
+
     def _list_table_names(self, namespace: Namespace) -> list[str]:
         t = self._t
         query = select(t.c.table_name).where(
@@ -472,7 +484,7 @@ class SqlCatalog(Catalog):
                 return
             row = conn.execute(current).first()
             if row is None:
-                raise NoSuchTable(
+                raise TableGoneDuringCommit(
                     f"cannot commit to table {shown!r}: it does not exist (dropped concurrently?)"
                 )
             raise CommitConflict(

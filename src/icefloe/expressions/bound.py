@@ -24,6 +24,7 @@ from icefloe.expressions.ast import (
     make_predicate,
     quote_name,
 )
+from icefloe.expressions.float_order import comparable_floats, float_in, is_floating, total_order_key
 from icefloe.spec.conversions import to_json_value
 from icefloe.spec.types import (
     DateType,
@@ -93,6 +94,8 @@ class BoundPredicate(Expression):
             return not (isinstance(value, float) and math.isnan(value))
         if value is None:
             return False
+        if isinstance(value, float) and is_floating(self.ref.field_type):
+            return self._test_float(value)
         lit = self.literal
         if op is Op.EQ:
             return bool(value == lit)
@@ -113,6 +116,28 @@ class BoundPredicate(Expression):
         if op is Op.STARTS_WITH:
             return str(value).startswith(lit)
         return not str(value).startswith(lit)  # NOT_STARTS_WITH
+
+    def _test_float(self, value: float) -> bool:
+        """Float semantics of ``expressions.float_order``: NaN unordered, ``-0.0 < 0.0``."""
+        op = self.op
+        if math.isnan(value):
+            return op in (Op.NOT_EQ, Op.NOT_IN)
+        if op is Op.IN:
+            return float_in(value, self.literals or ())
+        if op is Op.NOT_IN:
+            return not float_in(value, self.literals or ())
+        lit = self.literal
+        if not comparable_floats(lit):
+            return op is Op.NOT_EQ
+        key, other = total_order_key(value), total_order_key(lit)
+        return {
+            Op.EQ: key == other,
+            Op.NOT_EQ: key != other,
+            Op.LT: key < other,
+            Op.LT_EQ: key <= other,
+            Op.GT: key > other,
+            Op.GT_EQ: key >= other,
+        }.get(op, False)
 
     def to_unbound(self) -> UnboundPredicate:
         """The same predicate by column name; temporal literals become ISO text, others stay as is."""

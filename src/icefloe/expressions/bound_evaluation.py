@@ -8,6 +8,7 @@ from typing import Any
 from icefloe.errors import IcefloeError
 from icefloe.expressions.ast import Op
 from icefloe.expressions.bound import BoundPredicate
+from icefloe.expressions.float_order import is_floating, ordered
 from icefloe.spec.conversions import from_bytes
 from icefloe.spec.types import IcebergType
 
@@ -33,6 +34,14 @@ def bounds_may_match(pred: BoundPredicate, lower: Any, upper: Any) -> bool:
     A None bound is unknown. Bounds may be truncated (strings, binary) as long as they still bound.
     """
     op, v = pred.op, pred.literal
+    if is_floating(pred.ref.field_type):
+        # -0.0 < 0.0 (expressions.float_order); a NaN bound (old writers) bounds nothing
+        if any(isinstance(b, float) and math.isnan(b) for b in (lower, upper)):
+            return True
+        lower, upper = ordered(lower), ordered(upper)
+        if op in (Op.IN, Op.NOT_IN):
+            pred = BoundPredicate(op, pred.ref, None, frozenset(map(ordered, pred.literals or ())))
+        v = ordered(v)
     if op is Op.LT:
         return lower is None or lower < v
     if op is Op.LT_EQ:

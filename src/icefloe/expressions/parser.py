@@ -369,7 +369,10 @@ class _Parser:
         if tok.kind == "punct" and tok.text in "+-" and self.peek().kind == "number":
             self.advance()
             number = self.advance().value
-            return -number if tok.text == "-" else number
+            if tok.text != "-":
+                return number
+            # copy_negate keeps the sign of zero (-Decimal("0.0") is Decimal("0.0")): -0.0 stays -0.0
+            return number.copy_negate() if isinstance(number, Decimal) else -number
         if tok.kind in ("number", "string", "hex"):
             self.advance()
             return tok.value

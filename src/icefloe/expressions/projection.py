@@ -17,6 +17,11 @@ Per transform (``p`` = partition value, ``t`` = the transform, ``v`` = the liter
   ``p >= t(v)``; strict ``<``/``<=`` give ``p < t(v)`` and ``>``/``>=`` give ``p > t(v)``; prefix
   tests compare the prefix with the width.
 - void and unknown transforms: true (inclusive), false (strict).
+- at the edges of the source type (``expressions.wrap_zones``): a step past the type's minimum or
+  maximum matches no row; where the writer's arithmetic wraps (``truncate`` near the int/long
+  minimum, ``hour`` near the long limits), inclusive range projections also keep the wrapped
+  partition values, strict ones exclude them, and a literal inside a wrapped zone projects to
+  nothing narrower than true (inclusive) / false (strict). Pruning never drops a matching row.
 
 ``IS NULL`` / ``IS NOT NULL`` carry over unchanged for every transform except void (a transform
 maps null to null and only null to null). A predicate on a column without a partition field
@@ -45,6 +50,7 @@ from icefloe.expressions.ast import (
 )
 from icefloe.expressions.binding import bind
 from icefloe.expressions.bound import BoundPredicate, display_value
+from icefloe.expressions.wrap_zones import WrapZones, wrap_zones
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.transforms import (
@@ -72,7 +78,9 @@ _ORDERED = (TruncateTransform, YearTransform, MonthTransform, DayTransform, Hour
 def partition_schema(spec: PartitionSpec, schema: Schema) -> Schema:
     """The partition tuple of ``spec`` as a flat schema (names = partition field names, all optional).
 
-    Fields whose type cannot be derived (source column dropped) get type ``unknown``.
+    Fields whose type cannot be derived (source column dropped) get type ``unknown``. A truncated
+    decimal gets one more digit of precision: truncating the most negative ``decimal(P, S)``
+    value needs it (Java writes that value), and a projected literal must be able to name it.
     """
     fields = []
     for pf in spec.fields:
@@ -80,6 +88,8 @@ def partition_schema(spec: PartitionSpec, schema: Schema) -> Schema:
             rtype = pf.transform.result_type(schema.find_type(pf.source_id))
         except IcefloeError:
             rtype = UnknownType()
+        if isinstance(pf.transform, TruncateTransform) and isinstance(rtype, DecimalType):
+            rtype = DecimalType(min(38, rtype.precision + 1), rtype.scale)
         fields.append(NestedField(pf.field_id, pf.name, rtype, False))
     return Schema(*fields)
 
@@ -142,6 +152,9 @@ def project_inclusive(
         return None
     if isinstance(source_type, StringType | BinaryType):
         return _truncate_array_inclusive(name, rtype, t.width, fn, pred)  # type: ignore[attr-defined]
+    edge = _edge_inclusive(t, source_type, name, rtype, fn, pred)
+    if edge is not _NOT_AT_EDGE:
+        return edge
     v = pred.literal
     if op is Op.LT:
         return _pred(Op.LT_EQ, name, rtype, fn(_step(source_type, v, -1)))
@@ -205,6 +218,10 @@ def project_strict(pf: PartitionField, source_type: IcebergType, pred: BoundPred
     if isinstance(t, BucketTransform):
         return None
     v = pred.literal
+    if not isinstance(source_type, StringType | BinaryType):
+        edge = _edge_strict(t, source_type, name, rtype, fn, pred)
+        if edge is not _NOT_AT_EDGE:
+            return edge
     if isinstance(source_type, StringType | BinaryType):
         width = t.width  # type: ignore[attr-defined]
         if op in (Op.LT, Op.LT_EQ):
@@ -229,6 +246,108 @@ def project_strict(pf: PartitionField, source_type: IcebergType, pred: BoundPred
     if op is Op.GT_EQ:
         return _pred(Op.GT, name, rtype, fn(_step(source_type, v, -1)))
     return None
+
+
+# ---------------------------------------------------------------------------------------------
+# the edges of the source type and wrapped transform arithmetic
+
+_NOT_AT_EDGE: Any = object()  # "no edge case: project as usual"
+_RANGE_OPS = (Op.LT, Op.LT_EQ, Op.GT, Op.GT_EQ)
+
+
+def _decimal_range(source_type: DecimalType) -> tuple[Decimal, Decimal]:
+    top = (Decimal(10) ** source_type.precision - 1).scaleb(-source_type.scale)
+    return -top, top
+
+
+def _stepped(op: Op, v: Any, source_type: IcebergType) -> Any:
+    """The literal whose transform bounds the projection (``v-1`` for ``<``, ``v+1`` for ``>``)."""
+    if op is Op.LT:
+        return _step(source_type, v, -1)
+    if op is Op.GT:
+        return _step(source_type, v, 1)
+    return v
+
+
+def _in_range(value: Any, source_type: IcebergType, zones: WrapZones | None) -> bool:
+    if zones is not None:
+        return not zones.out_of_range(value)
+    if isinstance(source_type, DecimalType):
+        lo, hi = _decimal_range(source_type)
+        return lo <= value <= hi
+    return True
+
+
+def _wrapped_pred(op: Op, name: str, rtype: IcebergType, span: tuple[int, int]) -> Expression:
+    """``p`` inside (``op`` IN-like) or outside (NOT) a span of wrapped partition values."""
+    low, high = span
+    if low == high:
+        return _pred(Op.EQ if op is Op.IN else Op.NOT_EQ, name, rtype, low)
+    inside = And(_pred(Op.GT_EQ, name, rtype, low), _pred(Op.LT_EQ, name, rtype, high))
+    outside = Or(_pred(Op.LT, name, rtype, low), _pred(Op.GT, name, rtype, high))
+    return inside if op is Op.IN else outside
+
+
+def _edge_inclusive(
+    t: Any,
+    source_type: IcebergType,
+    name: str,
+    rtype: IcebergType,
+    fn: Callable[[Any], Any],
+    pred: BoundPredicate,
+) -> Any:
+    """The inclusive projection where the type's edges or wrapped arithmetic matter."""
+    op = pred.op
+    zones = wrap_zones(t, source_type)
+    if zones is not None and zones.unsafe:
+        return _NOT_AT_EDGE if op in (Op.EQ, Op.IN) else None
+    if op not in _RANGE_OPS:
+        return _NOT_AT_EDGE
+    bound = _stepped(op, pred.literal, source_type)
+    if not _in_range(bound, source_type, zones):
+        return AlwaysFalse()  # x < MIN or x > MAX: no row matches
+    if zones is None or (zones.low_end is None and zones.high_start is None):
+        return _NOT_AT_EDGE
+    if zones.in_zone(bound):
+        return None  # a wrapped literal orders nothing
+    base = _ordered_inclusive(op, name, rtype, fn(bound))
+    wrapped = zones.low_wrapped if op in (Op.LT, Op.LT_EQ) else zones.high_wrapped
+    return base if wrapped is None else Or(base, _wrapped_pred(Op.IN, name, rtype, wrapped))
+
+
+def _ordered_inclusive(op: Op, name: str, rtype: IcebergType, value: Any) -> Expression:
+    return _pred(Op.LT_EQ if op in (Op.LT, Op.LT_EQ) else Op.GT_EQ, name, rtype, value)
+
+
+def _edge_strict(
+    t: Any,
+    source_type: IcebergType,
+    name: str,
+    rtype: IcebergType,
+    fn: Callable[[Any], Any],
+    pred: BoundPredicate,
+) -> Any:
+    """The strict projection where the type's edges or wrapped arithmetic matter."""
+    op = pred.op
+    zones = wrap_zones(t, source_type)
+    if zones is not None and zones.unsafe:
+        return _NOT_AT_EDGE if op in (Op.NOT_EQ, Op.NOT_IN) else None
+    if op not in _RANGE_OPS:
+        return _NOT_AT_EDGE
+    # strict x <= v uses t(v+1), x >= v uses t(v-1)
+    delta = {Op.LT: 0, Op.LT_EQ: 1, Op.GT: 0, Op.GT_EQ: -1}[op]
+    bound = _step(source_type, pred.literal, delta) if delta else pred.literal
+    if not _in_range(bound, source_type, zones):
+        return None  # cannot prove anything from a literal at the type's edge
+    if zones is None or (zones.low_end is None and zones.high_start is None):
+        return _NOT_AT_EDGE
+    if zones.in_zone(bound):
+        return None
+    strict_op = Op.LT if op in (Op.LT, Op.LT_EQ) else Op.GT
+    base = _pred(strict_op, name, rtype, fn(bound))
+    # x < v: rows that wrapped from the top are large, whatever their partition value says
+    wrapped = zones.high_wrapped if strict_op is Op.LT else zones.low_wrapped
+    return base if wrapped is None else And(base, _wrapped_pred(Op.NOT_IN, name, rtype, wrapped))
 
 
 class _Projection:

@@ -35,7 +35,7 @@ class ResidualEvaluator:
         self._by_source: dict[int, list[PartitionField]] = {}
         for pf in spec.fields:
             self._by_source.setdefault(pf.source_id, []).append(pf)
-        self._projections: dict[BoundPredicate, _Projections] = {}
+        self._projections: dict[tuple[BoundPredicate, str], _Projections] = {}
 
     def residual_for(self, partition: Sequence[Any]) -> Expression:
         """The unbound residual filter for a partition tuple (values in spec order)."""
@@ -63,7 +63,8 @@ class ResidualEvaluator:
         return expr
 
     def _projected(self, pred: BoundPredicate) -> _Projections:
-        cached = self._projections.get(pred)
+        key = (pred, repr(pred))  # repr tells -0.0 from 0.0, which compare (and hash) equal
+        cached = self._projections.get(key)
         if cached is None:
             cached = []
             for pf in self._by_source.get(pred.ref.field_id, ()):
@@ -75,14 +76,15 @@ class ResidualEvaluator:
                         None if inclusive is None else bind(self._partition_schema, inclusive),
                     )
                 )
-            self._projections[pred] = cached
+            self._projections[key] = cached
         return cached
 
 
 @lru_cache(maxsize=128)
 def _cached_evaluator(
-    spec: PartitionSpec, schema: Schema, row_filter: Expression, case_sensitive: bool
+    spec: PartitionSpec, schema: Schema, row_filter: Expression, case_sensitive: bool, text: str
 ) -> ResidualEvaluator:
+    """``text`` (the filter's repr) is part of the key: ``x = -0.0`` equals ``x = 0.0`` as a value."""
     return ResidualEvaluator(spec, schema, row_filter, case_sensitive)
 
 
@@ -98,7 +100,7 @@ def residual_for(
     Evaluators are cached per (spec, schema, filter), so calling this once per data file is cheap.
     """
     try:
-        evaluator = _cached_evaluator(spec, schema, row_filter, case_sensitive)
+        evaluator = _cached_evaluator(spec, schema, row_filter, case_sensitive, repr(row_filter))
     except TypeError:  # an unhashable schema (e.g. a dict default value): no caching
         evaluator = ResidualEvaluator(spec, schema, row_filter, case_sensitive)
     return evaluator.residual_for(partition)

@@ -36,6 +36,7 @@ from icefloe.spec.transforms import (
 from icefloe.spec.types import (
     BinaryType,
     DateType,
+    DecimalType,
     IcebergType,
     IntegerType,
     LongType,
@@ -142,9 +143,15 @@ def transform_array(
         return pa.array(buckets.astype(np.int32), pa.int32(), mask=_null_mask(arr))
     if isinstance(transform, TruncateTransform):
         w = transform.width
-        if isinstance(source_type, IntegerType | LongType):
+        if isinstance(source_type, LongType) or (isinstance(source_type, IntegerType) and w <= 2**30):
+            # Java's v - (((v % W) + W) % W): equal to v - floorMod(v, W) in wrapping arithmetic
+            # (numpy int64 wraps like Java's long; ints wrap to 32 bits like Java's int)
             v = _as_int64(arr)
-            return pa.array(v - np.mod(v, w), pa.int64(), mask=_null_mask(arr)).cast(target)
+            with np.errstate(over="ignore"):
+                truncated = v - np.mod(v, w)
+            if isinstance(source_type, IntegerType):
+                truncated = _wrap32(truncated)
+            return pa.array(truncated, pa.int64(), mask=_null_mask(arr)).cast(target)
         if isinstance(source_type, StringType):
             return pc.utf8_slice_codeunits(arr, 0, w)
         if isinstance(source_type, BinaryType):
@@ -152,6 +159,15 @@ def transform_array(
     if isinstance(transform, YearTransform | MonthTransform | DayTransform | HourTransform):
         return _time_transform(transform, source_type, arr, target)
     return _per_distinct(transform, source_type, arr, target)
+
+
+# Arrow's year()/month() are right within ~±29,000 years of 1970 only; beyond, compute in Python.
+_ARROW_CALENDAR_DAYS = 10_000_000
+
+
+def _wrap32(values: np.ndarray) -> np.ndarray:
+    """int64 values wrapped to int32 (two's complement), as Java's int arithmetic and casts do."""
+    return ((values + 2**31) % 2**32) - 2**31
 
 
 def _time_transform(
@@ -164,13 +180,15 @@ def _time_transform(
         scale = 1000 if isinstance(source_type, _NANO_TS) else 1
         values = _as_int64(arr)
         if isinstance(transform, HourTransform):
-            hours = np.floor_divide(values, _MICROS_PER_HOUR * scale)
+            hours = _wrap32(np.floor_divide(values, _MICROS_PER_HOUR * scale))  # Java's (int) cast
             return pa.array(hours, pa.int64(), mask=mask).cast(target)
         days = np.floor_divide(values, _MICROS_PER_DAY * scale)
     else:
         raise ValidationError(f"transform {transform} cannot be applied to type {source_type}")
     if isinstance(transform, DayTransform):
         return pa.array(days, pa.int64(), mask=mask).cast(pa.int32()).cast(target)
+    if days.size and int(np.abs(days).max()) > _ARROW_CALENDAR_DAYS:
+        return _per_distinct(transform, source_type, arr, target)  # Arrow's year() overflows there
     dates = pa.array(days, pa.int64(), mask=mask).cast(pa.int32()).cast(pa.date32())
     years = pc.subtract(pc.year(dates), 1970)
     if isinstance(transform, YearTransform):
@@ -185,6 +203,10 @@ def _per_distinct(
     uniq = pc.unique(arr)
     values = to_internal_values(uniq, source_type)
     results = [transform.apply(source_type, v) for v in values]
+    if isinstance(source_type, DecimalType) and isinstance(transform, TruncateTransform):
+        # truncating the most negative value of decimal(P, S) needs P + 1 digits (as in Java, whose
+        # BigDecimal result still fits the partition field's bytes): carry it at full width
+        target = pa.decimal128(38, source_type.scale)
     result_arr = internal_to_arrow(transform.result_type(source_type), results, target)
     return pc.take(result_arr, pc.index_in(arr, value_set=uniq))
 

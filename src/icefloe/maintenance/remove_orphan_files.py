@@ -13,6 +13,9 @@ delete. A file is kept when any of these names it (locations compared in a canon
   (or masked by a manifest DV in every view) is read by no snapshot, so it is an orphan too;
 - statistics and partition-statistics files.
 
+A file under the location of another table of the catalog (a table nested in this one's directory
+by an older catalog or another tool) is never an orphan of this table: it is skipped.
+
 A file modified after ``older_than`` (default: three days ago, as Iceberg Java) is never deleted,
 because it may belong to a write still in flight. ``dry_run`` only reports; deleting is refused
 when ``gc.enabled`` is false (the files may be shared with other tables), as in Iceberg Java.
@@ -27,6 +30,7 @@ from datetime import datetime
 from icefloe.errors import ValidationError
 from icefloe.io.fileio import normalize_location
 from icefloe.maintenance.expire_snapshots import check_gc_enabled, to_epoch_ms
+from icefloe.tree.location_rules import under_any
 from icefloe.tree.reachable import reachable_files
 from icefloe.txn.handle import TableHandle
 
@@ -73,6 +77,7 @@ def remove_orphan_files(
     if not (normalize_location(root) + "/").startswith(table_root + "/"):
         raise ValidationError(f"{root} is not inside the table location {table.metadata.location}")
     keep = referenced_locations(table)
+    others = table.other_table_roots()
     orphans = tuple(
         f.location
         for f in table.io.list_files(root)
@@ -80,6 +85,7 @@ def remove_orphan_files(
         and not f.location.endswith("/" + VERSION_HINT)
         and f.modified_ms is not None
         and f.modified_ms < cutoff
+        and not under_any(f.location, others)
     )
     if dry_run or not orphans:
         return OrphanResult(orphans, deleted=False)

@@ -26,7 +26,7 @@ from typing import Protocol
 import pyarrow as pa
 
 from icefloe.dml.row_io import prepare_changed_rows, read_for_change
-from icefloe.errors import CommitStateUnknown, ValidationError
+from icefloe.errors import CommitStateUnknown, ValidationError, nothing_committed
 from icefloe.expressions.ast import AlwaysTrue, Expression
 from icefloe.expressions.binding import bind
 from icefloe.expressions.parser import to_expression
@@ -334,7 +334,7 @@ class LocalGroupWriter:
 def compact(table: TableHandle, request: RewriteRequest, writer: GroupWriter) -> RewriteResult:
     """The compaction flow: plan on the branch head, let ``writer`` rewrite the groups, commit once.
 
-    Files written are deleted when the commit fails, except when its outcome is unknown.
+    Files written are deleted only when the commit failed cleanly (``errors.nothing_committed``).
     """
     md = table.metadata
     plan = plan_rewrite(
@@ -354,8 +354,9 @@ def compact(table: TableHandle, request: RewriteRequest, writer: GroupWriter) ->
         return commit_rewrite(table, plan, added, request.branch, request.snapshot_properties)
     except CommitStateUnknown:
         raise  # the commit may have happened: keep every file
-    except BaseException:
-        writer.discard()
+    except BaseException as exc:
+        if nothing_committed(exc):  # else the swap may have happened (an interrupt, say)
+            writer.discard()
         raise
 
 

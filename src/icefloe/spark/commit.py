@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from icefloe.dml.copy_on_write import plan_copy_on_write
-from icefloe.expressions.ast import AlwaysTrue, Expression
-from icefloe.expressions.parser import to_expression
+from icefloe.expressions.ast import Expression
+from icefloe.expressions.change_filters import change_filter
 from icefloe.spec.content import DataFile, FileContent, ManifestEntry
 from icefloe.spec.snapshots import MAIN_BRANCH, Operation
 from icefloe.spec.table_metadata import TableMetadata
@@ -55,7 +55,7 @@ def build_action(
         conflict: Expression | None = None
         added = list(files)
     else:
-        row_filter = AlwaysTrue() if overwrite_filter is None else to_expression(overwrite_filter)
+        row_filter = change_filter(overwrite_filter, "overwrite", none_means_all=True)
         plan = plan_copy_on_write(table.io, md, base, row_filter)
         removed = plan.removed
         added = plan.added + list(files)

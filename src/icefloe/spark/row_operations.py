@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from icefloe.deprecation import renamed
 from icefloe.dml.change_builder import COPY_ON_WRITE, RowLevelChange, RowLevelResult, write_mode
 from icefloe.dml.copy_on_write import retired_deletes
-from icefloe.errors import CommitStateUnknown, ValidationError
+from icefloe.errors import CommitStateUnknown, ValidationError, nothing_committed
 from icefloe.expressions.ast import (
     AlwaysFalse,
     AlwaysTrue,
@@ -39,8 +39,8 @@ from icefloe.expressions.ast import (
     LessThanOrEqual,
 )
 from icefloe.expressions.binding import bind
+from icefloe.expressions.change_filters import change_filter
 from icefloe.expressions.evaluators import strict_partition_evaluators
-from icefloe.expressions.parser import to_expression
 from icefloe.scan.planner import plan_files
 from icefloe.scan.tasks import FileScanTask
 from icefloe.spark.commit import merge_enabled
@@ -113,6 +113,8 @@ def delete_rows(
 ) -> RowLevelResult:
     """``DELETE FROM table WHERE filter`` (an icefloe filter); one snapshot, none when nothing matches.
 
+    An empty condition is refused: pass True or ``"true"`` to delete every row.
+
     Files whose partition proves every row matches are dropped without being read (metadata-only
     when that covers every candidate file). ``mode``: None uses ``write.delete.mode``.
     ``condition=`` is the deprecated name of ``filter=``.
@@ -120,11 +122,9 @@ def delete_rows(
     opts = resolve_options(options, branch, snapshot_properties)
     branch_name, properties = opts.branch, opts.properties
     chosen_filter = renamed(filter, condition, "filter", "condition")
-    if chosen_filter is None:
-        raise ValidationError("delete_rows needs a filter (True deletes every row)")
     table = resolve_catalog(spark, catalog).load_table(identifier)
     md = table.metadata
-    expr = to_expression(chosen_filter)
+    expr = change_filter(chosen_filter, "delete")
     bind(md.schema(), expr, case_sensitive)
     chosen = write_mode(md, "delete", mode)
     base = branch_head(md, branch_name)
@@ -208,7 +208,7 @@ def update_rows(
     schema = md.schema()
     if not set:
         raise ValidationError("update: set at least one column")
-    expr = AlwaysTrue() if condition is None else to_expression(condition)
+    expr = change_filter(condition, "update")
     bind(schema, expr, case_sensitive)
     chosen = write_mode(md, "update", mode)
     base = branch_head(md, branch_name)
@@ -564,6 +564,7 @@ def _commit(
     """Commit the change as one snapshot (nothing when it is empty); clean up on failure."""
     md = table.metadata
     result = change.result()
+    committing = False
     try:
         options = CommitOptions(branch=branch, snapshot_properties=dict(snapshot_properties or {}))
         producer = change.producer(md, options, merge_enabled(md))
@@ -571,12 +572,14 @@ def _commit(
             if staging is not None:
                 staging.discard()
             return result
+        committing = True
         with table.transaction() as tx:
             tx.add_action(producer)
     except CommitStateUnknown:
         raise  # the commit may have happened: keep every file
-    except BaseException:
-        if staging is not None:
+    except BaseException as exc:
+        known_clean = not committing or nothing_committed(exc)  # else the swap may have happened
+        if staging is not None and known_clean:
             staging.discard()
         raise
     snapshot = table.metadata.snapshot_for_ref(branch)

@@ -121,13 +121,13 @@ def check_write_arguments(
 ) -> None:
     """Reject a bad filter or a tag as target before any file is written."""
     from icefloe.expressions.binding import bind
-    from icefloe.expressions.parser import to_expression
+    from icefloe.expressions.change_filters import change_filter
     from icefloe.txn.producers import branch_head
 
     if overwrite_filter is not None:
         if mode != "overwrite":
             raise ValidationError("overwrite_filter only applies to mode='overwrite'")
-        bind(table.schema(), to_expression(overwrite_filter))
+        bind(table.schema(), change_filter(overwrite_filter, "overwrite", none_means_all=True))
     branch_head(table.metadata, branch)
 
 

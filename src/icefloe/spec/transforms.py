@@ -227,9 +227,36 @@ class BucketTransform(Transform):
         return f"bucket[{self.num_buckets}]"
 
 
+def wrap_int(value: int, bits: int) -> int:
+    """``value`` wrapped to a two's complement integer of ``bits`` bits (Java's int/long overflow)."""
+    half = 1 << (bits - 1)
+    return ((value + half) % (1 << bits)) - half
+
+
+def _java_rem(a: int, b: int) -> int:
+    """Java's ``a % b``: the remainder takes the dividend's sign."""
+    r = abs(a) % abs(b)
+    return -r if a < 0 else r
+
+
+def java_truncate(value: int, width: int, bits: int) -> int:
+    """Iceberg Java's ``value - (((value % W) + W) % W)`` evaluated in ``bits``-bit arithmetic.
+
+    Equal to ``value - value mod W`` except where that leaves the type's range (``value`` within
+    ``W`` of the minimum, e.g. ``truncate(10, Integer.MIN_VALUE)``): there Java's result wraps to
+    a large positive number, and that is the partition value Java-written tables hold.
+    """
+    shifted = wrap_int(_java_rem(value, width) + width, bits)
+    return wrap_int(value - _java_rem(shifted, width), bits)
+
+
 @dataclass(frozen=True, slots=True)
 class TruncateTransform(Transform):
-    """Truncate numbers down to a multiple of W, strings to W code points, binary to W bytes."""
+    """Truncate numbers down to a multiple of W, strings to W code points, binary to W bytes.
+
+    Integers are truncated with Iceberg Java's arithmetic (``java_truncate``), wrapping at the
+    type's limits exactly as Java writers do, so both write the same partition values.
+    """
 
     preserves_order: ClassVar[bool] = True
     width: int
@@ -251,7 +278,8 @@ class TruncateTransform(Transform):
         self._check(source_type)
         w = self.width
         if isinstance(source_type, IntegerType | LongType):
-            return lambda v: None if v is None else v - (v % w)  # Python % is non-negative for w > 0
+            bits = 32 if isinstance(source_type, IntegerType) else 64
+            return lambda v: None if v is None else java_truncate(v, w, bits)
         if isinstance(source_type, DecimalType):
             scale = source_type.scale
 
@@ -397,7 +425,8 @@ class HourTransform(_TimeTransform):
         """Hour ordinal of a timestamp."""
         self._check(source_type)
         per_hour = MICROS_PER_HOUR * (NANOS_PER_MICRO if isinstance(source_type, _NANO_TS) else 1)
-        return lambda v: None if v is None else v // per_hour
+        # Java casts the long hour count to int: beyond ~245,000 years from 1970 it wraps.
+        return lambda v: None if v is None else wrap_int(v // per_hour, 32)
 
     def _human(self, value: int) -> str:
         days, hour = divmod(value, 24)

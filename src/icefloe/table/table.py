@@ -470,6 +470,11 @@ class Table:
         """A metadata table as Arrow: snapshots, history, manifests, files, entries, partitions, refs."""
         return metadata_tables.metadata_table(self.io, self.metadata, name, snapshot_id)
 
+    def other_table_roots(self) -> tuple[str, ...]:
+        """Roots of the other tables where this table commits (none known for a static table)."""
+        neighbours = getattr(self.commit_target, "other_table_roots", None)
+        return tuple(neighbours()) if callable(neighbours) else ()
+
     # ---- commit target ---------------------------------------------------------------------
     def load_for_commit(self) -> tuple[TableMetadata, str | None]:
         """Fresh metadata from the commit target (a commit attempt starts here)."""

@@ -23,7 +23,7 @@ from icefloe.dml.merge_clauses import MergeSpec, spec_from_flags
 from icefloe.dml.update import plan_update
 from icefloe.errors import ValidationError
 from icefloe.expressions.ast import Expression
-from icefloe.expressions.parser import to_expression
+from icefloe.expressions.change_filters import change_filter
 from icefloe.spec.snapshots import Operation, Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.updates import RemoveProperties, SetProperties, TableUpdate
@@ -138,7 +138,7 @@ class TableTransaction:
         chosen = renamed(filter, overwrite_filter, "filter", "overwrite_filter")
         md = self._table.metadata
         prepared = prepare_arrow_table(md, df)
-        row_filter = to_expression(chosen)
+        row_filter = change_filter(chosen, "overwrite", none_means_all=True)
         base = self._reading_base(opts.branch, "an overwrite")
         plan = plan_copy_on_write(self._table.io, md, base, row_filter, case_sensitive)
         files = write_data_files(self._table.io, md, prepared)
@@ -172,13 +172,12 @@ class TableTransaction:
     ) -> RowLevelResult:
         """Queue removal of the rows matching ``filter`` (nothing is queued when nothing matches).
 
-        ``mode``: ``copy-on-write`` or ``merge-on-read``; None uses ``write.delete.mode``.
+        ``mode``: ``copy-on-write`` or ``merge-on-read``; None uses ``write.delete.mode``. An empty
+        or missing filter is refused: pass True or ``"true"`` to delete every row.
         """
         opts = resolve_options(options, branch, snapshot_properties)
         chosen = renamed(filter, delete_filter, "filter", "delete_filter")
-        if chosen is None:
-            raise ValidationError("delete needs a filter (True deletes every row)")
-        row_filter = to_expression(chosen)
+        row_filter = change_filter(chosen, "delete")
         md = self._table.metadata
         base = self._reading_base(opts.branch, "a delete")
         change = plan_delete(self._table.io, md, base, row_filter, mode, case_sensitive)
@@ -196,13 +195,13 @@ class TableTransaction:
         branch: str | None = None,
         snapshot_properties: dict[str, str] | None = None,
     ) -> RowLevelResult:
-        """Queue ``UPDATE SET column = value WHERE filter`` (default: every row).
+        """Queue ``UPDATE SET column = value WHERE filter`` (True or ``"true"`` for every row).
 
         Values are literals or ``pyarrow.compute`` expressions over the row's current values.
         ``mode``: ``copy-on-write`` or ``merge-on-read``; None uses ``write.update.mode``.
         """
         opts = resolve_options(options, branch, snapshot_properties)
-        row_filter = to_expression(renamed(filter, update_filter, "filter", "update_filter"))
+        row_filter = change_filter(renamed(filter, update_filter, "filter", "update_filter"), "update")
         md = self._table.metadata
         base = self._reading_base(opts.branch, "an update")
         change = plan_update(self._table.io, md, base, set, row_filter, mode, case_sensitive)

@@ -18,7 +18,6 @@ from icefloe.spec.table_metadata import TableMetadata
 from icefloe.tree import v3_read, v4_read
 from icefloe.tree.changes import EntryFilter, EntrySelection, ManifestFilter
 from icefloe.tree.entry_columns import EntryColumns
-from icefloe.tree.integrity import check_entry_counts, check_manifest_counts, check_manifest_version
 
 
 def manifest_refs(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) -> list[ManifestFile]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from icefloe.errors import ValidationError
 from icefloe.spec.content import DataFile, FileContent, ManifestEntry
 from icefloe.spec.snapshots import Snapshot
 
@@ -38,6 +39,37 @@ TOTAL_DATA_FILES = "total-data-files"
 TOTAL_DELETE_FILES = "total-delete-files"
 TOTAL_POS_DELETES = "total-position-deletes"
 TOTAL_EQ_DELETES = "total-equality-deletes"
+OPERATION = "operation"
+
+# Keys a summary writer produces (icefloe's counters above, and those Iceberg Java's
+# SnapshotSummary.Builder and snapshot producers add): ``snapshot_properties`` may not set them,
+# because readers and maintenance trust them (``total-records``, ``operation``, ...).
+RESERVED_SUMMARY_KEYS = frozenset(
+    {
+        OPERATION,
+        ADDED_DATA_FILES, DELETED_DATA_FILES, ADDED_RECORDS, DELETED_RECORDS, ADDED_FILES_SIZE,
+        REMOVED_FILES_SIZE, ADDED_DELETE_FILES, REMOVED_DELETE_FILES, ADDED_POS_DELETE_FILES,
+        REMOVED_POS_DELETE_FILES, ADDED_EQ_DELETE_FILES, REMOVED_EQ_DELETE_FILES, ADDED_DVS, REMOVED_DVS,
+        ADDED_POS_DELETES, REMOVED_POS_DELETES, ADDED_EQ_DELETES, REMOVED_EQ_DELETES,
+        CHANGED_PARTITION_COUNT, TOTAL_RECORDS, TOTAL_FILES_SIZE, TOTAL_DATA_FILES, TOTAL_DELETE_FILES,
+        TOTAL_POS_DELETES, TOTAL_EQ_DELETES,
+        "deleted-duplicate-files", "partition-summaries-included", "manifests-created",
+        "manifests-kept", "manifests-replaced", "entries-processed", "replace-partitions",
+        "source-snapshot-id", "first-row-id", "added-rows",
+    }
+)  # fmt: skip
+RESERVED_SUMMARY_PREFIXES = ("partitions.",)  # Java's per-partition summaries
+
+
+def check_snapshot_properties(properties: dict[str, str]) -> None:
+    """Refuse user snapshot properties that would override what the summary writer records."""
+    for key in properties:
+        if not isinstance(key, str) or not key.strip():
+            raise ValidationError(f"invalid snapshot property key {key!r}: expected a non-empty string")
+        if key in RESERVED_SUMMARY_KEYS or key.startswith(RESERVED_SUMMARY_PREFIXES):
+            raise ValidationError(
+                f"snapshot property {key!r} is reserved: the snapshot summary writer sets it"
+            )
 
 
 def is_dv(f: DataFile) -> bool:

@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.errors import reading
+from icefloe.errors import IcefloeError, reading
 from icefloe.formats.avro import columnar as ac
 from icefloe.formats.avro.manifest import read_manifest_with_header
 from icefloe.formats.avro.manifest_list import read_manifest_list

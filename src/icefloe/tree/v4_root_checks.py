@@ -30,10 +30,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe.errors import CorruptMetadata
-from icefloe.formats.v4 import content_entry_schema as ce
 from icefloe.formats.arrow_schema import field_id_of
-from icefloe.formats.v4.bitmaps import ManifestDVCodec, manifest_dv_codec
 from icefloe.formats.puffin.roaring64 import PositionBitmap
+from icefloe.formats.v4 import content_entry_schema as ce
+from icefloe.formats.v4.bitmaps import ManifestDVCodec, manifest_dv_codec
 from icefloe.spec.content import ManifestFile
 
 MDV_ENCODING_KEY = "manifest-dv-encoding"

@@ -445,7 +445,8 @@ def write_v4_tree(request: TreeWriteRequest) -> TreeResult:
     """
     io, metadata, parent, change = request.io, request.metadata, request.parent, request.change
     snapshot_id, first_row_id = request.snapshot_id, request.first_row_id
-    policy = V4Policy.from_properties(request.effective_properties)
+    props = request.effective_properties
+    policy = V4Policy.from_properties(props)
     manifest_dv_codec(policy.mdv_encoding)  # fail early on an unknown encoding
     if manifest_dv_encoding(props) != manifest_dv_encoding(metadata.properties):
         metadata = metadata.with_changes(properties=props)  # read the parent's bitmaps in the new encoding

@@ -27,6 +27,10 @@ class TableHandle(CommitTarget, Protocol):
         """Dotted identifier, for messages."""
         ...
 
+    def other_table_roots(self) -> tuple[str, ...]:
+        """Locations of the other tables where this one commits (maintenance never touches them)."""
+        ...
+
     def refresh(self) -> Any:
         """Reload the metadata from where the table commits."""
         ...

@@ -220,7 +220,7 @@ class _Draft:
             f.field_id for f in self.spec.fields if self.renames.get(f.name, f.name) != f.name
         }
         _check_spec_names(spec, self.schema, changed)
-        _check_redundant(spec, self.schema)
+        check_redundant_fields(spec, self.schema)
         return spec
 
 
@@ -337,10 +337,21 @@ def _check_spec_names(spec: PartitionSpec, schema: Schema, field_ids: set[int]) 
             )
 
 
-def _check_redundant(spec: PartitionSpec, schema: Schema) -> None:
-    """At most one time transform (year/month/day/hour) per source column."""
+def check_redundant_fields(spec: PartitionSpec, schema: Schema) -> None:
+    """At most one time transform (year/month/day/hour) per source column, and no field twice.
+
+    Used by ``update_spec`` and by ``Catalog.create_table`` (one rule for both, as in Iceberg Java's
+    ``PartitionSpec.Builder``): ``month(ts)`` with ``hour(ts)`` orders the same rows twice.
+    """
     seen: dict[int, PartitionField] = {}
+    pairs: dict[tuple[int, str], PartitionField] = {}
     for f in spec.fields:
+        twin = pairs.setdefault((f.source_id, str(f.transform)), f)
+        if twin is not f and not isinstance(f.transform, VoidTransform):
+            raise ValidationError(
+                f"redundant partition fields {twin.name!r} and {f.name!r}: both are {f.transform} of "
+                f"column {schema.find_column_name(f.source_id)!r}: remove one"
+            )
         if isinstance(f.transform, _TIME_TRANSFORMS):
             other = seen.get(f.source_id)
             if other is not None:

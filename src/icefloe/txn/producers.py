@@ -16,11 +16,13 @@ from dataclasses import dataclass, field
 from icefloe.errors import CommitConflict, ValidationError
 from icefloe.expressions.ast import Expression
 from icefloe.spec.content import DataFile, DeletionVectorRef, FileContent, ManifestEntry
+from icefloe.spec.ref_names import check_ref_name
 from icefloe.spec.snapshots import MAIN_BRANCH, Operation, RefType, Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.updates import AddSnapshot, SetSnapshotRef, TableUpdate
 from icefloe.tree.changes import TreeChange, TreeResult, TreeWriteRequest
 from icefloe.tree.locations import LocationProvider
+from icefloe.tree.summary import check_snapshot_properties
 from icefloe.tree.write_seam import write_snapshot_tree
 from icefloe.txn import validation
 from icefloe.txn.isolation import IsolationLevel
@@ -70,6 +72,9 @@ class SnapshotProducer:
 
     def apply(self, ctx: AttemptContext, current: TableMetadata) -> list[TableUpdate]:
         """Build the new snapshot and return AddSnapshot + SetSnapshotRef."""
+        check_snapshot_properties(self.snapshot_properties)
+        if self.branch not in current.refs:  # the commit creates the branch
+            check_ref_name(self.branch, "branch")
         parent = branch_head(current, self.branch)
         change = self.change(ctx, current, parent)
         snapshot_id = new_snapshot_id()

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Self
 
 from icefloe.errors import CommitConflict, ValidationError
+from icefloe.spec.ref_names import check_ref_name
 from icefloe.spec.snapshots import MAIN_BRANCH, RefType, SnapshotRef
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.updates import RemoveSnapshotRef, SetSnapshotRef, TableUpdate
@@ -288,8 +289,7 @@ def _check_positive(what: str, value: int | None) -> None:
 
 
 def _check_new_name(refs: dict[str, SnapshotRef], name: str) -> None:
-    if not name:
-        raise ValidationError("a branch or tag name cannot be empty")
+    check_ref_name(name)
     if name in refs:
         kind = refs[name].ref_type.value
         raise ValidationError(

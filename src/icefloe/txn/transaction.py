@@ -9,7 +9,14 @@ The commit is a small state machine:
                        │
                        ├─ ok       -> COMMITTED: delete files of abandoned attempts
                        ├─ conflict -> back off, reload, re-apply (up to commit.retry.num-retries)
-                       └─ unknown  -> raise CommitStateUnknown and delete nothing
+                       ├─ unknown  -> raise CommitStateUnknown and delete nothing
+                       └─ other    -> delete this attempt's files only if the failure is known to
+                                      be clean (before the swap, or a ``CleanableFailure``); an
+                                      interrupt or unknown error during the swap deletes nothing
+
+A failure after which cleaning up was safe is marked (``errors.mark_nothing_committed``) so that
+callers holding staged files of their own (Spark jobs) apply the same rule
+(``errors.nothing_committed``).
 
 Actions never mutate shared state between attempts; every attempt starts from the metadata the
 catalog returned, so concurrent writers only see each other through the compare-and-swap.
@@ -24,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from icefloe.errors import CommitConflict, CommitStateUnknown
+from icefloe.errors import CommitConflict, CommitStateUnknown, mark_nothing_committed, nothing_committed
 from icefloe.io.fileio import FileIO
 from icefloe.spec.properties import checked_int_property
 from icefloe.spec.table_metadata import TableMetadata
@@ -132,11 +139,13 @@ class Transaction:
         attempt = 0
         while True:
             ctx = AttemptContext(self._target.io, base, _now_ms(self._now))
+            swapping = False
             try:
                 new_md = base
                 for action in self._actions:
                     updates = action.apply(ctx, new_md)
                     new_md = apply_updates(new_md, updates, ctx.now_ms)
+                swapping = True
                 new_location = self._target.swap_metadata(location, base, new_md)
             except CommitStateUnknown:
                 raise  # the swap may have happened: never delete anything
@@ -153,8 +162,15 @@ class Transaction:
                 time.sleep(policy.backoff_seconds(attempt))
                 base, location = self._target.load_for_commit()
                 continue
-            except BaseException:
+            except BaseException as exc:
+                # Iceberg Java's rule: clean up only when the failure is known to be clean. Before
+                # the swap started nothing can have been committed; once it started, only a
+                # CleanableFailure says so (an interrupt, a timeout or an unknown error may have
+                # struck after the catalog moved to the new metadata).
+                if swapping and not nothing_committed(exc):
+                    raise
                 self._cleanup(abandoned + ctx.written_files + self._given_files())
+                mark_nothing_committed(exc)
                 raise
             self._cleanup(abandoned)
             self.committed_metadata, self.committed_location = new_md, new_location
