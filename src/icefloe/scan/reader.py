@@ -15,7 +15,7 @@ from icefloe.expressions.arrow import to_arrow_expression
 from icefloe.expressions.ast import AlwaysTrue, Expression
 from icefloe.expressions.binding import bind, referenced_field_ids
 from icefloe.formats.arrow_schema import schema_to_arrow
-from icefloe.formats.parquet_data import read_parquet_data_file
+from icefloe.formats.data_files import read_data_file
 from icefloe.io.fileio import FileIO, normalize_location
 from icefloe.scan.tasks import DeleteFileRef, FileScanTask
 from icefloe.spec.content import FileContent
@@ -138,7 +138,7 @@ def read_task(io: FileIO, task: FileScanTask, request: ReadRequest) -> pa.Table:
     read_schema = prune_columns(request.table_schema, needed_ids)
     if lineage:
         read_schema = Schema(*read_schema.fields, *(METADATA_COLUMNS[n] for n in sorted(lineage)))
-    table = read_parquet_data_file(io, task.file_path, read_schema)
+    table = read_data_file(io, task.file_path, read_schema, task.data_file.file_format)
     positions = pa.array(np.arange(table.num_rows, dtype=np.int64))
     table = table.append_column(_POS_NAME, positions)
 
@@ -201,7 +201,7 @@ def _deleted_positions(io: FileIO, task: FileScanTask, deletes: Iterable[DeleteF
         f = ref.delete_file
         if f.file_format.lower() == "puffin":
             chunks.append(read_dv_positions(io, f))
-        elif f.file_format.lower() == "parquet":
+        elif f.file_format.lower() in ("parquet", "avro", "orc"):
             chunks.append(read_position_delete_positions(io, f, target))
         else:
             raise CorruptMetadata(f"unsupported position delete file format {f.file_format}: {f.file_path}")
