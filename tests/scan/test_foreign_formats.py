@@ -163,3 +163,12 @@ def test_orc_files_match_pyiceberg(catalog: Catalog) -> None:
     ours = table.scan(selected_fields=tuple(columns)).to_arrow()
     theirs = read_with_pyiceberg(table.metadata_location, columns=columns)
     assert normalized(ours) == normalized(theirs.select(columns))
+
+
+def test_avro_equality_deletes(catalog: Catalog) -> None:
+    table, _ = foreign_table(catalog)
+    eq = ff.write_avro_equality_deletes(f"{table.metadata.location}/data/eq-0.avro", [0, 33, 65])
+    with table.transaction() as tx:
+        tx.add_action(RowDelta(added_deletes=[eq]))
+    got = catalog.load_table("db.t").scan(selected_fields=("id",)).to_arrow()
+    assert sorted(got.column("id").to_pylist()) == sorted(set(range(70)) - DELETED - {0, 33, 65})

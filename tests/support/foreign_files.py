@@ -241,3 +241,11 @@ def _entry(path: str, fmt: str, count: int, content: FileContent = FileContent.D
         file_size_in_bytes=os.path.getsize(_local(path)),
         content=content,
     )
+
+
+def write_avro_equality_deletes(path: str, ids: list[int]) -> DataFile:
+    """An Avro equality delete file on ``id`` (field id 1)."""
+    schema = {"type": "record", "name": "delete", "fields": [{"name": "id", "type": "long", "field-id": 1}]}
+    with open(_local(path), "wb") as out:
+        fastavro.writer(out, fastavro.parse_schema(schema), [{"id": i} for i in ids])
+    return _entry(path, "avro", len(ids), FileContent.EQUALITY_DELETES).with_changes(equality_ids=(1,))

@@ -123,7 +123,8 @@ class IcefloeDataSource(DataSource):
 
 
 class PushdownIcefloeDataSource(IcefloeDataSource):
-    """The data source with filter pushdown (needs ``spark.sql.python.filterPushdown.enabled``)."""
+    """The data source registered when ``spark.sql.python.filterPushdown.enabled`` is on (Spark then
+    asks the reader for filters; ``IcefloePushdownReader`` leaves them all to Spark)."""
 
     pushdown: ClassVar[bool] = True
 
