@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icefloe.errors import CorruptMetadata, NotFound
-from icefloe.formats.parquet.data_files import read_parquet_data_file
+from icefloe.formats.data_files import read_data_file
 from icefloe.formats.puffin.deletion_vector import decode_dv_blob
 from icefloe.io.fileio import FileIO, normalize_location
 from icefloe.spec.content import DataFile
@@ -43,11 +43,7 @@ def read_dv_positions(io: FileIO, dv_file: DataFile) -> np.ndarray:
 
 def read_position_delete_positions(io: FileIO, delete_file: DataFile, data_path: str) -> np.ndarray:
     """Positions a position delete file deletes from the data file at ``data_path`` (normalised)."""
-    fs, path = io.filesystem_and_path(delete_file.file_path)
-    try:
-        table = pq.read_table(path, filesystem=fs, columns=None, page_checksum_verification=True)
-    except FileNotFoundError:
-        raise NotFound(f"position delete file {delete_file.file_path} does not exist") from None
+    table = _read_position_delete_file(io, delete_file)
     if table.num_rows != delete_file.record_count:
         raise CorruptMetadata(
             f"position delete file {delete_file.file_path} holds {table.num_rows} rows, its manifest "
@@ -75,6 +71,25 @@ def read_position_delete_positions(io: FileIO, delete_file: DataFile, data_path:
     return np.asarray(table.column(pos_col).filter(mask).to_numpy(), dtype=np.int64)
 
 
+def _read_position_delete_file(io: FileIO, delete_file: DataFile) -> pa.Table:
+    """Every column of a position delete file (Parquet, Avro or ORC), field ids in the metadata."""
+    fmt = delete_file.file_format.lower()
+    if fmt in ("avro", "orc"):
+        from icefloe.formats.avro.data_files import read_avro_file
+        from icefloe.formats.orc.data_files import read_orc_file
+
+        try:
+            read = read_avro_file if fmt == "avro" else read_orc_file
+            return read(io, delete_file.file_path)[0]
+        except NotFound:
+            raise NotFound(f"position delete file {delete_file.file_path} does not exist") from None
+    fs, path = io.filesystem_and_path(delete_file.file_path)
+    try:
+        return pq.read_table(path, filesystem=fs, columns=None, page_checksum_verification=True)
+    except FileNotFoundError:
+        raise NotFound(f"position delete file {delete_file.file_path} does not exist") from None
+
+
 def _position_columns(table: pa.Table, source: str) -> tuple[str, str]:
     """Find ``file_path`` (2147483546) and ``pos`` (2147483545) by field id, else by name."""
     by_id: dict[int, str] = {}
@@ -96,7 +111,7 @@ def apply_equality_deletes(io: FileIO, table: pa.Table, delete_file: DataFile, s
     if not ids:
         raise CorruptMetadata(f"equality delete file {delete_file.file_path} has no equality ids")
     key_schema = prune_columns(schema, set(ids))
-    deletes = read_parquet_data_file(io, delete_file.file_path, key_schema)
+    deletes = read_data_file(io, delete_file.file_path, key_schema, delete_file.file_format)
     if deletes.num_rows == 0 or table.num_rows == 0:
         return table
     names = [schema.find_column_name(i) or str(i) for i in ids]

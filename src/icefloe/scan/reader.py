@@ -15,7 +15,7 @@ from icefloe.expressions.arrow import to_arrow_expression
 from icefloe.expressions.ast import AlwaysTrue, Expression
 from icefloe.expressions.binding import bind, referenced_field_ids
 from icefloe.formats.arrow_schema import schema_to_arrow
-from icefloe.formats.parquet.data_files import read_parquet_data_file
+from icefloe.formats.data_files import read_data_file
 from icefloe.io.fileio import FileIO, normalize_location
 from icefloe.scan.tasks import DeleteFileRef, FileScanTask
 from icefloe.spec.content import FileContent
@@ -139,7 +139,7 @@ def read_task(io: FileIO, task: FileScanTask, request: ReadRequest) -> pa.Table:
     if lineage:
         read_schema = Schema(*read_schema.fields, *(METADATA_COLUMNS[n] for n in sorted(lineage)))
     with reading(task.file_path, "read the data file"):
-        table = read_parquet_data_file(io, task.file_path, read_schema)
+        table = read_data_file(io, task.file_path, read_schema, task.data_file.file_format)
     if table.num_rows != task.data_file.record_count:
         raise CorruptMetadata(
             f"{task.file_path}: holds {table.num_rows} rows, its manifest says {task.data_file.record_count}",
@@ -208,7 +208,7 @@ def _deleted_positions(io: FileIO, task: FileScanTask, deletes: Iterable[DeleteF
         with reading(f.file_path, "read the delete file"):
             if f.file_format.lower() == "puffin":
                 chunk = read_dv_positions(io, f)
-            elif f.file_format.lower() == "parquet":
+            elif f.file_format.lower() in ("parquet", "avro", "orc"):
                 chunk = read_position_delete_positions(io, f, target)
             else:
                 raise CorruptMetadata(

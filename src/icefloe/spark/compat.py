@@ -19,7 +19,11 @@ def map_in_arrow(
     PySpark's ``mapInArrow`` builds its UDF through ``pandas_udf``, which refuses to run without
     pandas although Arrow map functions never touch it. Without pandas the same UDF is built one
     level down (``vectorized_udf``) and handed to the JVM's ``mapInArrow`` directly.
+    Fails with a ValidationError naming the fix when the workers cannot import icefloe.
     """
+    from icefloe.spark.workers import require_icefloe_on_workers
+
+    require_icefloe_on_workers(df.sparkSession)
     if importlib.util.find_spec("pandas") is not None:
         return df.mapInArrow(func, schema)
     from pyspark.sql import DataFrame

@@ -9,16 +9,19 @@ narrowing the schema is up to you); writes take ``overwrite-filter``, ``partitio
 ``query-id`` (defaults to the checkpoint location). ``catalog-uri`` / ``warehouse`` override the
 catalog baked into the registered class by ``icefloe.spark.session()``.
 
-Every data file is one input partition read with ``icefloe.scan.reader.read_task`` (deletes
-applied) and returned as Arrow batches. Writes go through icefloe's Parquet writer on the
-executors (one file per partition per task, in a job-unique directory) and one commit on the
-driver. This is the friendly face: ``icefloe.spark.read_table`` / ``write_table`` are the fast paths.
+Reads plan the files when the query runs (from the table's current metadata; see
+``IcefloeReader`` for why) and read them with ``icefloe.scan.reader.read_task`` (deletes applied)
+as Arrow batches; the query's own filters are applied by Spark. Writes go through icefloe's
+Parquet writer on the executors (one file per partition per task, in a job-unique directory)
+and one commit on the driver. This is the friendly face: ``icefloe.spark.read_table`` /
+``write_table`` are the fast paths.
 """
 
 from __future__ import annotations
 
 import pickle
 import uuid
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -34,7 +37,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType as SparkStruct
 
 from icefloe.errors import ValidationError
-from icefloe.expressions.ast import AlwaysTrue, And, Expression
+from icefloe.expressions.ast import AlwaysTrue, Expression
 from icefloe.expressions.parser import to_expression
 from icefloe.spark.arrow_bridge import from_spark_arrow, spark_arrow_schema, to_spark_arrow
 from icefloe.spark.streaming import BATCH_ID_PROPERTY, QUERY_ID_PROPERTY
@@ -100,11 +103,11 @@ class IcefloeDataSource(DataSource):
 
     def schema(self) -> SparkStruct:
         """The table's columns (or those of the ``columns`` option) as a Spark schema."""
-        return _ReadSetup.create(self._opts(), self._load()).spark_schema()
+        return _ReadSetup.create(self._opts(), self._load(), self.catalog_properties).spark_schema()
 
     def reader(self, schema: SparkStruct) -> DataSourceReader:
         """A batch reader; plans the files on the driver."""
-        setup = _ReadSetup.create(self._opts(), self._load())
+        setup = _ReadSetup.create(self._opts(), self._load(), self.catalog_properties)
         return IcefloePushdownReader(setup) if self.pushdown else IcefloeReader(setup)
 
     def writer(self, schema: SparkStruct, overwrite: bool) -> IcefloeWriter:
@@ -120,7 +123,8 @@ class IcefloeDataSource(DataSource):
 
 
 class PushdownIcefloeDataSource(IcefloeDataSource):
-    """The data source with filter pushdown (needs ``spark.sql.python.filterPushdown.enabled``)."""
+    """The data source registered when ``spark.sql.python.filterPushdown.enabled`` is on (Spark then
+    asks the reader for filters; ``IcefloePushdownReader`` leaves them all to Spark)."""
 
     pushdown: ClassVar[bool] = True
 
@@ -131,7 +135,12 @@ class PushdownIcefloeDataSource(IcefloeDataSource):
 
 @dataclass
 class _ReadSetup:
-    """Picklable state of a read: table metadata, scan options, projection and request."""
+    """Picklable state of a read: which table, catalog, scan options; the schema Spark was given.
+
+    ``metadata`` is the table's metadata when the relation was created: it fixes the projection
+    (the Spark schema of a view or DataFrame never changes). The files are planned when the query
+    runs, from the metadata current then (see ``IcefloeReader``).
+    """
 
     metadata: Any
     io_properties: dict[str, str]
@@ -140,9 +149,13 @@ class _ReadSetup:
     as_of_ms: int | None
     row_filter: Expression
     columns: tuple[str, ...]
+    identifier: str = ""
+    catalog_properties: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def create(cls, opts: dict[str, str], table: Any) -> _ReadSetup:
+    def create(
+        cls, opts: dict[str, str], table: Any, catalog_properties: dict[str, str] | None = None
+    ) -> _ReadSetup:
         def num(key: str) -> int | None:
             return int(opts[key]) if opts.get(key) else None
 
@@ -157,20 +170,30 @@ class _ReadSetup:
             num("as-of-timestamp"),
             row_filter,
             cols,
+            _identifier(opts),
+            _catalog_props(opts, catalog_properties or {}),
         )
 
-    def scan(self, io: Any) -> Any:
+    def scan(self, io: Any, metadata: Any = None) -> Any:
         from icefloe.scan.table_scan import TableScan
 
         return TableScan(
             io=io,
-            metadata=self.metadata,
+            metadata=self.metadata if metadata is None else metadata,
             row_filter=self.row_filter,
             selected_fields=self.columns,
             snapshot_id=self.snapshot_id,
             ref=self.ref,
             as_of_timestamp_ms=self.as_of_ms,
         )
+
+    def current_metadata(self) -> Any:
+        """The table's metadata now (from the catalog), or the remembered one without a catalog."""
+        if not self.identifier:
+            return self.metadata
+        from icefloe.spark.runtime import catalog_from_properties
+
+        return catalog_from_properties(self.catalog_properties).load_table(self.identifier).metadata
 
     def io(self) -> Any:
         from icefloe.spark.runtime import executor_io
@@ -196,8 +219,26 @@ class _ReadSetup:
         return SparkStruct([to_spark_field(f, field_ids=False) for f in self.fields()])
 
 
+MIN_SLOTS = 8
+MAX_SLOTS = 256
+_PLANS: dict[tuple[str, ...], list[Any]] = {}
+_PLANS_KEPT = 8
+
+
 class IcefloeReader(DataSourceReader):
-    """One input partition per planned data file; each read returns Arrow batches."""
+    """Reads the table in ``slots`` input partitions, planning the files when the query runs.
+
+    Spark keeps a relation's planned partitions and pickled reader for the relation's lifetime
+    (``PythonDataSourceV2.getOrCreateReadInfo`` caches them; filter pushdown replaces them only for
+    queries with a pushable filter). A temporary view or a DataFrame would therefore replay its
+    first query's files, snapshot and pushed filters on every later query. So nothing query-specific
+    is decided at planning: a partition is only a slot number; each task loads the table's current
+    metadata, plans the files (with the ``filter`` option alone; Spark applies the query's own
+    filters to the rows) and reads the files whose path hashes to its slot. Tasks of one Spark SQL
+    execution in one Python worker share one plan. A commit landing while a query's tasks start
+    can be seen by some of its tasks and not others: ``read_table`` (planned once on the driver)
+    is the route for snapshot-isolated reads under concurrent writers.
+    """
 
     def __init__(self, setup: _ReadSetup) -> None:
         self.setup = setup
@@ -206,44 +247,73 @@ class IcefloeReader(DataSourceReader):
         self.target = spark_arrow_schema(setup.spark_schema())
 
     def partitions(self) -> Sequence[InputPartition]:
-        """Plan on the driver; the pickled scan task is the partition value."""
-        tasks = self.setup.scan(self.setup.io()).plan_files()
-        return [InputPartition(pickle.dumps(t)) for t in tasks]
+        """A slot per expected data file (from the current snapshot's summary), 8 to 256."""
+        files = _total_data_files(self.setup.current_metadata())
+        slots = max(MIN_SLOTS, min(MAX_SLOTS, files))
+        return [InputPartition((slot, slots)) for slot in range(slots)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        """Read one data file (deletes and residual filter applied)."""
+        """Read the files of this slot (deletes and the ``filter`` option applied)."""
         from icefloe.scan.reader import read_task
 
         if partition.value is None:
             return
-        task = pickle.loads(partition.value)
-        table = read_task(self.setup.io(), task, self.request)
-        if table.num_rows:
-            yield from to_spark_arrow(table, self.fields, self.target).to_batches(max_chunksize=65536)
+        slot, slots = partition.value
+        io = self.setup.io()
+        for task in self._tasks():
+            if _slot_of(task.file_path, slots) != slot:
+                continue
+            table = read_task(io, task, self.request)
+            if table.num_rows:
+                yield from to_spark_arrow(table, self.fields, self.target).to_batches(max_chunksize=65536)
+
+    def _tasks(self) -> list[Any]:
+        """The scan tasks of the current snapshot (shared by this execution's tasks in this worker)."""
+        execution = _execution_id()
+        key = (self.setup.identifier, repr(sorted(self.setup.catalog_properties.items())), execution or "")
+        cached = _PLANS.get(key) if execution else None
+        if cached is not None:
+            return cached
+        tasks: list[Any] = self.setup.scan(self.setup.io(), self.setup.current_metadata()).plan_files()
+        if execution:
+            while len(_PLANS) >= _PLANS_KEPT:
+                _PLANS.pop(next(iter(_PLANS)))
+            _PLANS[key] = tasks
+        return tasks
+
+
+def _total_data_files(metadata: Any) -> int:
+    snapshot = metadata.current_snapshot() if hasattr(metadata, "current_snapshot") else None
+    summary = getattr(snapshot, "summary", None) or {}
+    try:
+        return int(summary.get("total-data-files", 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+def _slot_of(path: str, slots: int) -> int:
+    """A stable slot for a file path (the same in every worker process)."""
+    return zlib.crc32(path.encode("utf-8")) % slots
+
+
+def _execution_id() -> str | None:
+    """The Spark SQL execution this task belongs to (None outside a task)."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    if ctx is None:
+        return None
+    value = ctx.getLocalProperty("spark.sql.execution.id")
+    return None if value is None else str(value)
 
 
 class IcefloePushdownReader(IcefloeReader):
-    """A reader that also uses Spark's filters for planning (Spark still applies them to rows)."""
+    """The reader used when ``spark.sql.python.filterPushdown.enabled`` is on.
 
-    def pushFilters(self, filters: list[Any]) -> Iterator[Any]:
-        """Use every expressible filter to prune files; report all back so Spark re-checks rows."""
-        from icefloe.expressions.binding import bind
-        from icefloe.spark.filters import from_datasource_filter
-
-        schema = self.request.table_schema
-        expr = self.setup.row_filter
-        for f in filters:
-            converted = from_datasource_filter(f)
-            if converted is None:
-                continue
-            try:
-                bind(schema, converted)
-            except Exception:  # a column or literal icefloe cannot bind: leave it to Spark
-                continue
-            expr = And(expr, converted)
-        self.setup.row_filter = expr
-        self.request = self.setup.request()
-        return iter(list(filters))
+    It takes no filter: Spark would keep the pruned plan of the first query with a pushable
+    filter for later queries of the same relation (see ``IcefloeReader``), so every filter stays
+    with Spark, which applies it to the rows with its own semantics (NaN included).
+    """
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,7 +14,14 @@ from icefloe.expressions.binding import bind
 from icefloe.expressions.bound import BoundPredicate, BoundReference
 from icefloe.spark.schema import spark_literal
 from icefloe.spec.schema import Schema
-from icefloe.spec.types import DateType, IcebergType, TimestampType, TimestamptzType
+from icefloe.spec.types import (
+    DateType,
+    DoubleType,
+    FloatType,
+    IcebergType,
+    TimestampType,
+    TimestamptzType,
+)
 
 
 def to_spark_filter(schema: Schema, expr: Expression, case_sensitive: bool = True) -> Column:
@@ -32,7 +39,7 @@ def _convert(expr: Expression) -> Column:
     if isinstance(expr, Or):
         return _convert(expr.left) | _convert(expr.right)
     if isinstance(expr, Not):
-        return ~_convert(expr.child)
+        return _convert(expr.child.negate())  # as the Arrow evaluator does (NaN stays unmatched)
     if isinstance(expr, BoundPredicate):
         return _predicate(expr)
     raise TypeError(f"cannot translate filter {expr!r} to Spark")
@@ -83,10 +90,11 @@ def _predicate(p: BoundPredicate) -> Column:
         return col < lit
     if op is Op.LT_EQ:
         return col <= lit
-    if op is Op.GT:
-        return col > lit
-    if op is Op.GT_EQ:
-        return col >= lit
+    if op in (Op.GT, Op.GT_EQ):
+        # Spark orders NaN above every value; icefloe filters follow Iceberg (and IEEE): a
+        # comparison never matches NaN, so the native route agrees with the Python route.
+        cmp = col > lit if op is Op.GT else col >= lit
+        return cmp & ~F.isnan(col) if isinstance(t, FloatType | DoubleType) else cmp
     if op is Op.STARTS_WITH:
         return col.startswith(lit)
     if op is Op.NOT_STARTS_WITH:

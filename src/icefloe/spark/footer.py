@@ -2,8 +2,9 @@
 
 Spark's Parquet writer records per-row-group statistics; the driver turns them into Iceberg
 metrics (column sizes, value and null counts, lower/upper bounds truncated per the table's
-``write.metadata.metrics.*`` modes) without reading any data. Float and double bounds are left
-out: without NaN counts (which footers do not carry) they could exclude NaN rows from a scan.
+``write.metadata.metrics.*`` modes) without reading the data. Footers carry no NaN counts, so float
+and double columns alone are read back from the file: their NaN counts and NaN-free bounds are
+computed from the values, as icefloe's own writer does (spec: bounds never include NaN).
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from icefloe.formats.parquet.metrics import (
+    FileMetrics,
+    Leaf,
     MetricsConfig,
+    float_leaf_metrics,
     iter_leaves,
     split_offsets,
     truncate_binary_lower,
@@ -33,6 +37,8 @@ from icefloe.spec.types import (
     BooleanType,
     DateType,
     DecimalType,
+    DoubleType,
+    FloatType,
     IcebergType,
     IntegerType,
     LongType,
@@ -76,7 +82,8 @@ def data_files_from_footers(
     def one(item: tuple[str, tuple[Any, ...]]) -> DataFile:
         path, partition = item
         footer, size = read_footer(io, path)
-        return data_file_from_footer(path, footer, size, schema, spec_id, partition, config)
+        floats = _float_metrics(io, path, footer, schema, config)
+        return data_file_from_footer(path, footer, size, schema, spec_id, partition, config, floats)
 
     if len(files) <= 1:
         return [one(f) for f in files]
@@ -92,8 +99,10 @@ def data_file_from_footer(
     spec_id: int,
     partition: tuple[Any, ...],
     config: MetricsConfig,
+    floats: FileMetrics | None = None,
 ) -> DataFile:
-    """One DataFile with metrics taken from the footer's column-chunk statistics."""
+    """One DataFile with metrics from the footer's column-chunk statistics (``floats``: NaN counts
+    and bounds of float/double columns, computed from their values by ``_float_metrics``)."""
     by_path = {leaf.name: leaf for leaf in iter_leaves(schema.fields)}
     column_sizes: dict[int, int] = {}
     value_counts: dict[int, int] = {}
@@ -118,6 +127,10 @@ def data_file_from_footer(
                 null_counts[fid] = stats.nulls
             if mode.bounds and not leaf.repeated and isinstance(t, _BOUNDED) and stats.complete:
                 _add_bounds(t, fid, stats.lo, stats.hi, mode.kind, mode.length, lower, upper)
+    nan_counts = dict(floats.nan_value_counts) if floats is not None else {}
+    if floats is not None:
+        lower.update(floats.lower_bounds)
+        upper.update(floats.upper_bounds)
     return DataFile(
         file_path=path,
         file_format="parquet",
@@ -129,11 +142,31 @@ def data_file_from_footer(
         column_sizes=column_sizes,
         value_counts=value_counts,
         null_value_counts=null_counts,
-        nan_value_counts={},
+        nan_value_counts=nan_counts,
         lower_bounds=lower,
         upper_bounds=upper,
         split_offsets=split_offsets(footer),
     )
+
+
+def _float_metrics(
+    io: FileIO, path: str, footer: pq.FileMetaData, schema: Schema, config: MetricsConfig
+) -> FileMetrics | None:
+    """NaN counts and NaN-free bounds of the file's float/double columns (read back: footers lack NaN
+    counts); None when the table has no such column with metrics enabled."""
+    leaves: list[Leaf] = [
+        leaf
+        for leaf in iter_leaves(schema.fields)
+        if isinstance(leaf.field.field_type, FloatType | DoubleType)
+        and config.mode(leaf.field.field_id).counts
+    ]
+    if not leaves or not footer.num_rows:
+        return None
+    tops = sorted({leaf.path[0] for leaf in leaves})
+    present = set(footer.schema.to_arrow_schema().names)
+    fs, fs_path = io.filesystem_and_path(path)
+    data = pq.read_table(fs_path, filesystem=fs, columns=[t for t in tops if t in present])
+    return float_leaf_metrics(data, [leaf for leaf in leaves if leaf.path[0] in present], config)
 
 
 class _Stats:
@@ -185,6 +218,8 @@ def _converter(t: IcebergType) -> Callable[[Any], Any]:
         return lambda v: v.encode("utf-8") if isinstance(v, str) else bytes(v)
     if isinstance(t, BooleanType):
         return bool
+    if isinstance(t, FloatType | DoubleType):
+        return float  # NaN and +-inf have no int; float bounds come from the values (_float_metrics)
     return int
 
 

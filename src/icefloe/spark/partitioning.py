@@ -162,8 +162,13 @@ def _bucket(col: Column, source_type: IcebergType, n: int) -> Column:
 
 def _bucket_udf(source_type: IcebergType, n: int) -> Any:
     """An Arrow UDF computing Iceberg buckets with icefloe's own hash (strings, binary, decimals)."""
+    from pyspark.sql import SparkSession
     from pyspark.sql.pandas.functions import arrow_udf
     from pyspark.util import PythonEvalType
+
+    from icefloe.spark.workers import require_icefloe_on_workers
+
+    require_icefloe_on_workers(SparkSession.getActiveSession())
 
     def bucket(values: Any) -> Any:
         import pyarrow as pa

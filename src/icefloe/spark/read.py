@@ -7,8 +7,8 @@ on the driver. Then, per file:
   schema whose fields carry ``parquet.field.id`` (with ``spark.sql.parquet.fieldId.read.enabled``
   columns resolve by id, so renamed columns read correctly). Spark keeps column pruning and its
   own row-group pushdown; the row filter is applied again as a Spark filter (the residual).
-- **python**: files with deletes (or reads needing row-lineage metadata columns, types Spark
-  cannot read as Iceberg does, or column defaults) go through ``mapInArrow`` running
+- **python**: files with deletes, Avro and ORC data files (or reads needing row-lineage metadata
+  columns, types Spark cannot read as Iceberg does, or column defaults) go through ``mapInArrow`` running
   ``icefloe.scan.reader.read_task`` on the executors, which applies the deletes and the residual.
 
 The two parts are unioned. An empty plan gives an empty DataFrame with the right schema.
@@ -132,7 +132,10 @@ def plan_read(
         not meta and not name_mapped and native_readable(projected.as_struct) and not _has_defaults(projected)
     )
     for task in tasks:
-        if all_native and not task.deletes:
+        # Spark's Parquet reader resolves Parquet field ids; Avro and ORC files (written by other
+        # Iceberg writers) go through icefloe's reader, which finds their columns by Iceberg id.
+        parquet = task.data_file.file_format.lower() == "parquet"
+        if all_native and parquet and not task.deletes:
             plan.native.append(task)
         else:
             plan.python.append(task)

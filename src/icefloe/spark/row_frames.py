@@ -149,15 +149,6 @@ def _first_line(exc: Exception) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def cluster_by_file(frame: DataFrame, schema: Schema, partitions: int) -> DataFrame:
-    """Rows of one data file in one partition, sorted by ``_file`` / ``_pos`` (inserts spread by hash)."""
-    from pyspark.sql import functions as F
-
-    spread = F.abs(F.hash(*[F.col(quote(f.name)) for f in schema.fields])) % max(1, partitions)
-    key = F.coalesce(F.col(FILE_COLUMN), F.concat(F.lit("\u0000insert-"), spread.cast("string")))
-    return frame.repartition(max(1, partitions), key).sortWithinPartitions(FILE_COLUMN, POS_COLUMN)
-
-
 def change_frame_columns(
     md: TableMetadata,
     old: Mapping[str, Column],

@@ -43,6 +43,7 @@ from icefloe.expressions.change_filters import change_filter
 from icefloe.expressions.evaluators import strict_partition_evaluators
 from icefloe.scan.planner import plan_files
 from icefloe.scan.tasks import FileScanTask
+from icefloe.spark.clustering import cluster_by_partition
 from icefloe.spark.commit import merge_enabled
 from icefloe.spark.compat import map_in_arrow
 from icefloe.spark.executor_jobs import (
@@ -57,7 +58,6 @@ from icefloe.spark.row_frames import (
     Assignments,
     assignment_exprs,
     change_frame_columns,
-    cluster_by_file,
     conform_assignments,
     metadata_columns,
     quote,
@@ -512,11 +512,12 @@ def _run_changes(
     cow = change.mode == COPY_ON_WRITE
     if not cow:
         changes = changes.where(F.col(ACTION) != F.lit(KEEP))
-    # one group of output files (and, merge-on-read, one Puffin file) per partition: no more
-    # partitions than files to change, unless the cluster is wider (inserted rows spread too)
+    # rows meet by table partition (a file's rows stay together): one group of output files (and,
+    # merge-on-read, one Puffin file) per task; no more tasks than files to change, unless the
+    # cluster is wider
     shuffle = int(spark.conf.get("spark.sql.shuffle.partitions") or "200")
     partitions = max(1, min(shuffle, max(len(tasks), spark.sparkContext.defaultParallelism)))
-    clustered = cluster_by_file(changes, md.schema(), partitions)
+    clustered = cluster_by_partition(changes, md, tasks, partitions)
     staging = JobStaging.create(table.io, md)
     job = ChangeJob(staging.metadata, dict(table.io.properties), cow)
     by_path = {t.file_path: t for t in tasks}

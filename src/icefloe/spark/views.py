@@ -7,7 +7,7 @@ Python data sources cannot back persistent catalog tables (``CREATE TABLE ... US
     spark.sql("CREATE TEMPORARY VIEW t USING icefloe OPTIONS (table 'ns.t')")
     spark.sql("INSERT INTO t SELECT ...")          # append
     spark.sql("INSERT OVERWRITE t SELECT ...")     # replace the table's rows
-    spark.sql("SELECT ... FROM t WHERE ...")       # reads the snapshot current when the view's plan was made
+    spark.sql("SELECT ... FROM t WHERE ...")       # reads the snapshot current when the query runs
 
 (``create_view`` runs the CREATE TEMPORARY VIEW statement.)
 """

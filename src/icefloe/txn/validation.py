@@ -43,7 +43,7 @@ from icefloe.errors import CommitConflict, IcefloeError, NotFound
 from icefloe.expressions.ast import Expression
 from icefloe.expressions.bound_evaluation import decode_bound
 from icefloe.expressions.evaluators import InclusiveMetricsEvaluator, PartitionEvaluator
-from icefloe.formats.parquet.data_files import read_parquet_data_file
+from icefloe.formats.data_files import read_data_file
 from icefloe.spec.content import (
     DataFile,
     EntryStatus,
@@ -386,7 +386,7 @@ def referenced_data_paths(io: Any, delete_file: DataFile) -> list[str]:
     """The data file paths a position delete file names (read from its ``file_path`` column)."""
     if delete_file.referenced_data_file is not None:
         return [delete_file.referenced_data_file]
-    table = read_parquet_data_file(io, delete_file.file_path, _POSITION_DELETE_PATHS)
+    table = read_data_file(io, delete_file.file_path, _POSITION_DELETE_PATHS, delete_file.file_format)
     return sorted(str(p) for p in pc.unique(table.column("file_path")).to_pylist())
 
 

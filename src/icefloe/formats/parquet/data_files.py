@@ -272,17 +272,46 @@ def read_parquet_data_file(
             pf = pq.ParquetFile(source, coerce_int96_timestamp_unit="us", page_checksum_verification=True)
         except (pa.ArrowInvalid, OSError) as exc:
             raise CorruptMetadata(f"cannot read Parquet file {path}: {exc}", location=path) from exc
-        file_schema = pf.schema_arrow
-        if not _has_field_ids(file_schema):
-            nodes = _parse_name_mapping(name_mapping) if name_mapping is not None else None
-            if nodes is None:
-                nodes = _mapping_from_schema(file_schema_hint or projected_schema)
-            file_schema = pa.schema([_apply_mapping(f, nodes) for f in file_schema])
+        file_schema = resolve_field_ids(pf.schema_arrow, projected_schema, file_schema_hint, name_mapping)
         top = {fid: f for f in file_schema if (fid := field_id_of(f)) is not None}
         wanted = [top[f.field_id].name for f in projected_schema.fields if f.field_id in top]
         data = pf.read(columns=wanted) if wanted else None
         num_rows = pf.metadata.num_rows
+    table = project_by_field_id(data, file_schema, num_rows, projected_schema, path, constants)
+    if row_filter_arrow is not None:
+        table = table.filter(row_filter_arrow)
+    return table
 
+
+def resolve_field_ids(
+    file_schema: pa.Schema,
+    projected_schema: Schema,
+    file_schema_hint: Schema | None = None,
+    name_mapping: str | list[dict[str, Any]] | None = None,
+) -> pa.Schema:
+    """``file_schema`` as is when it carries field ids, else with ids assigned by name (through the
+    name mapping when given, else the hint's or the projected schema's names)."""
+    if _has_field_ids(file_schema):
+        return file_schema
+    nodes = _parse_name_mapping(name_mapping) if name_mapping is not None else None
+    if nodes is None:
+        nodes = _mapping_from_schema(file_schema_hint or projected_schema)
+    return pa.schema([_apply_mapping(f, nodes) for f in file_schema])
+
+
+def project_by_field_id(
+    data: pa.Table | None,
+    file_schema: pa.Schema,
+    num_rows: int,
+    projected_schema: Schema,
+    path: str,
+    constants: Mapping[int, Any] | None = None,
+) -> pa.Table:
+    """``data`` (columns named as in ``file_schema``, whose fields carry field ids) re-shaped into
+    ``schema_to_arrow(projected_schema)``: columns found by id at every level, promotions applied,
+    missing columns filled from ``constants``, else ``initial-default``, else nulls. Used for
+    Parquet, Avro and ORC files alike."""
+    top = {fid: f for f in file_schema if (fid := field_id_of(f)) is not None}
     target = schema_to_arrow(projected_schema)
     columns = []
     for f, af in zip(projected_schema.fields, target, strict=True):
@@ -294,12 +323,8 @@ def read_parquet_data_file(
         else:
             columns.append(pa.chunked_array([_missing(f, af.type, num_rows, constants, path)], type=af.type))
     if columns:
-        table = pa.Table.from_arrays(columns, schema=target)
-    else:
-        table = pa.Table.from_struct_array(pa.array([{}] * num_rows, pa.struct([])))
-    if row_filter_arrow is not None:
-        table = table.filter(row_filter_arrow)
-    return table
+        return pa.Table.from_arrays(columns, schema=target)
+    return pa.Table.from_struct_array(pa.array([{}] * num_rows, pa.struct([])))
 
 
 def _has_field_ids(schema: pa.Schema) -> bool:

@@ -264,6 +264,21 @@ def collect_metrics(
     return out
 
 
+def float_leaf_metrics(table: pa.Table, leaves: list[Leaf], config: MetricsConfig) -> FileMetrics:
+    """NaN counts and NaN-free bounds of float/double ``leaves``, computed from ``table``'s values."""
+    out = FileMetrics()
+    for leaf in leaves:
+        fid = leaf.field.field_id
+        mode = config.mode(fid)
+        if not mode.counts:
+            continue
+        data = _leaf_values(table, leaf.path)
+        out.nan_value_counts[fid] = int(pc.sum(pc.is_nan(data)).as_py() or 0) if len(data) else 0
+        if mode.bounds and not leaf.repeated:
+            _add_bounds(out, fid, leaf.field.field_type, data, mode)
+    return out
+
+
 def _leaf_values(table: pa.Table, path: tuple[str, ...]) -> pa.ChunkedArray:
     """A leaf column's values; struct parents' nulls applied, lists/maps flattened."""
     col: pa.ChunkedArray = table.column(path[0])

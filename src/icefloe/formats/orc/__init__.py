@@ -1,0 +1,1 @@
+"""ORC data files and position-delete files written by other engines (Iceberg Java), read to Arrow."""

@@ -1,0 +1,36 @@
+"""Avro and ORC data files and Avro/ORC position-delete files through the Spark paths: ``read_table``
+(Parquet files on Spark's reader, the others through icefloe's), the data source, and a row-level
+delete on them (issue 13, item 7)."""
+
+from __future__ import annotations
+
+from icefloe.catalog.base import Catalog
+from icefloe.spark import delete_rows, plan_read, read_table
+from icefloe.spark.views import create_view
+from tests.scan.test_foreign_formats import DELETED, expected, foreign_table, normalized
+
+
+def test_read_table_and_data_source_read_every_format(spark, catalog: Catalog, table_name: str) -> None:  # type: ignore[no-untyped-def]
+    table, _ = foreign_table(catalog, table_name)
+    plan = plan_read(table)
+    assert {t.data_file.file_format for t in plan.native} <= {"parquet"}  # Spark's reader: Parquet only
+    assert {"avro", "orc"} <= {t.data_file.file_format for t in plan.python}
+    want = expected(set(range(70)) - DELETED)
+    assert normalized(read_table(spark, table_name).toArrow()) == want
+    filtered = read_table(spark, table_name, row_filter="qty < 4", columns=["id", "qty"]).toArrow()
+    assert normalized(filtered) == [{"id": r["id"], "qty": r["qty"]} for r in want if r["qty"] < 4]
+    create_view(spark, "foreign_view", table_name)
+    ids = [r[0] for r in spark.sql("SELECT id FROM foreign_view WHERE id < 40 ORDER BY id").collect()]
+    assert ids == [i for i in range(40) if i not in DELETED]
+
+
+def test_row_level_delete_on_avro_and_orc_files(spark, catalog: Catalog, table_name: str) -> None:  # type: ignore[no-untyped-def]
+    foreign_table(catalog, table_name)
+    result = delete_rows(spark, table_name, "id >= 25 and id < 35", mode="merge-on-read")
+    gone = set(range(25, 35)) - DELETED
+    assert result.deleted_rows == len(gone)
+    assert normalized(read_table(spark, table_name).toArrow()) == expected(set(range(70)) - DELETED - gone)
+    result = delete_rows(spark, table_name, "id < 5", mode="copy-on-write")  # rewrites the Avro file
+    assert result.deleted_rows == len(set(range(5)) - DELETED)
+    left = set(range(70)) - DELETED - gone - set(range(5))
+    assert normalized(catalog.load_table(table_name).scan().to_arrow()) == expected(left)
