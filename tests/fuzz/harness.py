@@ -161,13 +161,10 @@ def read_rows(metadata_location: str) -> list[tuple[Any, ...]]:
     from icefloe.formats.metadata.files import clear_metadata_cache, read_table_metadata
     from icefloe.io.fileio import FileIO
     from icefloe.scan.table_scan import TableScan
-    from icefloe.tree import read_seam, v4_read
+    from icefloe.tree import read_seam
 
     clear_metadata_cache()
-    with read_seam._manifest_lists_lock:
-        read_seam._manifest_lists.clear()
-    with v4_read._cache_lock:
-        v4_read._cache.clear()
+    read_seam.clear_caches()
     io = FileIO()
     md = read_table_metadata(io, metadata_location)
     table = TableScan(io, md, metadata_location=metadata_location).to_arrow()

@@ -99,7 +99,7 @@ def test_a_root_without_the_key_reads_with_the_table_property(tmp_path: Path) ->
     snap = table.current_snapshot()
     assert snap is not None
     _rewrite_root(snap.root_manifest, drop_key=True)
-    v4_read._cache.clear()
+    v4_read.clear_root_cache()
     assert _ids(table) == [i for i in range(16) if i % 8 != 0]
 
 
@@ -138,7 +138,7 @@ def test_a_recorded_cardinality_the_bitmap_does_not_hold_blames_the_root(tmp_pat
     snap = table.current_snapshot()
     assert snap is not None and snap.root_manifest is not None
     _rewrite_root(snap.root_manifest, cardinality=5)
-    v4_read._cache.clear()
+    v4_read.clear_root_cache()
     with pytest.raises(CorruptMetadata, match="dv_cardinality 5") as err:
         table.scan().to_arrow()
     assert err.value.location == snap.root_manifest
@@ -154,7 +154,7 @@ def test_an_unknown_encoding_in_the_footer_is_the_roots_fault(tmp_path: Path) ->
     pf = pq.ParquetFile(path)
     meta = {**(pf.metadata.metadata or {}), MDV_ENCODING_KEY.encode(): b"zip-9"}
     pq.write_table(pf.read().replace_schema_metadata(meta), path)
-    v4_read._cache.clear()
+    v4_read.clear_root_cache()
     with pytest.raises(CorruptMetadata, match="zip-9") as err:
         table.scan().to_arrow()
     assert err.value.location == snap.root_manifest

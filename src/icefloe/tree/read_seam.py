@@ -101,3 +101,10 @@ def live_entries(
     if snapshot.root_manifest is not None:
         return v4_read.live_entries(io, metadata, snapshot, selection)
     return v3_read.live_entries(io, metadata, snapshot, selection)
+
+
+def clear_caches() -> None:
+    """Forget the decoded manifest lists and roots kept for repeated plans (files are immutable, so
+    only a test or a tool that rewrites a file in place needs this)."""
+    v3_read.clear_manifest_list_cache()
+    v4_read.clear_root_cache()

@@ -69,6 +69,12 @@ _manifest_lists: OrderedDict[tuple[str, int], tuple[ManifestFile, ...]] = Ordere
 _manifest_lists_lock = threading.Lock()
 
 
+def clear_manifest_list_cache() -> None:
+    """Forget every decoded manifest list (tests that rewrite files in place need this)."""
+    with _manifest_lists_lock:
+        _manifest_lists.clear()
+
+
 def _cached_manifest_list(io: FileIO, location: str, snapshot_id: int) -> list[ManifestFile]:
     """``read_manifest_list``, remembered by location and size for repeated plans of a snapshot."""
     with reading(location, "read the manifest list", snapshot_id=snapshot_id):

@@ -118,6 +118,12 @@ def positions(codec: ManifestDVCodec, data: bytes | None, source: str) -> set[in
     return set(codec.decode(data, source=source).to_list())
 
 
+def clear_root_cache() -> None:
+    """Forget every decoded root manifest (tests that rewrite files in place need this)."""
+    with _cache_lock:
+        _cache.clear()
+
+
 def read_root(io: FileIO, metadata: TableMetadata, location: str) -> RootContents:
     """The rows of a root manifest (cached: root files are immutable)."""
     key = (
