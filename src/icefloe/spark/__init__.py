@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from icefloe.spark.read import plan_read, read_table
     from icefloe.spark.rewrite import rewrite_data_files
     from icefloe.spark.row_level import delete_rows, merge_into, update_rows
-    from icefloe.spark.sql import create_table, create_view
+    from icefloe.spark.views import create_table, create_view
     from icefloe.spark.streaming import stream_writer
     from icefloe.spark.write import write_table
 
@@ -37,8 +37,8 @@ _EXPORTS = {
     "read_table": "icefloe.spark.read",
     "plan_read": "icefloe.spark.read",
     "write_table": "icefloe.spark.write",
-    "create_table": "icefloe.spark.sql",
-    "create_view": "icefloe.spark.sql",
+    "create_table": "icefloe.spark.views",
+    "create_view": "icefloe.spark.views",
     "stream_writer": "icefloe.spark.streaming",
     "delete_rows": "icefloe.spark.row_level",
     "update_rows": "icefloe.spark.row_level",
