@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from icefloe.spark.context import register, session
     from icefloe.spark.read import plan_read, read_table
     from icefloe.spark.rewrite import rewrite_data_files
+    from icefloe.spark.statements import sql
     from icefloe.spark.row_level import delete_rows, merge_into, update_rows
     from icefloe.spark.views import create_table, create_view
     from icefloe.spark.streaming import stream_writer
@@ -26,6 +27,7 @@ __all__ = [
     "register",
     "rewrite_data_files",
     "session",
+    "sql",
     "stream_writer",
     "update_rows",
     "write_table",
@@ -44,6 +46,7 @@ _EXPORTS = {
     "update_rows": "icefloe.spark.row_level",
     "merge_into": "icefloe.spark.row_level",
     "rewrite_data_files": "icefloe.spark.rewrite",
+    "sql": "icefloe.spark.statements",
 }
 
 
