@@ -12,6 +12,7 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import NoReturn
 
 import sqlglot
 from sqlglot import exp
@@ -124,7 +125,7 @@ def parse_expression(text: str) -> exp.Expr:
     """One SQL expression (a transform, a procedure call's arguments, a default)."""
     try:
         with _quiet_sqlglot():
-            return sqlglot.parse_one(text, read=DIALECT, into=exp.Expression)
+            return sqlglot.parse_one(text, read=DIALECT)
     except ParseError as exc:
         info = exc.errors[0] if exc.errors else {}
         raise SqlSyntaxError(
@@ -144,7 +145,7 @@ class TokenCursor:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.tokens = tokenize(text)
+        self.tokens = _command_tokens(text)
         self.pos = 0
 
     def at_end(self) -> bool:
@@ -168,7 +169,7 @@ class TokenCursor:
         if not self.accept(*words):
             self.fail(f"expected {' '.join(words)}")
 
-    def fail(self, message: str) -> None:
+    def fail(self, message: str) -> NoReturn:
         """Raise a syntax error naming the current token's position."""
         tok = self.tokens[min(self.pos, len(self.tokens) - 1)] if self.tokens else None
         found = f" (found {tok.text!r})" if tok is not None and not self.at_end() else " (at the end)"
@@ -225,6 +226,23 @@ class TokenCursor:
                 end = _string_end(self.text, tok)
             self.pos += 1
         return self.text[begin:end].strip()
+
+
+def _command_tokens(text: str) -> list[Token]:
+    """Tokens of ``text``; a command keyword (SHOW, CALL, ...) swallows the rest as one string in
+    sqlglot's tokenizer, so the rest is tokenized again (positions kept)."""
+    tokens = tokenize(text)
+    out: list[Token] = []
+    for i, tok in enumerate(tokens):
+        out.append(tok)
+        if tok.token_type in Spark.Tokenizer.COMMANDS and i + 1 < len(tokens):
+            offset = tok.end + 1
+            rest = tokenize(text[offset:])
+            for r in rest:
+                r.start += offset
+                r.end += offset
+            return out + rest
+    return out
 
 
 def _string_end(text: str, tok: Token) -> int:

@@ -22,6 +22,9 @@ def run_statement(ctx: SqlContext, stmt: Statement) -> DataFrame:
     tree = stmt.tree
     if tree is None:
         if mentions_icefloe(ctx, stmt) and stmt.error is not None:
+            handled = extensions.handle(ctx, stmt, None)
+            if handled is not None:
+                return handled
             raise stmt.error
         return ctx.spark.sql(stmt.text)  # Spark's own syntax error (or a statement sqlglot lacks)
     if isinstance(tree, exp.Use):
