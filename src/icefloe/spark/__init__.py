@@ -11,10 +11,10 @@ if TYPE_CHECKING:
     from icefloe.spark.context import register, session
     from icefloe.spark.read import plan_read, read_table
     from icefloe.spark.rewrite import rewrite_data_files
-    from icefloe.spark.statements import sql
     from icefloe.spark.row_level import delete_rows, merge_into, update_rows
-    from icefloe.spark.views import create_table, create_view
+    from icefloe.spark.statements import sql
     from icefloe.spark.streaming import stream_writer
+    from icefloe.spark.views import create_table, create_view
     from icefloe.spark.write import write_table
 
 __all__ = [
