@@ -249,7 +249,7 @@ def test_crash_while_deleting_leaves_a_readable_table(catalog: Catalog, tmp_path
                 os._exit(9)  # killed in the middle of the file deletion
             real(self, location, missing_ok)
         FileIO.delete = dying_delete
-        catalog = load_catalog(uri="sqlite:///{tmp_path}/c.db", warehouse="{tmp_path / 'wh'}")
+        catalog = load_catalog(uri="sqlite:///{tmp_path}/c.db", warehouse="{tmp_path / "wh"}")
         expire_snapshots(catalog.load_table("db.t"), older_than=int(time.time() * 1000) + 1)
         """
     )

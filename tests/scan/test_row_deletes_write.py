@@ -37,7 +37,6 @@ from tests.support.interop import read_with_duckdb, read_with_pyiceberg
 SCHEMA = Schema(NestedField(1, "id", LongType(), True), NestedField(2, "tag", StringType(), False))
 
 
-
 @pytest.fixture
 def catalog(tmp_path: Path) -> Catalog:
     cat = load_catalog(uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))

@@ -76,9 +76,7 @@ def test_v3_table_upgraded_to_v4_reaches_its_legacy_manifests(catalog: Catalog) 
 
 
 @pytest.mark.parametrize("fv", [2, 3, 4])
-def test_columnar_and_object_paths_agree(
-    catalog: Catalog, fv: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_columnar_and_object_paths_agree(catalog: Catalog, fv: int, monkeypatch: pytest.MonkeyPatch) -> None:
     table = _busy_table(catalog, fv, {"write.v4.root.max-inline-entries": "2"})
     snapshots = table.snapshots()
     columnar = reachable_files(table.io, table.metadata, snapshots)
