@@ -70,40 +70,60 @@ class SqlContext:
     catalog: Catalog
     name: str = DEFAULT_CATALOG_NAME
     _tables: dict[tuple[str, ...], Table | None] = field(default_factory=dict)
+    _current: tuple[bool, tuple[str, ...]] | None = None
 
     @classmethod
     def for_session(cls, spark: SparkSession, catalog: Catalog | None = None) -> SqlContext:
-        """The context of ``spark`` (catalog from the session's icefloe configuration unless given)."""
+        """The context of ``spark`` (catalog from the session's icefloe configuration unless given).
+
+        The session's catalog is looked up once per SparkSession (reading Spark's configuration
+        through py4j costs milliseconds per statement).
+        """
+        if catalog is None:
+            cached = _SESSION_CATALOGS.get(id(spark))
+            if cached is None or cached[0] is not spark:
+                cached = (spark, resolve_catalog(spark, None))
+                _SESSION_CATALOGS[id(spark)] = cached
+            catalog = cached[1]
         name = _conf(spark, CATALOG_NAME_CONF, DEFAULT_CATALOG_NAME)
-        return cls(spark, resolve_catalog(spark, catalog), name)
+        return cls(spark, catalog, name)
 
     # ---------------------------------------------------------------- current catalog / namespace
 
+    def _current_state(self) -> tuple[bool, tuple[str, ...]]:
+        if self._current is None:
+            current = _conf(self.spark, CURRENT_CATALOG_CONF, "")
+            if not current:
+                current = _conf(self.spark, "spark.sql.defaultCatalog", SPARK_CATALOG)
+            text = _conf(self.spark, CURRENT_NAMESPACE_CONF, "")
+            self._current = (current.lower() == self.name.lower(), tuple(text.split("\x1f")) if text else ())
+        return self._current
+
     def current_is_icefloe(self) -> bool:
         """Whether unqualified names resolve in icefloe's catalog."""
-        current = _conf(self.spark, CURRENT_CATALOG_CONF, "")
-        if not current:
-            current = _conf(self.spark, "spark.sql.defaultCatalog", SPARK_CATALOG)
-        return current.lower() == self.name.lower()
+        return self._current_state()[0]
 
     def current_namespace(self) -> tuple[str, ...]:
         """The namespace set by ``USE icefloe.ns`` (empty when none)."""
-        text = _conf(self.spark, CURRENT_NAMESPACE_CONF, "")
-        return tuple(text.split("\x1f")) if text else ()
+        return self._current_state()[1]
 
     def use(self, parts: list[str]) -> bool:
         """Apply ``USE parts``; True when it concerned icefloe's catalog (else Spark should run it)."""
+        self._current = None
         if parts and parts[0].lower() == self.name.lower():
             self.spark.conf.set(CURRENT_CATALOG_CONF, self.name)
             self.spark.conf.set(CURRENT_NAMESPACE_CONF, "\x1f".join(parts[1:]))
+            self._current = None
             return True
         if self.current_is_icefloe() and parts and parts[0].lower() != SPARK_CATALOG:
             if not self.catalog.namespace_exists(tuple(parts)):
                 raise NotFound(f"namespace {'.'.join(parts)!r} does not exist in catalog {self.name!r}")
             self.spark.conf.set(CURRENT_NAMESPACE_CONF, "\x1f".join(parts))
+            self._current = None
             return True
         self.spark.conf.set(CURRENT_CATALOG_CONF, SPARK_CATALOG)
         self.spark.conf.set(CURRENT_NAMESPACE_CONF, "")
+        self._current = None
         return False
 
     # ---------------------------------------------------------------- names
@@ -171,6 +191,9 @@ class SqlContext:
         """namespace + name for a table to create or drop (None: not an icefloe name)."""
         rest = self.icefloe_parts(parts)
         return tuple(rest) if rest is not None and len(rest) > 1 else None
+
+
+_SESSION_CATALOGS: dict[int, tuple[SparkSession, Catalog]] = {}
 
 
 def _conf(spark: SparkSession, key: str, default: str) -> str:

@@ -10,6 +10,7 @@ the snapshot that is planned; metadata tables (``db.t.snapshots`` ...) become vi
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import itertools
 import uuid
@@ -112,7 +113,9 @@ def rewrite_reads(ctx: SqlContext, tree: exp.Expr, skip: set[int] | None = None)
                 tag=travel.tag,
                 row_filter=row_filter,
             )
-            df = dataframe_for_plan(ctx.spark, plan)
+            # Spark applies the whole WHERE clause to the view's rows: the pushed filter has pruned
+            # files and row groups; applying it again inside the view would only cost time.
+            df = dataframe_for_plan(ctx.spark, dataclasses.replace(plan, row_filter=AlwaysTrue()))
             entry = ReadView(view, ref, plan)
         df.createOrReplaceTempView(view)
         result.views.append(entry)
