@@ -277,6 +277,7 @@ def delete(ctx: SqlContext, tree: exp.Delete) -> DataFrame | None:
 def update(ctx: SqlContext, tree: exp.Update) -> DataFrame | None:
     """UPDATE t [AS a] SET c = expr, ... [WHERE condition]."""
     from icefloe.spark.row_level import update_rows
+    from icefloe.spark.schema import to_spark_type
 
     ref = write_target(ctx, tree.this)
     if ref is None:
@@ -291,7 +292,11 @@ def update(ctx: SqlContext, tree: exp.Update) -> DataFrame | None:
         column = eq.this.name
         if eq.this.table and eq.this.table.lower() not in aliases:
             raise ValidationError(f"UPDATE {ref.name}: cannot assign {to_sql(eq.this)}")
-        assignments[column] = to_sql(unqualified(eq.expression, aliases))
+        field = ref.table.schema().find_field(column, case_sensitive=False)
+        spark_type = to_spark_type(field.field_type, field_ids=False).simpleString()
+        # SQL's store assignment: the value takes the column's type (a decimal literal for a double)
+        value = to_sql(unqualified(eq.expression, aliases))
+        assignments[field.name] = f"CAST(({value}) AS {spark_type})"
     prune, spark_condition = _condition(ctx, ref, tree.this, tree.args.get("where"))
     result = update_rows(
         ctx.spark,

@@ -247,14 +247,17 @@ def _plan(clauses: list[Clause], schema: Schema) -> tuple[Column, dict[str, Any]
     action = (
         F.when(has_target, F.lit(KEEP)) if action is None else action.when(has_target, F.lit(KEEP))
     ).otherwise(F.lit(None).cast("string"))
-    updates = _values(clauses, "update", index, lambda name: F.col(f"{_TARGET}.`{name}`"))
-    inserts = _values(clauses, "insert", index, lambda name: F.lit(None))
-    del schema
+    updates = _values(clauses, "update", index, lambda name: F.col(f"{_TARGET}.`{name}`"), schema)
+    inserts = _values(clauses, "insert", index, lambda name: F.lit(None), schema)
     return action, updates, inserts
 
 
-def _values(clauses: list[Clause], op: str, index: Column, otherwise: Any) -> dict[str, Any]:
+def _values(clauses: list[Clause], op: str, index: Column, otherwise: Any, schema: Schema) -> dict[str, Any]:
+    """Per assigned column, the value of the clause that fired, cast to the column's type (SQL's
+    store assignment: ``25.0`` is a decimal literal, written to a double column)."""
     from pyspark.sql import functions as F
+
+    from icefloe.spark.schema import to_spark_type
 
     columns: list[str] = []
     for c in clauses:
@@ -265,7 +268,8 @@ def _values(clauses: list[Clause], op: str, index: Column, otherwise: Any) -> di
         value: Any = None
         for i, c in enumerate(clauses):
             if c.op == op and name in c.values:
-                expr = F.expr(c.values[name])
+                spark_type = to_spark_type(schema.find_field(name).field_type, field_ids=False)
+                expr = F.expr(c.values[name]).cast(spark_type)
                 value = (
                     F.when(index == F.lit(i), expr) if value is None else value.when(index == F.lit(i), expr)
                 )
