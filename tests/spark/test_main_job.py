@@ -33,4 +33,3 @@ def test_main_job_small(spark: Any, catalog: Catalog) -> None:
     assert report["  expiry"].startswith("7 snapshots, ")
     deleted_content = int(report["  expiry"].split(", ")[1].split()[0])
     assert deleted_content > 0  # at least the files the overwrite, delete and compaction replaced
-

@@ -98,7 +98,7 @@ def warehouse_location(value: str) -> str:
     """
     value = value.strip()
     if value.startswith("file:") and not value.startswith("file://"):
-        value = "file://" + value[len("file:"):]  # file:/x -> file:///x
+        value = "file://" + value[len("file:") :]  # file:/x -> file:///x
     if "://" not in value:
         value = "file://" + os.path.abspath(os.path.expanduser(value))
     stripped = value.rstrip("/")

@@ -121,10 +121,7 @@ def files_to_delete(
     candidates = expired.inline_live | live_files(io, base, own_views)
     still_live = retained.inline_live | live_files(io, committed, retained.views.values())
     stats = set(base.statistics_paths()) - set(committed.statistics_paths())
-    keep = {
-        normalize_location(p)
-        for p in (*retained.tree, *still_live, *committed.statistics_paths())
-    }
+    keep = {normalize_location(p) for p in (*retained.tree, *still_live, *committed.statistics_paths())}
     metadata_files = sorted(p for p in expired.tree | stats if normalize_location(p) not in keep)
     content_files = sorted(p for p in candidates if normalize_location(p) not in keep)
     return metadata_files, content_files

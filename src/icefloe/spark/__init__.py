@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from icefloe.spark.rewrite import rewrite_data_files
     from icefloe.spark.row_operations import delete_rows, merge_into, update_rows
     from icefloe.spark.session import register, session
+    from icefloe.spark.statements import sql
     from icefloe.spark.streaming import stream_writer
     from icefloe.spark.views import create_table, create_view
     from icefloe.spark.write import write_table
@@ -28,6 +29,7 @@ __all__ = [
     "register",
     "rewrite_data_files",
     "session",
+    "sql",
     "stream_writer",
     "update_rows",
     "write_table",
@@ -47,6 +49,7 @@ _EXPORTS = {
     "merge_into": "icefloe.spark.row_operations",
     "merge": "icefloe.spark.merge_builder",
     "rewrite_data_files": "icefloe.spark.rewrite",
+    "sql": "icefloe.spark.statements",
 }
 
 

@@ -81,7 +81,7 @@ from icefloe.spark.runtime import resolve_catalog
 from icefloe.spec.schema import Schema
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.types import IntegerType, LongType, StringType
-from icefloe.txn.commit_options import CommitOptions, resolve_options
+from icefloe.txn.commit_options import DEFAULT_OPTIONS, CommitOptions, resolve_options
 from icefloe.txn.producers import branch_head
 
 if TYPE_CHECKING:
@@ -189,6 +189,7 @@ def update_rows(
     catalog: Catalog | dict[str, str] | None = None,
     options: CommitOptions | None = None,
     case_sensitive: bool = True,
+    spark_condition: str | Column | None = None,
     *,
     condition: Expression | str | None = None,
     branch: str | None = None,
@@ -198,7 +199,9 @@ def update_rows(
 
     ``set`` maps column names to Spark SQL expression strings over the row's current values
     (``"price * 2"``, ``"'sale'"``), Columns, or Python literals. ``filter`` is an icefloe
-    filter (``condition=`` is its deprecated name). ``mode``: None uses ``write.update.mode``.
+    filter (``condition=`` is its deprecated name). ``spark_condition`` (a Spark SQL condition over
+    the table's columns) selects the rows instead; ``filter`` then only prunes files.
+    ``mode``: None uses ``write.update.mode``.
     """
     opts = resolve_options(options, branch, snapshot_properties)
     branch_name, properties = opts.branch, opts.properties
@@ -228,14 +231,69 @@ def update_rows(
         return change.result()
     from pyspark.sql import functions as F
 
-    from icefloe.spark.filters import to_spark_filter
-
-    matched = F.coalesce(to_spark_filter(schema, expr, case_sensitive), F.lit(False))
+    matched = _row_condition(schema, expr, spark_condition, case_sensitive)
     action = F.when(matched, F.lit(UPDATE)).otherwise(F.lit(KEEP))
     old = {f.name: F.col(quote(f.name)) for f in schema.fields}
     meta = {n: F.col(quote(n)) for n in metadata_columns(md)}
     changes = stage.select(*change_frame_columns(md, old, values, action, meta))
     return _run_changes(spark, table, change, tasks, changes, branch_name, properties)
+
+
+def _row_condition(
+    schema: Schema, expr: Expression, spark_condition: str | Column | None, case_sensitive: bool
+) -> Column:
+    """Which rows change: the Spark condition when given, else the icefloe filter (null: no)."""
+    from pyspark.sql import functions as F
+
+    from icefloe.spark.filters import to_spark_filter
+
+    if spark_condition is None:
+        return F.coalesce(to_spark_filter(schema, expr, case_sensitive), F.lit(False))
+    return F.coalesce(
+        F.expr(spark_condition) if isinstance(spark_condition, str) else spark_condition, F.lit(False)
+    )
+
+
+def delete_where(
+    spark: SparkSession,
+    identifier: str | tuple[str, ...],
+    spark_condition: str | Column,
+    prune_filter: Expression | str | None = None,
+    mode: str | None = None,
+    catalog: Catalog | dict[str, str] | None = None,
+    options: CommitOptions | None = None,
+    case_sensitive: bool = True,
+) -> RowLevelResult:
+    """``DELETE FROM table WHERE <Spark SQL condition>`` for conditions icefloe filters cannot
+    express (functions, casts); ``prune_filter`` (implied by the condition) prunes files. One snapshot."""
+    from pyspark.sql import functions as F
+
+    options = options or DEFAULT_OPTIONS
+    branch, snapshot_properties = options.branch, options.properties
+    table = resolve_catalog(spark, catalog).load_table(identifier)
+    md = table.metadata
+    schema = md.schema()
+    expr = AlwaysTrue() if prune_filter is None else change_filter(prune_filter, "delete")
+    bind(schema, expr, case_sensitive)
+    base = branch_head(md, branch)
+    tasks = plan_files(table.io, md, base, expr, case_sensitive=case_sensitive) if base else []
+    target = target_frame(spark, md, dict(table.io.properties), tasks, case_sensitive)
+    change = RowLevelChange(
+        "delete",
+        write_mode(md, "delete", mode),
+        base_snapshot_id=base.snapshot_id if base else None,
+        conflict_filter=expr,
+        case_sensitive=case_sensitive,
+    )
+    if not tasks:
+        return change.result()
+    matched = _row_condition(schema, expr, spark_condition, case_sensitive)
+    stage = _select(target, ["*", matched.alias("__icefloe_matched")], "delete")
+    action = F.when(F.col("__icefloe_matched"), F.lit(DELETE)).otherwise(F.lit(KEEP))
+    old = {f.name: F.col(quote(f.name)) for f in schema.fields}
+    meta = {n: F.col(quote(n)) for n in metadata_columns(md)}
+    changes = stage.select(*change_frame_columns(md, old, {}, action, meta))
+    return _run_changes(spark, table, change, tasks, changes, branch, snapshot_properties)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -254,6 +312,7 @@ def merge_into(
     catalog: Catalog | dict[str, str] | None = None,
     options: CommitOptions | None = None,
     case_sensitive: bool = True,
+    action: Column | None = None,
     *,
     branch: str | None = None,
     snapshot_properties: dict[str, str] | None = None,
@@ -274,6 +333,12 @@ def merge_into(
 
     A target row matched by several source rows is a ``ValidationError`` (nothing written).
     ``mode``: None uses ``write.merge.mode``.
+
+    ``action`` (for SQL's ordered, conditional WHEN clauses) replaces the action the flags above
+    imply: a Column over the joined pair (``merge_row_state()`` tells matched / target-only /
+    source-only rows apart) giving ``"update"``, ``"delete"``, ``"insert"``, ``"keep"`` or null;
+    the flags still choose the join, and the assignments (which may be Columns choosing a value
+    per clause) give the values.
     """
     opts = resolve_options(options, branch, snapshot_properties)
     branch_name, properties = opts.branch, opts.properties
@@ -308,9 +373,13 @@ def merge_into(
         for k, sk in zip(keys, source_keys, strict=True)
     ]
     joined = target.alias(TARGET).join(marked, reduce(lambda a, b: a & b, on_pairs), how)
-    action = _merge_action(
-        when_matched_update, when_matched_delete, when_not_matched_insert, when_not_matched_by_source_delete
-    )
+    if action is None:
+        action = _merge_action(
+            when_matched_update,
+            when_matched_delete,
+            when_not_matched_insert,
+            when_not_matched_by_source_delete,
+        )
     updates = _default_assignments(source, schema, when_matched_update, case_sensitive)
     inserts = _default_assignments(source, schema, when_not_matched_insert, case_sensitive)
     upd_fields, upd_exprs = assignment_exprs(
@@ -364,6 +433,13 @@ def _condition(clause: Any) -> Column:
         return F.lit(True)
     col = F.expr(clause) if isinstance(clause, str) else clause
     return F.coalesce(col, F.lit(False))
+
+
+def merge_row_state() -> tuple[Column, Column]:
+    """(has a target row, has a source row) over merge_into's joined frame."""
+    from pyspark.sql import functions as F
+
+    return F.col(f"{TARGET}.`_file`").isNotNull(), F.col(f"{SOURCE}.{quote(_SOURCE_MARKER)}").isNotNull()
 
 
 def _merge_action(matched_update: Any, matched_delete: Any, insert: Any, unmatched_delete: Any) -> Column:

@@ -63,8 +63,9 @@ class SchemaRebuilder:
         self.updates = state.updates
         self.adds = {shift(p): [remap_field(f, shift) for f in fs] for p, fs in state.adds.items()}
         self.moves = {
-            shift(p): [Move(m.kind, shift(m.field_id), None if m.ref_id is None else shift(m.ref_id))
-                       for m in ms]
+            shift(p): [
+                Move(m.kind, shift(m.field_id), None if m.ref_id is None else shift(m.ref_id)) for m in ms
+            ]
             for p, ms in state.moves.items()
         }
         self.promoted: dict[int, tuple[IcebergType, IcebergType]] = {}
@@ -92,8 +93,9 @@ class SchemaRebuilder:
             t = header.field_type
         else:
             t = self.nested(t, f.field_id)
-        return NestedField(f.field_id, header.name, t, header.required, header.doc, f.initial_default,
-                           header.write_default)
+        return NestedField(
+            f.field_id, header.name, t, header.required, header.doc, f.initial_default, header.write_default
+        )
 
     def nested(self, t: IcebergType, owner_id: int) -> IcebergType:
         """A nested type rebuilt; ``owner_id`` is the id of the field (or element/value) holding it."""
@@ -104,8 +106,9 @@ class SchemaRebuilder:
             return ListType(t.element_id, element.field_type, element.required)
         if isinstance(t, MapType):
             value = self.field(t.value_field)
-            return MapType(t.key_id, self.field(t.key_field).field_type, t.value_id, value.field_type,
-                           value.required)
+            return MapType(
+                t.key_id, self.field(t.key_field).field_type, t.value_id, value.field_type, value.required
+            )
         return t
 
 
@@ -207,6 +210,11 @@ def remap_type(t: IcebergType, fn: Callable[[int], int]) -> IcebergType:
     if isinstance(t, ListType):
         return ListType(fn(t.element_id), remap_type(t.element_type, fn), t.element_required)
     if isinstance(t, MapType):
-        return MapType(fn(t.key_id), remap_type(t.key_type, fn), fn(t.value_id),
-                       remap_type(t.value_type, fn), t.value_required)
+        return MapType(
+            fn(t.key_id),
+            remap_type(t.key_type, fn),
+            fn(t.value_id),
+            remap_type(t.value_type, fn),
+            t.value_required,
+        )
     return t

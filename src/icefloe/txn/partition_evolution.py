@@ -184,20 +184,24 @@ class _Draft:
             raise ValidationError(f"cannot both rename and remove partition field {op.name!r}")
         f = self.by_name(op.name)
         if f is None:
-            raise ValidationError(f"cannot remove partition field {op.name!r}: no such field in spec "
-                                  f"{self.spec.spec_id}")
+            raise ValidationError(
+                f"cannot remove partition field {op.name!r}: no such field in spec {self.spec.spec_id}"
+            )
         if f.field_id in self.deletes:
             raise ValidationError(f"partition field {op.name!r} is already removed by this update")
         self.deletes.add(f.field_id)
 
     def rename(self, op: _Rename) -> None:
         if self.added_by_name(op.name) is not None:
-            raise ValidationError(f"cannot rename partition field {op.name!r}: it is added by this update "
-                                  "(give add_field the final name)")
+            raise ValidationError(
+                f"cannot rename partition field {op.name!r}: it is added by this update "
+                "(give add_field the final name)"
+            )
         f = self.by_name(op.name)
         if f is None:
-            raise ValidationError(f"cannot rename partition field {op.name!r}: no such field in spec "
-                                  f"{self.spec.spec_id}")
+            raise ValidationError(
+                f"cannot rename partition field {op.name!r}: no such field in spec {self.spec.spec_id}"
+            )
         if f.field_id in self.deletes:
             raise ValidationError(f"cannot both remove and rename partition field {op.name!r}")
         clash = self.by_final_name(op.new_name)
@@ -244,8 +248,9 @@ class UpdateSpec(PendingAction):
                 f"cannot evolve a partition spec with unknown transforms (fields {unknown})"
             )
 
-    def add_field(self, source_column_name: str, transform: Transform | str = "identity",
-                  name: str | None = None) -> Self:
+    def add_field(
+        self, source_column_name: str, transform: Transform | str = "identity", name: str | None = None
+    ) -> Self:
         """Partition by ``transform(source_column_name)`` (name defaults to Iceberg's naming)."""
         t = parse_transform(transform) if isinstance(transform, str) else transform
         if name is not None and not name:

@@ -79,8 +79,9 @@ class ManageSnapshots(PendingAction):
         def op(md: TableMetadata, refs: dict[str, SnapshotRef]) -> None:
             _check_new_name(refs, name)
             _check_snapshot(md, target, f"branch {name!r}")
-            refs[name] = SnapshotRef(target, RefType.BRANCH, min_snapshots_to_keep, max_snapshot_age_ms,
-                                     max_ref_age_ms)
+            refs[name] = SnapshotRef(
+                target, RefType.BRANCH, min_snapshots_to_keep, max_snapshot_age_ms, max_ref_age_ms
+            )
 
         return self._record(op)
 
@@ -262,8 +263,14 @@ class ManageSnapshots(PendingAction):
         for name, ref in after.items():
             if before.get(name) != ref:
                 updates.append(
-                    SetSnapshotRef(name, ref.snapshot_id, ref.ref_type, ref.min_snapshots_to_keep,
-                                   ref.max_snapshot_age_ms, ref.max_ref_age_ms)
+                    SetSnapshotRef(
+                        name,
+                        ref.snapshot_id,
+                        ref.ref_type,
+                        ref.min_snapshots_to_keep,
+                        ref.max_snapshot_age_ms,
+                        ref.max_ref_age_ms,
+                    )
                 )
         return updates
 
@@ -313,8 +320,9 @@ def _existing(refs: dict[str, SnapshotRef], name: str, kind: RefType | None) -> 
 
 
 def _moved(ref: SnapshotRef, snapshot_id: int) -> SnapshotRef:
-    return SnapshotRef(snapshot_id, ref.ref_type, ref.min_snapshots_to_keep, ref.max_snapshot_age_ms,
-                       ref.max_ref_age_ms)
+    return SnapshotRef(
+        snapshot_id, ref.ref_type, ref.min_snapshots_to_keep, ref.max_snapshot_age_ms, ref.max_ref_age_ms
+    )
 
 
 def _move_main(refs: dict[str, SnapshotRef], snapshot_id: int) -> None:

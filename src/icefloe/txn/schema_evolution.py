@@ -149,8 +149,10 @@ class UpdateSchema(PendingAction):
         with self._recording():
             found = self._existing(path, "delete")
             if found.parent_kind != "struct":
-                raise ValidationError(f"cannot delete {found.name!r}: list elements and map keys/values "
-                                      "can only be dropped with their list or map")
+                raise ValidationError(
+                    f"cannot delete {found.name!r}: list elements and map keys/values "
+                    "can only be dropped with their list or map"
+                )
             fid = found.field.field_id
             nested = nested_ids(found.field.field_type)
             if any(pid in nested or pid == fid for pid in self._s.adds):
@@ -307,8 +309,11 @@ class UpdateSchema(PendingAction):
             if found is not None:
                 parent_id, parent_type = found.field.field_id, found.field.field_type
             children = self._children(parent_id, parent_type)
-            matches = [(f, kind) for f, kind in children
-                       if self._same_name(self._s.updates.get(f.field_id, f).name, part)]
+            matches = [
+                (f, kind)
+                for f, kind in children
+                if self._same_name(self._s.updates.get(f.field_id, f).name, part)
+            ]
             matches = matches or [(f, kind) for f, kind in children if self._same_name(f.name, part)]
             if not matches:
                 return None
@@ -327,11 +332,14 @@ class UpdateSchema(PendingAction):
         found = self._find(path)
         name = path if isinstance(path, str) else ".".join(path)
         if found is None:
-            raise ValidationError(f"cannot {verb} column {name!r}: no such column in schema "
-                                  f"{self._base.schema_id}")
+            raise ValidationError(
+                f"cannot {verb} column {name!r}: no such column in schema {self._base.schema_id}"
+            )
         if found.field.field_id > self._base_last:
-            raise ValidationError(f"cannot {verb} column {name!r}: it is added by this update "
-                                  "(give its final form in add_column)")
+            raise ValidationError(
+                f"cannot {verb} column {name!r}: it is added by this update "
+                "(give its final form in add_column)"
+            )
         if found.field.field_id in self._s.deletes:
             raise ValidationError(f"cannot {verb} column {name!r}: it is deleted by this update")
         return found
@@ -384,8 +392,9 @@ class UpdateSchema(PendingAction):
     def _check_promotion(self, name: str, old: IcebergType, new: IcebergType) -> None:
         if not isinstance(new, PrimitiveType) or not isinstance(old, PrimitiveType):
             if old != new:
-                raise ValidationError(f"cannot change column {name!r} from {old} to {new}: only primitive "
-                                      "types can be promoted")
+                raise ValidationError(
+                    f"cannot change column {name!r} from {old} to {new}: only primitive types can be promoted"
+                )
             return
         if not promotion_allowed(old, new, self._md.format_version):
             raise ValidationError(
@@ -553,5 +562,3 @@ def _as_type(t: IcebergType | str, name: str) -> IcebergType:
     if not isinstance(t, IcebergType):
         raise ValidationError(f"column {name!r}: {t!r} is not an Iceberg type")
     return t
-
-

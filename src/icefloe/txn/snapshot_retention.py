@@ -115,9 +115,7 @@ def select_expired(md: TableMetadata, now_ms: int, request: RetentionRequest) ->
         history = list(ancestor_ids(md, ref.snapshot_id))
         on_refs.update(history)
         retained.update(_branch_retained(by_id, history, ref, now_ms, older_than, min_keep))
-    retained.update(
-        sid for sid, s in by_id.items() if sid not in on_refs and s.timestamp_ms >= older_than
-    )
+    retained.update(sid for sid, s in by_id.items() if sid not in on_refs and s.timestamp_ms >= older_than)
     expired = sorted(sid for sid in by_id if sid not in retained or sid in explicit)
     return Expiry(tuple(expired), tuple(removed_refs))
 

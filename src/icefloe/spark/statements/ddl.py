@@ -1,0 +1,254 @@
+"""CREATE / DROP of namespaces and tables, CTAS and CREATE OR REPLACE, ALTER TABLE dispatch."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from icefloe.errors import AlreadyExists, NoSuchNamespace, NoSuchTable
+from icefloe.spark.statements.columns import column_path, schema_of
+from icefloe.spark.statements.errors import UnsupportedStatement
+from icefloe.spark.statements.names import SqlContext
+from icefloe.spark.statements.parse import Statement, to_sql
+from icefloe.spark.statements.query import run_query, table_parts
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from icefloe.spec.schema import Schema
+
+_NAMESPACE_KINDS = ("NAMESPACE", "DATABASE", "SCHEMA")
+_FORMATS = ("icefloe", "iceberg")
+
+
+def handle(ctx: SqlContext, stmt: Statement, tree: exp.Expr) -> DataFrame | None:
+    """Run CREATE / DROP / ALTER on icefloe names; None when the statement is not one of them."""
+    from icefloe.spark.statements import alter
+
+    if isinstance(tree, exp.Create):
+        kind = str(tree.args.get("kind") or "").upper()
+        if kind in _NAMESPACE_KINDS:
+            return create_namespace(ctx, tree)
+        if kind == "TABLE":
+            return create_table(ctx, tree)
+        return None
+    if isinstance(tree, exp.Drop):
+        return drop(ctx, tree)
+    if isinstance(tree, exp.Alter):
+        if not alter.understood(tree):  # Iceberg's extensions that sqlglot read as Spark clauses
+            from icefloe.spark.statements import extensions
+
+            return extensions.handle(ctx, stmt, None)
+        return alter.alter_table(ctx, tree)
+    return None
+
+
+def namespace_parts(ctx: SqlContext, parts: list[str]) -> tuple[str, ...] | None:
+    """The icefloe namespace a name means (None: a Spark database)."""
+    if ctx.explicit(parts) or (len(parts) == 1 and parts[0].lower() == ctx.name.lower()):
+        return tuple(parts[1:])
+    if ctx.current_is_icefloe() and parts and parts[0].lower() != "spark_catalog":
+        return tuple(parts)
+    return None
+
+
+def create_namespace(ctx: SqlContext, tree: exp.Create) -> DataFrame | None:
+    """CREATE NAMESPACE|DATABASE|SCHEMA [IF NOT EXISTS] name [COMMENT ..] [LOCATION ..] [WITH ..]."""
+    from icefloe.spark.statements.run import empty
+
+    target = tree.this
+    parts = table_parts(target) if isinstance(target, exp.Table) else None
+    ns = namespace_parts(ctx, parts) if parts else None
+    if ns is None:
+        return None
+    props = _properties(tree.args.get("properties"))
+    if ctx.catalog.namespace_exists(ns):
+        if tree.args.get("exists"):
+            return empty(ctx)
+        raise AlreadyExists(f"namespace {'.'.join(ns)!r} already exists")
+    ctx.catalog.create_namespace(ns, props)
+    return empty(ctx)
+
+
+def create_table(ctx: SqlContext, tree: exp.Create) -> DataFrame | None:
+    """CREATE [OR REPLACE] TABLE [IF NOT EXISTS] ... [AS SELECT]."""
+    from icefloe.spark.statements.run import empty
+    from icefloe.spark.views import parse_partitioning
+    from icefloe.spark.write import write_table
+
+    schema_node = tree.this if isinstance(tree.this, exp.Schema) else None
+    table_node = schema_node.this if schema_node is not None else tree.this
+    parts = table_parts(table_node) if isinstance(table_node, exp.Table) else None
+    ident = ctx.table_identifier(parts) if parts else None
+    if ident is None:
+        return None
+    props_node = tree.args.get("properties")
+    using = _using(props_node)
+    if using is not None and using.lower() not in _FORMATS:
+        raise UnsupportedStatement(f"USING {using} for a table of catalog {ctx.name!r}", "use USING iceberg")
+    properties = _properties(props_node, table=True)
+    location = properties.pop("location", None)
+    partition_texts = _partitioning(props_node)
+    query = tree.args.get("expression")
+    exists = ctx.catalog.table_exists(ident)
+    if exists and tree.args.get("exists"):
+        return empty(ctx)
+    if exists and not tree.args.get("replace"):
+        raise AlreadyExists(f"table {'.'.join(ident)!r} already exists")
+    source = run_query(ctx, query) if query is not None else None
+    if schema_node is not None:
+        columns = [c for c in schema_node.expressions if isinstance(c, exp.ColumnDef)]
+        schema: Schema = schema_of(columns)
+    elif source is not None:
+        from icefloe.spark.schema import to_iceberg_schema
+
+        schema = to_iceberg_schema(source.schema)
+    else:
+        raise UnsupportedStatement("CREATE TABLE without columns or AS SELECT")
+    spec = parse_partitioning(schema, partition_texts)
+    if exists:
+        ctx.catalog.drop_table(ident)  # CREATE OR REPLACE: the new table starts a new history
+        ctx.forget(ident)
+    if not ctx.catalog.namespace_exists(ident[:-1]):
+        raise NoSuchNamespace(f"namespace {'.'.join(ident[:-1])!r} does not exist")
+    table = ctx.catalog.create_table(ident, schema, spec, location=location, properties=properties)
+    if source is not None:
+        try:
+            write_table(source, ident, "append", catalog=ctx.catalog)
+        except BaseException:
+            ctx.catalog.drop_table(ident, purge=True)  # nothing stays behind when the query fails
+            raise
+    ctx.forget(table.identifier)
+    return empty(ctx)
+
+
+def drop(ctx: SqlContext, tree: exp.Drop) -> DataFrame | None:
+    """DROP TABLE [IF EXISTS] t [PURGE]; DROP NAMESPACE [IF EXISTS] ns."""
+    from icefloe.spark.statements.run import empty
+
+    kind = str(tree.args.get("kind") or "").upper()
+    targets = tree.args.get("tables") or []
+    if not targets or not isinstance(targets[0], exp.Table):
+        return None
+    parts = table_parts(targets[0])
+    if parts is None:
+        return None
+    if kind == "TABLE":
+        ident = ctx.table_identifier(parts)
+        if ident is None:
+            return None
+        if not ctx.catalog.table_exists(ident):
+            if tree.args.get("exists"):
+                return empty(ctx)
+            raise NoSuchTable(f"table {'.'.join(ident)!r} does not exist")
+        ctx.catalog.drop_table(ident, purge=bool(tree.args.get("purge")))
+        ctx.forget(ident)
+        return empty(ctx)
+    if kind in _NAMESPACE_KINDS:
+        ns = namespace_parts(ctx, parts)
+        if ns is None:
+            return None
+        if not ctx.catalog.namespace_exists(ns):
+            if tree.args.get("exists"):
+                return empty(ctx)
+            raise NoSuchNamespace(f"namespace {'.'.join(ns)!r} does not exist")
+        if tree.args.get("cascade"):
+            for ident in ctx.catalog.list_tables(ns):
+                ctx.catalog.drop_table(ident)
+        ctx.catalog.drop_namespace(ns)
+        return empty(ctx)
+    return None
+
+
+# ------------------------------------------------------------------------------------------ clauses
+
+
+def _properties(node: exp.Expr | None, table: bool = False) -> dict[str, str]:
+    """TBLPROPERTIES / DBPROPERTIES, LOCATION and COMMENT as catalog properties."""
+    out: dict[str, str] = {}
+    if node is None:
+        return out
+    for prop in node.expressions:
+        if isinstance(prop, exp.LocationProperty):
+            out["location"] = _text(prop.this)
+        elif isinstance(prop, exp.SchemaCommentProperty):
+            out["comment"] = _text(prop.this)
+        elif isinstance(prop, exp.Property) and type(prop) is exp.Property:
+            out[_text(prop.this)] = _text(prop.args["value"])
+        elif isinstance(prop, exp.Properties):
+            out.update(_properties(prop, table))
+        elif isinstance(prop, exp.FileFormatProperty | exp.PartitionedByProperty):
+            continue
+        else:
+            raise UnsupportedStatement(f"the clause {to_sql(prop)}")
+    return out
+
+
+def _text(node: exp.Expr) -> str:
+    if isinstance(node, exp.Literal | exp.Identifier | exp.Var):
+        return str(node.this)
+    if isinstance(node, exp.Boolean):
+        return "true" if node.this else "false"
+    return to_sql(node).strip("'\"`")
+
+
+def _using(node: exp.Expr | None) -> str | None:
+    if node is None:
+        return None
+    for prop in node.expressions:
+        if isinstance(prop, exp.FileFormatProperty):
+            return _text(prop.this)
+    return None
+
+
+def _partitioning(node: exp.Expr | None) -> list[str]:
+    """PARTITIONED BY terms as the texts ``views.parse_partitioning`` reads."""
+    if node is None:
+        return []
+    for prop in node.expressions:
+        if isinstance(prop, exp.PartitionedByProperty):
+            inner = prop.this
+            terms = inner.expressions if isinstance(inner, exp.Schema | exp.Tuple) else [inner]
+            return [partition_term(t) for t in terms]
+    return []
+
+
+_DATE_PARTS: dict[type[exp.Expr], str] = {
+    exp.Year: "years",
+    exp.Month: "months",
+    exp.Day: "days",
+    exp.Hour: "hours",
+}
+
+
+def partition_term(term: exp.Expr) -> str:
+    """``bucket(16, id)``, ``days(ts)``, ``category`` as the text ``views.parse_partitioning`` reads."""
+    if isinstance(term, exp.Column | exp.Identifier):
+        return column_path(term)
+    if isinstance(term, exp.PartitionedByBucket):
+        return f"bucket({_number(term.expression)}, {_source(term.this)})"
+    if isinstance(term, exp.PartitionByTruncate):
+        return f"truncate({_number(term.expression)}, {_source(term.this)})"
+    for cls, name in _DATE_PARTS.items():
+        if isinstance(term, cls):
+            return f"{name}({_source(term.this)})"
+    if isinstance(term, exp.Cast) and term.to.this == exp.DataType.Type.DATE:
+        return f"days({_source(term.this)})"
+    if isinstance(term, exp.Anonymous):
+        args = [str(a.this) if isinstance(a, exp.Literal) else _source(a) for a in term.expressions]
+        return f"{str(term.this).lower()}({', '.join(args)})"
+    raise UnsupportedStatement(f"the partition term {to_sql(term)}")
+
+
+def _source(node: exp.Expr) -> str:
+    column = node if isinstance(node, exp.Column) else node.find(exp.Column)
+    if column is None:
+        raise UnsupportedStatement(f"the partition source {to_sql(node)}")
+    return column_path(column)
+
+
+def _number(node: exp.Expr) -> int:
+    if isinstance(node, exp.Literal) and not node.is_string:
+        return int(node.this)
+    raise UnsupportedStatement(f"the transform width {to_sql(node)}")

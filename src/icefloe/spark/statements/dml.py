@@ -1,0 +1,319 @@
+"""INSERT INTO / INSERT OVERWRITE, DELETE, UPDATE (MERGE in ``merge``) on icefloe tables.
+
+Each statement commits one snapshot through the existing writers: ``write_table`` for inserts and
+overwrites, ``delete_rows`` / ``delete_where`` / ``update_rows`` for row-level changes. WHERE
+conditions that convert to icefloe filters go to the writers as filters (file pruning, metadata-only
+deletes); others run as Spark SQL conditions with their convertible conjuncts pruning files.
+Uncorrelated ``IN (SELECT ...)`` subqueries are evaluated first and become value lists. Results are
+the affected-row counts Spark's Delta reports: ``num_affected_rows`` (and ``num_inserted_rows``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+
+from icefloe.errors import ValidationError
+from icefloe.expressions.ast import AlwaysTrue, And, EqualTo, Expression
+from icefloe.expressions.binding import bind
+from icefloe.spark.statements.errors import UnsupportedStatement
+from icefloe.spark.statements.names import SqlContext, TableRef
+from icefloe.spark.statements.parse import Statement, to_sql
+from icefloe.spark.statements.predicates import NotPushable, conjuncts, literal, to_filter
+from icefloe.spark.statements.query import run_query, table_parts
+from icefloe.spec.snapshots import MAIN_BRANCH
+from icefloe.txn.commit_options import CommitOptions
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+OVERWRITE_MODE_CONF = "spark.sql.sources.partitionOverwriteMode"
+
+
+def handle(ctx: SqlContext, stmt: Statement, tree: exp.Expr) -> DataFrame | None:
+    """Run INSERT / DELETE / UPDATE / MERGE on an icefloe table (None for Spark's tables)."""
+    from icefloe.spark.statements.merge import merge
+
+    if isinstance(tree, exp.Insert):
+        return insert(ctx, tree)
+    if isinstance(tree, exp.Delete):
+        return delete(ctx, tree)
+    if isinstance(tree, exp.Update):
+        return update(ctx, tree)
+    if isinstance(tree, exp.Merge):
+        return merge(ctx, tree)
+    return None
+
+
+def write_target(ctx: SqlContext, node: exp.Expr) -> TableRef | None:
+    """The icefloe table (or branch of it) a statement writes, None for Spark's tables."""
+    if not isinstance(node, exp.Table):
+        return None
+    parts = table_parts(node)
+    ref = ctx.resolve(parts) if parts else None
+    if ref is None:
+        return None
+    if ref.metadata_table is not None:
+        raise ValidationError(f"cannot write to the metadata table {ref.name}.{ref.metadata_table}")
+    if ref.tag is not None:
+        raise ValidationError(f"cannot write to tag {ref.tag!r} of {ref.name}: tags are read-only")
+    if node.args.get("version") is not None:
+        raise ValidationError(f"cannot write to {ref.name} AS OF a version")
+    return ref
+
+
+def branch_of(ref: TableRef) -> str:
+    """The branch a write goes to."""
+    return ref.branch or MAIN_BRANCH
+
+
+def counts(ctx: SqlContext, **values: int) -> DataFrame:
+    """A one-row frame of counts (``num_affected_rows`` ...), as Spark's Delta reports them."""
+    names = ", ".join(f"{k} bigint" for k in values)
+    return ctx.spark.createDataFrame([tuple(values.values())], names)
+
+
+# ------------------------------------------------------------------------------------------ INSERT
+
+
+def insert(ctx: SqlContext, tree: exp.Insert) -> DataFrame | None:
+    """INSERT INTO / OVERWRITE [TABLE] t [PARTITION (...)] [(columns)] VALUES ... | query."""
+    from pyspark.sql import functions as F
+
+    from icefloe.spark.schema import to_spark_type
+    from icefloe.spark.write import write_table
+
+    target = tree.this
+    listed: list[str] | None = None
+    if isinstance(target, exp.Schema):
+        listed = [c.name for c in target.expressions]
+        target = target.this
+    ref = write_target(ctx, target)
+    if ref is None:
+        return None
+    if tree.args.get("by_name"):
+        raise UnsupportedStatement("INSERT ... BY NAME")
+    schema = ref.table.schema()
+    static, dynamic = _partition_clause(target.args.get("partition"))
+    source = run_query(ctx, tree.args["expression"])
+    names = listed or [f.name for f in schema.fields if f.name.lower() not in static]
+    if len(source.columns) != len(names):
+        raise ValidationError(
+            f"INSERT into {ref.name}: the query gives {len(source.columns)} columns, "
+            f"the table takes {len(names)} ({', '.join(names)})"
+        )
+    source = source.toDF(*[f"__icefloe_c{i}" for i in range(len(source.columns))])  # positional
+    columns = []
+    for src, name in zip(source.columns, names, strict=True):
+        field = schema.find_field(name, case_sensitive=False)
+        spark_type = to_spark_type(field.field_type, field_ids=False)
+        columns.append(F.col(f"`{src}`").cast(spark_type).alias(field.name))
+    for name, value in static.items():
+        field = schema.find_field(name, case_sensitive=False)
+        columns.append(F.lit(value).cast(to_spark_type(field.field_type, field_ids=False)).alias(field.name))
+    frame = source.select(*columns)
+    overwrite = bool(tree.args.get("overwrite"))
+    if not overwrite:
+        snapshot = write_table(
+            frame, ref.identifier, "append", catalog=ctx.catalog, options=CommitOptions(branch=branch_of(ref))
+        )
+    elif (ctx.spark.conf.get(OVERWRITE_MODE_CONF) or "static").lower() == "dynamic":
+        snapshot = write_table(
+            frame,
+            ref.identifier,
+            "overwrite",
+            partition_overwrite="dynamic",
+            catalog=ctx.catalog,
+            options=CommitOptions(branch=branch_of(ref)),
+        )
+    else:
+        row_filter: Expression | None = None
+        for name, value in static.items():
+            predicate = EqualTo(schema.find_field(name, case_sensitive=False).name, value)
+            row_filter = predicate if row_filter is None else And(row_filter, predicate)
+        snapshot = write_table(
+            frame,
+            ref.identifier,
+            "overwrite",
+            filter=row_filter,
+            catalog=ctx.catalog,
+            options=CommitOptions(branch=branch_of(ref)),
+        )
+    added = int(snapshot.summary.get("added-records", "0")) if snapshot is not None else 0
+    del dynamic  # dynamic partition columns come from the query, as in Spark
+    return counts(ctx, num_affected_rows=added, num_inserted_rows=added)
+
+
+def _partition_clause(node: exp.Expr | None) -> tuple[dict[str, Any], list[str]]:
+    static: dict[str, Any] = {}
+    dynamic: list[str] = []
+    if node is None:
+        return static, dynamic
+    for part in node.expressions:
+        if isinstance(part, exp.EQ) and isinstance(part.this, exp.Column):
+            try:
+                static[part.this.name.lower()] = literal(part.expression)
+            except NotPushable:
+                raise UnsupportedStatement(f"the partition value {to_sql(part.expression)}") from None
+        elif isinstance(part, exp.Column):
+            dynamic.append(part.name)
+        else:
+            raise UnsupportedStatement(f"the partition clause {to_sql(part)}")
+    return static, dynamic
+
+
+# ------------------------------------------------------------------------------------------ conditions
+
+
+def unqualified(node: exp.Expr, aliases: set[str]) -> exp.Expr:
+    """A copy of ``node`` whose columns qualified with the target's name or alias lose the qualifier."""
+
+    def strip(n: exp.Expr) -> exp.Expr:
+        if isinstance(n, exp.Column) and n.table and n.table.lower() in aliases:
+            return exp.Column(this=n.this.copy())
+        return n
+
+    return node.copy().transform(strip)
+
+
+def materialize_subqueries(ctx: SqlContext, node: exp.Expr) -> exp.Expr:
+    """``x IN (SELECT ...)`` with an uncorrelated subquery becomes ``x IN (v1, v2, ...)``."""
+    node = node.copy()
+    for pred in list(node.find_all(exp.In)):
+        query = pred.args.get("query")
+        if query is None:
+            continue
+        inner = query.this if isinstance(query, exp.Subquery) else query
+        try:
+            values = [r[0] for r in run_query(ctx, inner.copy()).distinct().collect()]
+        except Exception as exc:  # correlated (or otherwise unrunnable on its own)
+            raise UnsupportedStatement(
+                "a correlated IN subquery in a DELETE/UPDATE condition", str(exc).splitlines()[0]
+            ) from None
+        literals = [_sql_literal(v) for v in values]
+        replacement = exp.In(this=pred.this.copy(), expressions=literals) if literals else exp.false()
+        pred.replace(replacement)
+    if node.find(exp.Exists) is not None:
+        raise UnsupportedStatement("EXISTS in a DELETE/UPDATE condition", "use MERGE INTO ... WHEN MATCHED")
+    return node
+
+
+def _sql_literal(value: Any) -> exp.Expr:
+    import datetime as dt
+
+    if value is None:
+        return exp.null()
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, int | float):
+        return exp.Literal.number(value)
+    if isinstance(value, dt.datetime):
+        return exp.cast(exp.Literal.string(value.isoformat(sep=" ")), exp.DataType.build("timestamp"))
+    if isinstance(value, dt.date):
+        return exp.cast(exp.Literal.string(value.isoformat()), exp.DataType.build("date"))
+    return exp.Literal.string(str(value))
+
+
+def split_condition(ref: TableRef, node: exp.Expr) -> tuple[Expression, bool]:
+    """(icefloe filter of the convertible conjuncts, whether that filter is the whole condition)."""
+    schema = ref.table.schema()
+
+    def column(col: exp.Column) -> str:
+        if col.table:
+            raise NotPushable
+        return str(col.name)
+
+    out: Expression = AlwaysTrue()
+    exact = True
+    for part in conjuncts(node):
+        try:
+            expr = to_filter(part, column)
+            bind(schema, expr, case_sensitive=False)
+        except (NotPushable, ValidationError):
+            exact = False
+            continue
+        out = expr if isinstance(out, AlwaysTrue) else And(out, expr)
+    return out, exact
+
+
+def _condition(
+    ctx: SqlContext, ref: TableRef, node: exp.Expr, where: exp.Expr | None
+) -> tuple[Expression, str | None]:
+    """(pruning filter, Spark condition or None when the filter is exact) of a WHERE clause."""
+    if where is None:
+        return AlwaysTrue(), None
+    aliases = {ref.identifier[-1].lower(), *([node.alias.lower()] if node.alias else [])}
+    cond = materialize_subqueries(ctx, unqualified(where.this, aliases))
+    prune, exact = split_condition(ref, cond)
+    return prune, None if exact else to_sql(cond)
+
+
+# ------------------------------------------------------------------------------------------ DELETE / UPDATE
+
+
+def delete(ctx: SqlContext, tree: exp.Delete) -> DataFrame | None:
+    """DELETE FROM t [AS a] [WHERE condition]."""
+    from icefloe.spark.row_operations import delete_rows, delete_where
+
+    ref = write_target(ctx, tree.this)
+    if ref is None:
+        return None
+    prune, spark_condition = _condition(ctx, ref, tree.this, tree.args.get("where"))
+    if spark_condition is None:
+        result = delete_rows(
+            ctx.spark,
+            ref.identifier,
+            prune,
+            catalog=ctx.catalog,
+            options=CommitOptions(branch=branch_of(ref)),
+            case_sensitive=False,
+        )
+    else:
+        result = delete_where(
+            ctx.spark,
+            ref.identifier,
+            spark_condition,
+            prune,
+            catalog=ctx.catalog,
+            options=CommitOptions(branch=branch_of(ref)),
+            case_sensitive=False,
+        )
+    return counts(ctx, num_affected_rows=result.deleted_rows)
+
+
+def update(ctx: SqlContext, tree: exp.Update) -> DataFrame | None:
+    """UPDATE t [AS a] SET c = expr, ... [WHERE condition]."""
+    from icefloe.spark.row_operations import update_rows
+    from icefloe.spark.schema import to_spark_type
+
+    ref = write_target(ctx, tree.this)
+    if ref is None:
+        return None
+    if tree.args.get("from_") is not None:
+        raise UnsupportedStatement("UPDATE ... FROM", "use MERGE INTO")
+    aliases = {ref.identifier[-1].lower(), *([tree.this.alias.lower()] if tree.this.alias else [])}
+    assignments: dict[str, Any] = {}
+    for eq in tree.expressions:
+        if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column):
+            raise UnsupportedStatement(f"the assignment {to_sql(eq)}")
+        column = eq.this.name
+        if eq.this.table and eq.this.table.lower() not in aliases:
+            raise ValidationError(f"UPDATE {ref.name}: cannot assign {to_sql(eq.this)}")
+        field = ref.table.schema().find_field(column, case_sensitive=False)
+        spark_type = to_spark_type(field.field_type, field_ids=False).simpleString()
+        # SQL's store assignment: the value takes the column's type (a decimal literal for a double)
+        value = to_sql(unqualified(eq.expression, aliases))
+        assignments[field.name] = f"CAST(({value}) AS {spark_type})"
+    prune, spark_condition = _condition(ctx, ref, tree.this, tree.args.get("where"))
+    result = update_rows(
+        ctx.spark,
+        ref.identifier,
+        assignments,
+        prune,
+        catalog=ctx.catalog,
+        options=CommitOptions(branch=branch_of(ref)),
+        case_sensitive=False,
+        spark_condition=spark_condition,
+    )
+    return counts(ctx, num_affected_rows=result.updated_rows)

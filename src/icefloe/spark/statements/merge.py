@@ -1,0 +1,278 @@
+"""MERGE INTO on an icefloe table, through ``spark.row_level.merge_into``.
+
+SQL's WHEN clauses (any number, each with an optional condition, applied in order per row state:
+``MATCHED``, ``NOT MATCHED [BY TARGET]``, ``NOT MATCHED BY SOURCE``) become one action column and,
+per assigned column, a value chosen by the clause that fired; ``merge_into`` joins, writes and
+commits one snapshot. The ON condition must be equalities of target and source columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+
+from icefloe.errors import ValidationError
+from icefloe.spark.statements.dml import branch_of, counts, write_target
+from icefloe.spark.statements.errors import UnsupportedStatement
+from icefloe.spark.statements.names import SqlContext
+from icefloe.spark.statements.parse import to_sql
+from icefloe.spark.statements.predicates import conjuncts
+from icefloe.spark.statements.query import run_query, table_parts
+from icefloe.txn.commit_options import CommitOptions
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+    from icefloe.spec.schema import Schema
+
+_TARGET, _SOURCE = "target", "source"  # merge_into's aliases of the joined pair
+
+
+@dataclass
+class Clause:
+    """One WHEN clause: the row state it applies to, its condition, what it does, its assignments."""
+
+    state: str  # "matched", "not_matched", "by_source"
+    condition: str | None
+    op: str  # "update", "delete", "insert"
+    values: dict[str, str] = field(default_factory=dict)
+
+
+def merge(ctx: SqlContext, tree: exp.Merge) -> DataFrame | None:
+    """MERGE INTO t [AS a] USING source [AS s] ON keys WHEN ..."""
+    from icefloe.spark.row_operations import merge_into
+
+    target_node = tree.this
+    ref = write_target(ctx, target_node)
+    if ref is None:
+        return None
+    schema = ref.table.schema()
+    target_alias = (target_node.alias or ref.identifier[-1]).lower()
+    using = tree.args["using"]
+    if isinstance(using, exp.Subquery):
+        source_alias = using.alias.lower() if using.alias else ""
+        source = run_query(ctx, using.this.copy())
+    elif isinstance(using, exp.Table):
+        parts = table_parts(using) or []
+        source_alias = (using.alias or (parts[-1] if parts else "")).lower()
+        plain = using.copy()
+        plain.set("alias", None)
+        source = run_query(ctx, exp.select("*").from_(plain))
+    else:
+        raise UnsupportedStatement(f"MERGE ... USING {to_sql(using)}")
+    keys, source = _keys(tree.args["on"], schema, source, target_alias, source_alias)
+    qualify = _Qualifier(schema, source.columns, target_alias, source_alias)
+    clauses = [_clause(w, schema, source.columns, qualify) for w in tree.args["whens"].expressions]
+    action, updates, inserts = _plan(clauses, schema)
+    result = merge_into(
+        source,
+        ref.identifier,
+        on=keys,
+        when_matched_update=updates or False,
+        when_matched_delete=False,
+        when_not_matched_insert=inserts or False,
+        when_not_matched_by_source_delete=any(c.state == "by_source" for c in clauses),
+        catalog=ctx.catalog,
+        options=CommitOptions(branch=branch_of(ref)),
+        case_sensitive=False,
+        action=action,
+    )
+    return counts(
+        ctx,
+        num_affected_rows=result.updated_rows + result.deleted_rows + result.inserted_rows,
+        num_updated_rows=result.updated_rows,
+        num_deleted_rows=result.deleted_rows,
+        num_inserted_rows=result.inserted_rows,
+    )
+
+
+def _keys(
+    on: exp.Expr, schema: Schema, source: DataFrame, target_alias: str, source_alias: str
+) -> tuple[list[str], DataFrame]:
+    """Target key columns of ``ON t.a = s.b AND ...``; source keys renamed to the target's names."""
+    from pyspark.sql import functions as F
+
+    keys: list[str] = []
+    for part in conjuncts(on):
+        if not (
+            isinstance(part, exp.EQ)
+            and isinstance(part.this, exp.Column)
+            and isinstance(part.expression, exp.Column)
+        ):
+            raise UnsupportedStatement(
+                f"the MERGE condition {to_sql(part)}", "ON must be equalities of target and source columns"
+            )
+        left, right = part.this, part.expression
+        if left.table.lower() == source_alias and right.table.lower() == target_alias:
+            left, right = right, left
+        if left.table.lower() != target_alias or right.table.lower() != source_alias:
+            raise UnsupportedStatement(
+                f"the MERGE condition {to_sql(part)}", "qualify both sides with the target and source names"
+            )
+        target_name = schema.find_field(left.name, case_sensitive=False).name
+        source_name = next((c for c in source.columns if c.lower() == right.name.lower()), None)
+        if source_name is None:
+            raise ValidationError(f"MERGE: the source has no column {right.name!r}")
+        if source_name != target_name:
+            if any(c.lower() == target_name.lower() for c in source.columns):
+                raise UnsupportedStatement(
+                    f"the MERGE condition {to_sql(part)}", f"the source also has a column {target_name!r}"
+                )
+            source = source.withColumn(target_name, F.col(f"`{source_name}`"))
+        keys.append(target_name)
+    return keys, source
+
+
+class _Qualifier:
+    """Rewrites the user's target/source names to merge_into's ``target.`` / ``source.``."""
+
+    def __init__(
+        self, schema: Schema, source_columns: list[str], target_alias: str, source_alias: str
+    ) -> None:
+        self.target_columns = {f.name.lower() for f in schema.fields}
+        self.source_columns = {c.lower() for c in source_columns}
+        self.target_alias = target_alias
+        self.source_alias = source_alias
+
+    def __call__(self, node: exp.Expr) -> str:
+        def rewrite(n: exp.Expr) -> exp.Expr:
+            if not isinstance(n, exp.Column) or isinstance(n.parent, exp.Dot):
+                return n
+            qualifier = n.table.lower()
+            if qualifier == self.target_alias:
+                side = _TARGET
+            elif qualifier == self.source_alias:
+                side = _SOURCE
+            elif qualifier:
+                return n
+            else:
+                name = n.name.lower()
+                in_target, in_source = name in self.target_columns, name in self.source_columns
+                if in_target and in_source:
+                    raise ValidationError(f"MERGE: column {n.name!r} is ambiguous: qualify it")
+                if not (in_target or in_source):
+                    return n
+                side = _TARGET if in_target else _SOURCE
+            return exp.Column(this=n.this.copy(), table=exp.to_identifier(side))
+
+        return to_sql(node.copy().transform(rewrite))
+
+
+def _clause(when: exp.When, schema: Schema, source_columns: list[str], qualify: _Qualifier) -> Clause:
+    matched = bool(when.args.get("matched"))
+    by_source = bool(when.args.get("source"))
+    state = "matched" if matched else ("by_source" if by_source else "not_matched")
+    cond = when.args.get("condition")
+    condition = qualify(cond) if cond is not None else None
+    then = when.args["then"]
+    if isinstance(then, exp.Var) and str(then.this).upper() == "DELETE":
+        if state == "not_matched":
+            raise ValidationError("MERGE: WHEN NOT MATCHED can only INSERT")
+        return Clause(state, condition, "delete")
+    if isinstance(then, exp.Update):
+        if state == "not_matched":
+            raise ValidationError("MERGE: WHEN NOT MATCHED can only INSERT")
+        values: dict[str, str] = {}
+        for item in then.expressions:
+            if isinstance(item, exp.Star):
+                if state != "matched":
+                    raise ValidationError("MERGE: UPDATE SET * needs a source row (WHEN MATCHED)")
+                values.update(_star(schema, source_columns))
+            elif isinstance(item, exp.EQ) and isinstance(item.this, exp.Column):
+                column = schema.find_field(item.this.name, case_sensitive=False).name
+                values[column] = qualify(item.expression)
+            else:
+                raise UnsupportedStatement(f"the MERGE assignment {to_sql(item)}")
+        return Clause(state, condition, "update", values)
+    if isinstance(then, exp.Insert):
+        if state != "not_matched":
+            raise ValidationError("MERGE: only WHEN NOT MATCHED can INSERT")
+        if isinstance(then.this, exp.Star):
+            return Clause(state, condition, "insert", _star(schema, source_columns))
+        names = [c.name for c in then.this.expressions]
+        exprs = then.expression.expressions
+        if len(names) != len(exprs):
+            raise ValidationError(f"MERGE: INSERT lists {len(names)} columns and {len(exprs)} values")
+        values = {
+            schema.find_field(n, case_sensitive=False).name: qualify(e)
+            for n, e in zip(names, exprs, strict=True)
+        }
+        return Clause(state, condition, "insert", values)
+    raise UnsupportedStatement(f"the MERGE action {to_sql(then)}")
+
+
+def _star(schema: Schema, source_columns: list[str]) -> dict[str, str]:
+    by_lower = {c.lower(): c for c in source_columns}
+    out = {}
+    for f in schema.fields:
+        src = by_lower.get(f.name.lower())
+        if src is None:
+            raise ValidationError(
+                f"MERGE: * needs a source column for every table column; missing {f.name!r}"
+            )
+        out[f.name] = f"{_SOURCE}.`{src}`"
+    return out
+
+
+def _plan(clauses: list[Clause], schema: Schema) -> tuple[Column, dict[str, Any], dict[str, Any]]:
+    """The action column and the per-column update / insert values choosing by the fired clause."""
+    from pyspark.sql import functions as F
+
+    from icefloe.spark.row_operations import merge_row_state
+    from icefloe.spark.row_writer import DELETE, INSERT, KEEP, UPDATE
+
+    has_target, has_source = merge_row_state()
+    states = {
+        "matched": has_target & has_source,
+        "not_matched": ~has_target & has_source,
+        "by_source": has_target & ~has_source,
+    }
+    ops = {"update": UPDATE, "delete": DELETE, "insert": INSERT}
+    fired: Any = None
+    for i, clause in enumerate(clauses):
+        test = states[clause.state]
+        if clause.condition is not None:
+            test = test & F.coalesce(F.expr(clause.condition), F.lit(False))
+        fired = F.when(test, F.lit(i)) if fired is None else fired.when(test, F.lit(i))
+    index = fired.otherwise(F.lit(None).cast("int")) if fired is not None else F.lit(None).cast("int")
+    action: Any = None
+    for i, clause in enumerate(clauses):
+        cond = index == F.lit(i)
+        action = (
+            F.when(cond, F.lit(ops[clause.op]))
+            if action is None
+            else action.when(cond, F.lit(ops[clause.op]))
+        )
+    action = (
+        F.when(has_target, F.lit(KEEP)) if action is None else action.when(has_target, F.lit(KEEP))
+    ).otherwise(F.lit(None).cast("string"))
+    updates = _values(clauses, "update", index, lambda name: F.col(f"{_TARGET}.`{name}`"), schema)
+    inserts = _values(clauses, "insert", index, lambda name: F.lit(None), schema)
+    return action, updates, inserts
+
+
+def _values(clauses: list[Clause], op: str, index: Column, otherwise: Any, schema: Schema) -> dict[str, Any]:
+    """Per assigned column, the value of the clause that fired, cast to the column's type (SQL's
+    store assignment: ``25.0`` is a decimal literal, written to a double column)."""
+    from pyspark.sql import functions as F
+
+    from icefloe.spark.schema import to_spark_type
+
+    columns: list[str] = []
+    for c in clauses:
+        if c.op == op:
+            columns += [n for n in c.values if n not in columns]
+    out: dict[str, Any] = {}
+    for name in columns:
+        value: Any = None
+        for i, c in enumerate(clauses):
+            if c.op == op and name in c.values:
+                spark_type = to_spark_type(schema.find_field(name).field_type, field_ids=False)
+                expr = F.expr(c.values[name]).cast(spark_type)
+                value = (
+                    F.when(index == F.lit(i), expr) if value is None else value.when(index == F.lit(i), expr)
+                )
+        out[name] = value.otherwise(otherwise(name))
+    return out

@@ -1,0 +1,250 @@
+"""Split a script into statements and parse each with sqlglot's Spark dialect.
+
+Statements sqlglot keeps as opaque commands (Iceberg's SQL extensions such as ``ALTER TABLE ... ADD
+PARTITION FIELD``, ``CALL``, ``SHOW``) are read with :class:`TokenCursor` over sqlglot's own
+tokens; expressions inside them (transforms, procedure arguments) go back to sqlglot's parser.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import NoReturn
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.spark import Spark
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import Token, TokenType
+
+from icefloe.spark.statements.errors import SqlSyntaxError
+
+DIALECT = "spark"
+_SPARK = Spark()
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One statement of a script: its text, where it starts, and its tree (None if it did not parse)."""
+
+    text: str
+    line: int
+    column: int
+    tree: exp.Expr | None
+    error: SqlSyntaxError | None
+
+    def tokens(self) -> list[Token]:
+        """The statement's tokens."""
+        return tokenize(self.text)
+
+
+@contextmanager
+def _quiet_sqlglot() -> Iterator[None]:
+    """sqlglot warns when it keeps a statement as a command; icefloe handles those itself."""
+    logger = logging.getLogger("sqlglot")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def tokenize(text: str) -> list[Token]:
+    """sqlglot's Spark tokens of ``text`` (SqlSyntaxError on an unterminated string or comment)."""
+    try:
+        return list(_SPARK.tokenize(text))
+    except TokenError as exc:
+        raise SqlSyntaxError(str(exc).splitlines()[0], 1, 1) from None
+
+
+def split_statements(text: str) -> list[Statement]:
+    """The ``;``-separated statements of a script, each parsed (empty statements are skipped)."""
+    tokens = tokenize(text)
+    pieces: list[tuple[int, int]] = []
+    start: int | None = None
+    end = 0
+    for tok in tokens:
+        if tok.token_type == TokenType.SEMICOLON:
+            if start is not None:
+                pieces.append((start, end))
+            start = None
+            continue
+        if start is None:
+            start = _token_start(tok)
+        end = tok.end + 1
+    if start is not None:
+        pieces.append((start, end))
+    out = []
+    for begin, finish in pieces:
+        body = text[begin:finish]
+        line = text.count("\n", 0, begin) + 1
+        column = begin - (text.rfind("\n", 0, begin) + 1) + 1
+        out.append(parse_statement(body, line, column))
+    return out
+
+
+def _token_start(tok: Token) -> int:
+    # a command token's text is only the keyword; its own start is exact
+    return tok.start
+
+
+def parse_statement(text: str, line: int = 1, column: int = 1) -> Statement:
+    """Parse one statement; a syntax error is kept (with its absolute position), not raised."""
+    prepared = _normalise_time_travel(text)
+    try:
+        with _quiet_sqlglot():
+            tree = sqlglot.parse_one(prepared, read=DIALECT)
+    except ParseError as exc:
+        info = exc.errors[0] if exc.errors else {}
+        err_line = int(info.get("line") or 1)
+        err_col = int(info.get("col") or 1)
+        abs_line = line + err_line - 1
+        abs_col = err_col + (column - 1 if err_line == 1 else 0)
+        message = str(info.get("description") or exc).splitlines()[0]
+        return Statement(text, line, column, None, SqlSyntaxError(message, abs_line, abs_col))
+    return Statement(text, line, column, tree, None)
+
+
+def _normalise_time_travel(text: str) -> str:
+    """``FOR SYSTEM_VERSION AS OF`` -> ``VERSION AS OF`` (sqlglot knows only the latter), by tokens."""
+    tokens = tokenize(text)
+    edits: list[tuple[int, int, str]] = []
+    for a, b in itertools.pairwise(tokens):
+        if a.text.upper() == "FOR" and b.text.upper() == "SYSTEM_VERSION":
+            edits.append((a.start, b.end + 1, "VERSION"))
+    for begin, finish, new in reversed(edits):
+        text = text[:begin] + new + text[finish:]
+    return text
+
+
+def parse_expression(text: str) -> exp.Expr:
+    """One SQL expression (a transform, a procedure call's arguments, a default)."""
+    try:
+        with _quiet_sqlglot():
+            return sqlglot.parse_one(text, read=DIALECT)
+    except ParseError as exc:
+        info = exc.errors[0] if exc.errors else {}
+        raise SqlSyntaxError(
+            str(info.get("description") or exc).splitlines()[0],
+            int(info.get("line") or 1),
+            int(info.get("col") or 1),
+        ) from None
+
+
+def to_sql(node: exp.Expr) -> str:
+    """Spark SQL text of a sqlglot tree."""
+    return node.sql(dialect=DIALECT)
+
+
+class TokenCursor:
+    """Reads a token list keyword by keyword (for statements sqlglot keeps as commands)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens = _command_tokens(text)
+        self.pos = 0
+
+    def at_end(self) -> bool:
+        """True when every token is consumed."""
+        return self.pos >= len(self.tokens)
+
+    def peek(self, ahead: int = 0) -> str:
+        """The upper-cased text of a coming token ('' past the end)."""
+        i = self.pos + ahead
+        return self.tokens[i].text.upper() if i < len(self.tokens) else ""
+
+    def accept(self, *words: str) -> bool:
+        """Consume ``words`` if the coming tokens are exactly them."""
+        if all(self.peek(i) == w.upper() for i, w in enumerate(words)):
+            self.pos += len(words)
+            return True
+        return False
+
+    def expect(self, *words: str) -> None:
+        """Consume ``words`` or raise a syntax error at the current token."""
+        if not self.accept(*words):
+            self.fail(f"expected {' '.join(words)}")
+
+    def fail(self, message: str) -> NoReturn:
+        """Raise a syntax error naming the current token's position."""
+        tok = self.tokens[min(self.pos, len(self.tokens) - 1)] if self.tokens else None
+        found = f" (found {tok.text!r})" if tok is not None and not self.at_end() else " (at the end)"
+        raise SqlSyntaxError(message + found, tok.line if tok else 1, tok.col if tok else 1)
+
+    def next(self) -> Token:
+        """Consume and return one token."""
+        if self.at_end():
+            self.fail("unexpected end of statement")
+        tok = self.tokens[self.pos]
+        self.pos += 1
+        return tok
+
+    def identifier(self) -> str:
+        """One (possibly back-quoted) name."""
+        tok = self.next()
+        if tok.token_type in (TokenType.STRING, TokenType.NUMBER, TokenType.L_PAREN, TokenType.COMMA):
+            self.pos -= 1
+            self.fail("expected a name")
+        return tok.text
+
+    def dotted(self) -> list[str]:
+        """``a.b.c`` as its parts."""
+        parts = [self.identifier()]
+        while self.peek() == ".":
+            self.pos += 1
+            parts.append(self.identifier())
+        return parts
+
+    def rest(self) -> str:
+        """The statement text from the current token on (consumes everything)."""
+        if self.at_end():
+            return ""
+        begin = self.tokens[self.pos].start
+        self.pos = len(self.tokens)
+        return self.text[begin:].strip()
+
+    def until(self, *stops: str) -> str:
+        """Text up to (not including) the first top-level token among ``stops`` (or the end)."""
+        depth = 0
+        begin = self.tokens[self.pos].start if not self.at_end() else len(self.text)
+        end = begin
+        upper = {s.upper() for s in stops}
+        while not self.at_end():
+            tok = self.tokens[self.pos]
+            if depth == 0 and tok.text.upper() in upper:
+                break
+            if tok.token_type == TokenType.L_PAREN:
+                depth += 1
+            elif tok.token_type == TokenType.R_PAREN:
+                depth -= 1
+            end = tok.end + 1
+            if tok.token_type == TokenType.STRING:
+                end = _string_end(self.text, tok)
+            self.pos += 1
+        return self.text[begin:end].strip()
+
+
+def _command_tokens(text: str) -> list[Token]:
+    """Tokens of ``text``; a command keyword (SHOW, CALL, ...) swallows the rest as one string in
+    sqlglot's tokenizer, so the rest is tokenized again (positions kept)."""
+    tokens = tokenize(text)
+    out: list[Token] = []
+    for i, tok in enumerate(tokens):
+        out.append(tok)
+        if tok.token_type in Spark.Tokenizer.COMMANDS and i + 1 < len(tokens):
+            offset = tok.end + 1
+            rest = tokenize(text[offset:])
+            for r in rest:
+                r.start += offset
+                r.end += offset
+            return out + rest
+    return out
+
+
+def _string_end(text: str, tok: Token) -> int:
+    # a string token's end points at its closing quote
+    return tok.end + 1

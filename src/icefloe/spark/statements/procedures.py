@@ -1,0 +1,361 @@
+"""``CALL <catalog>.system.<procedure>(name => value, ...)`` (or positional arguments), with the
+result columns of Iceberg's Spark procedures. Each runs through icefloe's own machinery: snapshot
+management (``txn.refs``), maintenance (expiry, orphan files), compaction on Spark."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+
+from icefloe.errors import ValidationError
+from icefloe.spark.statements.errors import UnsupportedStatement
+from icefloe.spark.statements.names import SqlContext
+from icefloe.spark.statements.parse import TokenCursor, parse_expression, to_sql
+from icefloe.spark.statements.query import timestamp_ms
+from icefloe.spec.snapshots import MAIN_BRANCH
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from icefloe.table.table import Table
+
+Procedure = Callable[[SqlContext, dict[str, Any]], "DataFrame"]
+
+
+def call(ctx: SqlContext, cursor: TokenCursor) -> DataFrame | None:
+    """Run ``CALL name(args)`` when ``name`` is one of icefloe's procedures (None: Spark's)."""
+    parts = cursor.dotted()
+    if parts[0].lower() == ctx.name.lower():
+        parts = parts[1:]
+    elif not ctx.current_is_icefloe():
+        return None
+    if len(parts) != 2 or parts[0].lower() != "system":
+        raise UnsupportedStatement(f"the procedure {'.'.join(parts)}", "procedures are system.<name>")
+    name = parts[1].lower()
+    spec = PROCEDURES.get(name)
+    if spec is None:
+        raise UnsupportedStatement(f"the procedure system.{name}", f"known: {', '.join(sorted(PROCEDURES))}")
+    params, run = spec
+    args = _arguments(ctx, cursor.rest(), params, name)
+    return run(ctx, args)
+
+
+def _arguments(ctx: SqlContext, text: str, params: tuple[str, ...], name: str) -> dict[str, Any]:
+    node = parse_expression("f" + text)
+    if not isinstance(node, exp.Anonymous | exp.Func):
+        raise ValidationError(f"CALL system.{name}: cannot read the arguments {text}")
+    out: dict[str, Any] = {}
+    for i, arg in enumerate(node.expressions):
+        if isinstance(arg, exp.Kwarg):
+            key = str(arg.this.name).lower()
+            value = _value(ctx, arg.expression)
+        else:
+            if out and any(k not in params[: len(out)] for k in out):
+                raise ValidationError(f"CALL system.{name}: positional arguments must come first")
+            if i >= len(params):
+                raise ValidationError(f"CALL system.{name}: too many arguments")
+            key, value = params[i], _value(ctx, arg)
+        if key not in params:
+            raise ValidationError(f"CALL system.{name}: unknown argument {key!r}; known: {', '.join(params)}")
+        out[key] = value
+    if "table" in params and "table" not in out:
+        raise ValidationError(f"CALL system.{name}: the argument 'table' is required")
+    return out
+
+
+def _value(ctx: SqlContext, node: exp.Expr) -> Any:
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            return str(node.this)
+        text = str(node.this)
+        return int(text) if text.lstrip("-").isdigit() else float(text)
+    if isinstance(node, exp.Neg):
+        return -_value(ctx, node.this)
+    if isinstance(node, exp.Boolean):
+        return bool(node.this)
+    if isinstance(node, exp.Null):
+        return None
+    if isinstance(node, exp.Cast) and node.to.is_type("timestamp", "timestamptz", "timestamp_ntz", "date"):
+        return _Timestamp(timestamp_ms(ctx, node))
+    if isinstance(node, exp.Array):
+        return [_value(ctx, e) for e in node.expressions]
+    if isinstance(node, exp.VarMap):
+        keys = [_value(ctx, k) for k in node.args["keys"].expressions]
+        values = [_value(ctx, v) for v in node.args["values"].expressions]
+        return dict(zip(keys, values, strict=True))
+    if isinstance(node, exp.Column | exp.Identifier | exp.Var):
+        return ".".join(p.name for p in node.parts) if isinstance(node, exp.Column) else str(node.name)
+    raise UnsupportedStatement(f"the procedure argument {to_sql(node)}")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Timestamp:
+    ms: int
+
+
+def _ms(ctx: SqlContext, value: Any) -> int:
+    if isinstance(value, _Timestamp):
+        return value.ms
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        return timestamp_ms(ctx, exp.Literal.string(value))
+    raise ValidationError(f"expected a timestamp, got {value!r}")
+
+
+def _table(ctx: SqlContext, args: dict[str, Any]) -> Table:
+    parts = str(args["table"]).split(".")
+    if len(parts) > 1 and parts[0].lower() == ctx.name.lower():
+        parts = parts[1:]
+    elif len(parts) == 1 and ctx.current_namespace():
+        parts = [*ctx.current_namespace(), parts[0]]
+    return ctx.catalog.load_table(tuple(parts))
+
+
+def _frame(ctx: SqlContext, columns: str, rows: list[tuple[Any, ...]]) -> DataFrame:
+    return ctx.spark.createDataFrame(rows, columns)
+
+
+def _head(table: Table) -> int | None:
+    snap = table.metadata.snapshot_for_ref(MAIN_BRANCH)
+    return snap.snapshot_id if snap is not None else None
+
+
+# ------------------------------------------------------------------------------------------ snapshots
+
+
+def _move_main(ctx: SqlContext, args: dict[str, Any], how: str) -> DataFrame:
+    table = _table(ctx, args)
+    previous = _head(table)
+    with table.manage_snapshots() as ms:
+        if how == "rollback_to_snapshot":
+            ms.rollback_to_snapshot(int(args["snapshot_id"]))
+        elif how == "rollback_to_timestamp":
+            ms.rollback_to_timestamp(_ms(ctx, args["timestamp"]))
+        else:
+            target = args.get("snapshot_id")
+            ref = args.get("ref")
+            if (target is None) == (ref is None):
+                raise ValidationError("set_current_snapshot: give either snapshot_id or ref")
+            if ref is not None:
+                snap = table.metadata.snapshot_for_ref(str(ref))
+                if snap is None:
+                    raise ValidationError(f"table {table.name} has no ref {ref!r}")
+                target = snap.snapshot_id
+            assert target is not None
+            ms.set_current_snapshot(int(target))
+    return _frame(
+        ctx, "previous_snapshot_id bigint, current_snapshot_id bigint", [(previous, _head(table.refresh()))]
+    )
+
+
+def _cherrypick(ctx: SqlContext, table: Table, snapshot_id: int) -> DataFrame:
+    """Apply the changes of an append snapshot to main (a fast-forward when main is its parent)."""
+    from icefloe.tree.read_seam import live_entries
+    from icefloe.txn.producers import AppendFiles
+
+    md = table.metadata
+    snap = md.snapshot_by_id(snapshot_id)
+    head = _head(table)
+    if snap.parent_snapshot_id == head:
+        with table.manage_snapshots() as ms:
+            ms.set_current_snapshot(snapshot_id)
+    elif snap.operation == "append":
+        files = [
+            dataclasses.replace(e.data_file, first_row_id=None)
+            for e in live_entries(table.io, md, snap)
+            if e.snapshot_id == snapshot_id and int(e.status) == 1
+        ]
+        props = {"source-snapshot-id": str(snapshot_id)}
+        if "wap.id" in snap.summary:
+            props["published-wap-id"] = snap.summary["wap.id"]
+        with table.transaction() as tx:
+            tx.add_action(AppendFiles(branch=MAIN_BRANCH, snapshot_properties=props, files=files))
+    else:
+        raise UnsupportedStatement(
+            f"cherry-picking a {snap.operation!r} snapshot", "only appends are supported"
+        )
+    return _frame(
+        ctx, "source_snapshot_id bigint, current_snapshot_id bigint", [(snapshot_id, _head(table.refresh()))]
+    )
+
+
+def _cherrypick_snapshot(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
+    return _cherrypick(ctx, _table(ctx, args), int(args["snapshot_id"]))
+
+
+def _publish_changes(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
+    table = _table(ctx, args)
+    wap_id = str(args["wap_id"])
+    found = [s for s in table.metadata.snapshots if s.summary.get("wap.id") == wap_id]
+    if len(found) != 1:
+        raise ValidationError(f"publish_changes: {len(found)} snapshots have wap.id {wap_id!r} (need one)")
+    return _cherrypick(ctx, table, found[0].snapshot_id)
+
+
+def _fast_forward(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
+    table = _table(ctx, args)
+    branch, to = str(args["branch"]), str(args["to"])
+    before = table.metadata.snapshot_for_ref(branch)
+    with table.manage_snapshots() as ms:
+        ms.fast_forward(branch, to)
+    after = table.refresh().metadata.snapshot_for_ref(branch)
+    return _frame(
+        ctx,
+        "branch_updated string, previous_ref bigint, updated_ref bigint",
+        [(branch, before.snapshot_id if before else None, after.snapshot_id if after else None)],
+    )
+
+
+def _ancestors_of(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
+    from icefloe.txn.refs import ancestor_ids
+
+    table = _table(ctx, args)
+    md = table.metadata
+    start = int(args["snapshot_id"]) if args.get("snapshot_id") is not None else _head(table)
+    rows = [(sid, md.snapshot_by_id(sid).timestamp_ms) for sid in ancestor_ids(md, start)]
+    return _frame(ctx, "snapshot_id bigint, timestamp bigint", rows)
+
+
+# ------------------------------------------------------------------------------------------ maintenance
+
+
+def _expire_snapshots(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
+    from icefloe.maintenance.expire_snapshots import expire_snapshots
+
+    table = _table(ctx, args)
+    before = {s.snapshot_id for s in table.metadata.snapshots}
+    kinds = _content_kinds(table)
+    result = expire_snapshots(
+        table,
+        older_than=_ms(ctx, args["older_than"]) if args.get("older_than") is not None else None,
+        retain_last=int(args["retain_last"]) if args.get("retain_last") is not None else None,
+        snapshot_ids=[int(s) for s in args.get("snapshot_ids") or []],
+    )
+    del before
+    data = sum(1 for f in result.deleted_content_files if kinds.get(f, 0) == 0)
+    position = sum(1 for f in result.deleted_content_files if kinds.get(f) == 1)
+    equality = sum(1 for f in result.deleted_content_files if kinds.get(f) == 2)
+    lists = sum(1 for f in result.deleted_metadata_files if "snap-" in f.rsplit("/", 1)[-1])
+    manifests = len(result.deleted_metadata_files) - lists
+    return _frame(
+        ctx,
+        "deleted_data_files_count bigint, deleted_position_delete_files_count bigint, "
+        "deleted_equality_delete_files_count bigint, deleted_manifest_files_count bigint, "
+        "deleted_manifest_lists_count bigint, deleted_statistics_files_count bigint",
+        [(data, position, equality, manifests, lists, 0)],
+    )
+
+
+def _content_kinds(table: Table) -> dict[str, int]:
+    """Content kind (0 data, 1 position deletes, 2 equality deletes) of every file of every snapshot."""
+    from icefloe.scan.metadata_tables_all import all_files_table
+
+    files = all_files_table(table.io, table.metadata, "all")
+    return dict(zip(files.column("file_path").to_pylist(), files.column("content").to_pylist(), strict=True))
+
+
+def _remove_orphan_files(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
+    from icefloe.maintenance.remove_orphan_files import remove_orphan_files
+
+    table = _table(ctx, args)
+    older = args.get("older_than")
+    result = remove_orphan_files(
+        table,
+        older_than=_ms(ctx, older) if older is not None else None,
+        location=args.get("location"),
+        dry_run=bool(args.get("dry_run", False)),
+    )
+    return _frame(ctx, "orphan_file_location string", [(f,) for f in result.orphan_files])
+
+
+def _rewrite_data_files(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
+    from icefloe.spark.rewrite import rewrite_data_files
+
+    table = _table(ctx, args)
+    strategy = str(args.get("strategy") or "binpack").lower()
+    if strategy != "binpack":
+        raise UnsupportedStatement(f"rewrite_data_files strategy {strategy!r}", "only binpack")
+    options = {str(k).lower(): str(v) for k, v in (args.get("options") or {}).items()}
+    where = args.get("where")
+    row_filter = _where_filter(table, str(where)) if where is not None else None
+    result = rewrite_data_files(
+        ctx.spark,
+        table.identifier,
+        row_filter,
+        int(options["target-file-size-bytes"]) if "target-file-size-bytes" in options else None,
+        min_input_files=int(options.get("min-input-files", "2")),
+        rewrite_all=options.get("rewrite-all", "false").lower() == "true",
+        catalog=ctx.catalog,
+        case_sensitive=False,
+    )
+    return _frame(
+        ctx,
+        "rewritten_data_files_count int, added_data_files_count int, rewritten_bytes_count bigint, "
+        "failed_data_files_count int, removed_delete_files_count int",
+        [
+            (
+                result.rewritten_data_files,
+                result.added_data_files,
+                result.rewritten_bytes,
+                0,
+                result.removed_delete_files,
+            )
+        ],
+    )
+
+
+def _where_filter(table: Table, text: str) -> Any:
+    from icefloe.spark.statements.dml import split_condition
+    from icefloe.spark.statements.names import TableRef
+
+    prune, exact = split_condition(TableRef(table.identifier, table), parse_expression(text))
+    if not exact:
+        raise UnsupportedStatement(
+            f"the rewrite_data_files where condition {text!r}", "use simple column filters"
+        )
+    return prune
+
+
+def _register_table(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
+    parts = str(args["table"]).split(".")
+    if len(parts) > 1 and parts[0].lower() == ctx.name.lower():
+        parts = parts[1:]
+    table = ctx.catalog.register_table(tuple(parts), str(args["metadata_file"]))
+    snap = table.current_snapshot()
+    summary = snap.summary if snap is not None else {}
+    return _frame(
+        ctx,
+        "current_snapshot_id bigint, total_records_count bigint, total_data_files_count bigint",
+        [
+            (
+                snap.snapshot_id if snap else None,
+                int(summary.get("total-records", "0")),
+                int(summary.get("total-data-files", "0")),
+            )
+        ],
+    )
+
+
+PROCEDURES: dict[str, tuple[tuple[str, ...], Procedure]] = {
+    "rollback_to_snapshot": (("table", "snapshot_id"), lambda c, a: _move_main(c, a, "rollback_to_snapshot")),
+    "rollback_to_timestamp": (("table", "timestamp"), lambda c, a: _move_main(c, a, "rollback_to_timestamp")),
+    "set_current_snapshot": (("table", "snapshot_id", "ref"), lambda c, a: _move_main(c, a, "set")),
+    "cherrypick_snapshot": (("table", "snapshot_id"), _cherrypick_snapshot),
+    "publish_changes": (("table", "wap_id"), _publish_changes),
+    "fast_forward": (("table", "branch", "to"), _fast_forward),
+    "ancestors_of": (("table", "snapshot_id"), _ancestors_of),
+    "expire_snapshots": (
+        ("table", "older_than", "retain_last", "max_concurrent_deletes", "stream_results", "snapshot_ids"),
+        _expire_snapshots,
+    ),
+    "remove_orphan_files": (
+        ("table", "older_than", "location", "dry_run", "max_concurrent_deletes"),
+        _remove_orphan_files,
+    ),
+    "rewrite_data_files": (("table", "strategy", "sort_order", "options", "where"), _rewrite_data_files),
+    "register_table": (("table", "metadata_file"), _register_table),
+}

@@ -1,0 +1,249 @@
+"""Queries that read icefloe tables: each table reference becomes a temporary view over a freshly
+planned read, with the query's predicates on that table pushed into icefloe planning.
+
+The view is the fast read path (``spark.read``'s plan of ``icefloe.spark.read``: Spark's Parquet
+reader for files without deletes, the delete-applying route for the others). The statement is
+rewritten to name the views and run by ``spark.sql``; the views are dropped once Spark has
+analysed it. Time travel (``VERSION AS OF``, ``TIMESTAMP AS OF``, ``branch_x`` / ``tag_x``) selects
+the snapshot that is planned; metadata tables (``db.t.snapshots`` ...) become views over their rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import itertools
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
+
+from sqlglot import exp
+
+from icefloe.errors import ValidationError
+from icefloe.expressions.ast import AlwaysTrue, And, Expression
+from icefloe.expressions.binding import bind
+from icefloe.spark.read import ReadPlan, dataframe_for_plan, plan_read
+from icefloe.spark.statements.metadata import metadata_frame
+from icefloe.spark.statements.names import SqlContext, TableRef
+from icefloe.spark.statements.parse import to_sql
+from icefloe.spark.statements.predicates import NotPushable, conjuncts, to_filter
+from icefloe.spec.snapshots import RefType
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+_COUNTER = itertools.count()
+_OUTER = {"LEFT", "RIGHT", "FULL"}
+
+
+@dataclass(frozen=True)
+class TimeTravel:
+    """Which snapshot to read: a snapshot id, a branch, a tag or a timestamp (ms), else the current one."""
+
+    snapshot_id: int | None = None
+    branch: str | None = None
+    tag: str | None = None
+    as_of_ms: int | None = None
+
+
+@dataclass
+class ReadView:
+    """A temporary view standing for one table reference of the statement."""
+
+    view: str
+    ref: TableRef
+    plan: ReadPlan | None = None
+
+
+@dataclass
+class RewrittenQuery:
+    """The statement with icefloe tables replaced by views, and the views to drop afterwards."""
+
+    tree: exp.Expr
+    views: list[ReadView] = field(default_factory=list)
+
+    @property
+    def plans(self) -> list[ReadPlan]:
+        """The read plans of the data-table views (files each will read)."""
+        return [v.plan for v in self.views if v.plan is not None]
+
+    def drop(self, ctx: SqlContext) -> None:
+        """Drop the temporary views."""
+        for v in self.views:
+            ctx.spark.catalog.dropTempView(v.view)
+
+
+def table_parts(node: exp.Table) -> list[str] | None:
+    """The dotted name of a table reference (None for table functions and the like)."""
+    parts = node.parts
+    if not parts or not all(isinstance(p, exp.Identifier) for p in parts):
+        return None
+    return [p.name for p in parts]
+
+
+def rewrite_reads(ctx: SqlContext, tree: exp.Expr, skip: set[int] | None = None) -> RewrittenQuery:
+    """Replace every icefloe table reference in ``tree`` (except nodes whose id is in ``skip``)."""
+    skip = skip or set()
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    result = RewrittenQuery(tree)
+    for node in list(tree.find_all(exp.Table)):
+        if id(node) in skip:
+            continue
+        parts = table_parts(node)
+        if parts is None or (len(parts) == 1 and parts[0].lower() in ctes):
+            continue
+        ref = ctx.resolve(parts)
+        if ref is None:
+            continue
+        travel = time_travel(ctx, ref, node.args.get("version"))
+        alias = node.alias or ref.identifier[-1]
+        view = f"__icefloe_{next(_COUNTER)}_{uuid.uuid4().hex[:8]}"
+        if ref.metadata_table is not None:
+            snapshot_id = _snapshot_for(ref, travel)
+            df = metadata_frame(ctx.spark, ref.table, ref.metadata_table, snapshot_id)
+            entry = ReadView(view, ref)
+        else:
+            row_filter = pushed_filter(ref, node, alias)
+            plan = plan_read(
+                ref.table,
+                snapshot_id=travel.snapshot_id,
+                as_of_timestamp=travel.as_of_ms,
+                branch=travel.branch,
+                tag=travel.tag,
+                row_filter=row_filter,
+            )
+            # Spark applies the whole WHERE clause to the view's rows: the pushed filter has pruned
+            # files and row groups; applying it again inside the view would only cost time.
+            df = dataframe_for_plan(ctx.spark, dataclasses.replace(plan, row_filter=AlwaysTrue()))
+            entry = ReadView(view, ref, plan)
+        df.createOrReplaceTempView(view)
+        result.views.append(entry)
+        replacement = exp.Table(
+            this=exp.to_identifier(view), alias=exp.TableAlias(this=exp.to_identifier(alias))
+        )
+        node.replace(replacement)
+    return result
+
+
+def run_query(ctx: SqlContext, tree: exp.Expr) -> DataFrame:
+    """Run a query that may read icefloe tables (unchanged text when it reads none)."""
+    rewritten = rewrite_reads(ctx, tree)
+    try:
+        return ctx.spark.sql(to_sql(rewritten.tree))
+    finally:
+        rewritten.drop(ctx)
+
+
+def source_frame(ctx: SqlContext, tree: exp.Expr) -> DataFrame:
+    """A DataFrame of a query (or VALUES) that may read icefloe tables (the source of a write)."""
+    return run_query(ctx, tree)
+
+
+# ------------------------------------------------------------------------------------------ pushdown
+
+
+def pushed_filter(ref: TableRef, node: exp.Table, alias: str) -> Expression:
+    """The conjuncts of the enclosing WHERE that concern only this table, as one icefloe filter."""
+    select = node.find_ancestor(exp.Select)
+    if select is None or select.args.get("where") is None:
+        return AlwaysTrue()
+    joins = select.args.get("joins") or []
+    in_from = node.find_ancestor(exp.From, exp.Join)
+    if isinstance(in_from, exp.Join) and in_from.side.upper() in _OUTER:
+        return AlwaysTrue()
+    if any(j.side.upper() in ("RIGHT", "FULL") for j in joins):
+        return AlwaysTrue()
+    single = not joins
+    names = {alias.lower(), ref.identifier[-1].lower()}
+    schema = ref.table.schema()
+
+    def column(col: exp.Column) -> str:
+        qualifier = col.table
+        if qualifier and qualifier.lower() not in names:
+            raise NotPushable
+        if not qualifier and not single:
+            raise NotPushable
+        if col.args.get("db") or col.args.get("catalog"):
+            raise NotPushable
+        return str(col.name)
+
+    out: Expression = AlwaysTrue()
+    for part in conjuncts(select.args["where"].this):
+        if part.find(exp.Subquery, exp.Select) is not None:
+            continue
+        try:
+            expr = to_filter(part, column)
+            bind(schema, expr, case_sensitive=False)
+        except (NotPushable, ValidationError):
+            continue
+        out = expr if isinstance(out, AlwaysTrue) else And(out, expr)
+    return out
+
+
+# ------------------------------------------------------------------------------------------ time travel
+
+
+def time_travel(ctx: SqlContext, ref: TableRef, version: exp.Expr | None) -> TimeTravel:
+    """The snapshot a reference reads: ``VERSION/TIMESTAMP AS OF`` or a ``branch_``/``tag_`` suffix."""
+    if version is None:
+        return TimeTravel(branch=ref.branch, tag=ref.tag)
+    if ref.branch is not None or ref.tag is not None:
+        raise ValidationError(f"{ref.name}: a branch_/tag_ name cannot take AS OF as well")
+    kind = str(version.this).upper()
+    value = version.expression
+    if kind == "VERSION":
+        if isinstance(value, exp.Literal) and not value.is_string:
+            return TimeTravel(snapshot_id=int(value.this))
+        if isinstance(value, exp.Literal):
+            name = value.this
+            refs = ref.table.metadata.refs
+            if name in refs:
+                is_tag = refs[name].ref_type == RefType.TAG
+                return TimeTravel(tag=name) if is_tag else TimeTravel(branch=name)
+            if name.isdigit():
+                return TimeTravel(snapshot_id=int(name))
+            raise ValidationError(f"table {ref.name} has no branch or tag named {name!r}")
+        raise ValidationError(f"VERSION AS OF takes a snapshot id or a ref name, got {to_sql(value)}")
+    return TimeTravel(as_of_ms=timestamp_ms(ctx, value))
+
+
+def timestamp_ms(ctx: SqlContext, value: exp.Expr) -> int:
+    """Milliseconds since the epoch of a timestamp expression, read as Spark would."""
+    if isinstance(value, exp.Literal) and not value.is_string:
+        return int(float(value.this) * 1000)  # Spark: a number is seconds since the epoch
+    text = value.this if isinstance(value, exp.Literal) else None
+    if isinstance(value, exp.Cast) and isinstance(value.this, exp.Literal) and value.this.is_string:
+        text = value.this.this
+    if text is not None:
+        try:
+            parsed = dt.datetime.fromisoformat(text)
+        except ValueError:
+            parsed = None
+        if parsed is not None:
+            if parsed.tzinfo is None:
+                zone = ctx.spark.conf.get("spark.sql.session.timeZone") or "UTC"
+                parsed = parsed.replace(tzinfo=ZoneInfo(zone))
+            return int(parsed.timestamp() * 1000)
+    row: Any = ctx.spark.sql(f"SELECT unix_millis(CAST({to_sql(value)} AS TIMESTAMP)) AS ms").first()
+    if row is None or row[0] is None:
+        raise ValidationError(f"TIMESTAMP AS OF: {to_sql(value)} is not a timestamp")
+    return int(row[0])
+
+
+def _snapshot_for(ref: TableRef, travel: TimeTravel) -> int | None:
+    md = ref.table.metadata
+    if travel.snapshot_id is not None:
+        return travel.snapshot_id
+    name = travel.branch or travel.tag
+    if name is not None:
+        snap = md.snapshot_for_ref(name)
+        if snap is None:
+            raise ValidationError(f"table {ref.name} has no branch or tag named {name!r}")
+        return snap.snapshot_id
+    if travel.as_of_ms is not None:
+        snap = md.snapshot_as_of(travel.as_of_ms)
+        if snap is None:
+            raise ValidationError(f"table {ref.name} has no snapshot at or before {travel.as_of_ms} ms")
+        return snap.snapshot_id
+    return None

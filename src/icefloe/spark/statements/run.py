@@ -1,0 +1,68 @@
+"""Run one parsed statement: icefloe's own handling when it touches an icefloe table, else Spark's."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from icefloe.spark.statements.errors import UnsupportedStatement
+from icefloe.spark.statements.names import SqlContext
+from icefloe.spark.statements.parse import Statement, TokenCursor
+from icefloe.spark.statements.query import run_query, table_parts
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+def run_statement(ctx: SqlContext, stmt: Statement) -> DataFrame:
+    """The result of one statement (a query's rows, DML counts, or an empty frame for DDL)."""
+    from icefloe.spark.statements import ddl, dml, extensions, show
+
+    tree = stmt.tree
+    if tree is None:
+        if mentions_icefloe(ctx, stmt) and stmt.error is not None:
+            handled = extensions.handle(ctx, stmt, None)
+            if handled is not None:
+                return handled
+            raise stmt.error
+        return ctx.spark.sql(stmt.text)  # Spark's own syntax error (or a statement sqlglot lacks)
+    if isinstance(tree, exp.Use):
+        parts = table_parts(tree.this) if isinstance(tree.this, exp.Table) else None
+        if parts is not None and ctx.use(parts):
+            return empty(ctx)
+        return ctx.spark.sql(stmt.text)
+    if isinstance(tree, exp.Query):
+        return run_query(ctx, tree)
+    handlers = (ddl.handle, dml.handle, show.handle, extensions.handle)
+    for handler in handlers:
+        result = handler(ctx, stmt, tree)
+        if result is not None:
+            return result
+    if references_icefloe(ctx, tree):
+        raise UnsupportedStatement(f"the statement {type(tree).__name__.upper()} on an icefloe table")
+    return ctx.spark.sql(stmt.text)
+
+
+def empty(ctx: SqlContext) -> DataFrame:
+    """The empty result of a DDL statement (as ``spark.sql`` returns)."""
+    from pyspark.sql import types as T
+
+    return ctx.spark.createDataFrame([], T.StructType([]))
+
+
+def references_icefloe(ctx: SqlContext, tree: exp.Expr) -> bool:
+    """Whether any table name in the tree is an icefloe name."""
+    for node in tree.find_all(exp.Table):
+        parts = table_parts(node)
+        if parts is not None and ctx.icefloe_parts(parts) is not None and len(parts) > 1:
+            return True
+    return False
+
+
+def mentions_icefloe(ctx: SqlContext, stmt: Statement) -> bool:
+    """Whether a statement that did not parse names icefloe's catalog (or runs with it current)."""
+    if ctx.current_is_icefloe():
+        return True
+    cursor = TokenCursor(stmt.text)
+    return any(tok.text.lower() == ctx.name.lower() for tok in cursor.tokens)
