@@ -191,6 +191,11 @@ def _referenced_ids(schema: Schema, expr: Expression, case_sensitive: bool) -> s
     return referenced_field_ids(bind(schema, expr, case_sensitive))
 
 
+def deleted_positions(io: FileIO, task: FileScanTask, deletes: Iterable[DeleteFileRef]) -> np.ndarray:
+    """Sorted distinct positions of the task's data file that position deletes / DVs in ``deletes`` delete."""
+    return _deleted_positions(io, task, deletes)
+
+
 def _deleted_positions(io: FileIO, task: FileScanTask, deletes: Iterable[DeleteFileRef]) -> np.ndarray:
     """Positions of the data file deleted by DVs and position delete files."""
     from icefloe.scan.delete_readers import read_dv_positions, read_position_delete_positions
