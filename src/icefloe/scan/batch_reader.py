@@ -61,7 +61,7 @@ def batches_of(
         if not len(schema):
             yield pa.RecordBatch.from_struct_array(pa.array([{}] * table.num_rows, pa.struct([])))
             continue
-        yield from table.to_batches(max_chunksize=batch_size)
+        yield from (b for b in table.to_batches(max_chunksize=batch_size) if b.num_rows)
 
 
 def record_batch_reader(
