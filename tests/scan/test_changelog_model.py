@@ -166,22 +166,22 @@ def _records(model: Model, old: int, new: int, net: bool) -> list[tuple[Any, ...
 
 
 def _replay(model: Model, old: int, new: int) -> None:
-    state = dict(model.states[old]) if model.lineage else Counter(model.states[old])
+    by_id: dict[int, Row] = dict(model.states[old]) if model.lineage else {}
+    rows: Counter[Row] = Counter() if model.lineage else Counter(model.states[old])
     for kind, rid, key, tag, _ in _records(model, old, new, net=False):
         row = (key, tag)
         if kind in ("DELETE", "UPDATE_BEFORE"):
             if model.lineage:
-                assert state.pop(rid) == row, (kind, rid, row)
+                assert by_id.pop(rid) == row, (kind, rid, row)
             else:
-                assert state[row] > 0, (kind, row)
-                state[row] -= 1
-                state = +state
+                assert rows[row] > 0, (kind, row)
+                rows[row] -= 1
         elif model.lineage:
-            assert rid not in state, (kind, rid, row)
-            state[rid] = row
+            assert rid not in by_id, (kind, rid, row)
+            by_id[rid] = row
         else:
-            state[row] += 1
-    assert state == model.states[new]
+            rows[row] += 1
+    assert (by_id if model.lineage else +rows) == model.states[new]
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
