@@ -128,7 +128,7 @@ class ChangelogScan:
         meta = (POS.name, ROW_ID.name) if self.tracks_lineage else (POS.name,)
         return ReadRequest(schema, schema, meta, self.row_filter, self.case_sensitive)
 
-    def _output_columns(self) -> tuple[list[str], list[str]]:
+    def output_columns(self) -> tuple[list[str], list[str]]:
         """Table columns and metadata columns of the output, in order."""
         schema = self.table_schema
         if "*" in self.selected_fields:
@@ -150,7 +150,7 @@ class ChangelogScan:
     def output_schema(self) -> pa.Schema:
         """Arrow schema of the changelog rows."""
         full = self._read_request().output_schema()
-        names, meta = self._output_columns()
+        names, meta = self.output_columns()
         return pa.schema([full.field(n) for n in (*names, *meta)] + list(_CHANGE_FIELDS))
 
     # ---- reading ----------------------------------------------------------------------------
@@ -167,7 +167,7 @@ class ChangelogScan:
             compute_updates=self.updates_computed(),
         )
         n = changes.num_rows
-        names, meta = self._output_columns()
+        names, meta = self.output_columns()
         out = changes.select([*names, *meta, CHANGE_TYPE])
         out = out.append_column(CHANGE_ORDINAL, pa.array([commit.ordinal] * n, pa.int32()))
         out = out.append_column(COMMIT_SNAPSHOT_ID, pa.array([commit.snapshot.snapshot_id] * n, pa.int64()))

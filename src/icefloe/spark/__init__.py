@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from icefloe.spark.changes import create_changelog_view, read_changes
     from icefloe.spark.context import register, session
     from icefloe.spark.read import plan_read, read_table
     from icefloe.spark.rewrite import rewrite_data_files
@@ -17,11 +18,13 @@ if TYPE_CHECKING:
     from icefloe.spark.write import write_table
 
 __all__ = [
+    "create_changelog_view",
     "create_table",
     "create_view",
     "delete_rows",
     "merge_into",
     "plan_read",
+    "read_changes",
     "read_table",
     "register",
     "rewrite_data_files",
@@ -44,6 +47,8 @@ _EXPORTS = {
     "update_rows": "icefloe.spark.row_level",
     "merge_into": "icefloe.spark.row_level",
     "rewrite_data_files": "icefloe.spark.rewrite",
+    "read_changes": "icefloe.spark.changes",
+    "create_changelog_view": "icefloe.spark.changes",
 }
 
 
