@@ -198,3 +198,19 @@ def test_batch_reader_and_filter(catalog: Catalog, layout: str) -> None:
     rows = pa.Table.from_batches(batches, schema=scan.output_schema()).to_pylist()
     assert [(r["_change_type"], r["id"]) for r in rows] == [("DELETE", 2), ("INSERT", 40), ("INSERT", 41)]
     assert scan.count() == 3
+
+
+@pytest.mark.parametrize("layout", ["v2", "v3", "v4"])
+def test_deleted_rows_come_from_their_row_groups_only(catalog: Catalog, layout: str) -> None:
+    """Files of many row groups: a merge-on-read change reads the groups holding the deleted rows."""
+    props = {**LAYOUTS[layout], "write.parquet.row-group-size-bytes": "4096"}
+    t = catalog.create_table("db.groups", SCHEMA, properties=props)
+    t.append(_rows(list(range(5000)), "g"))
+    start = _head(t)
+    t.delete("id >= 1234 and id < 1240", mode="merge-on-read")
+    t.update({"tag": "up"}, "id in (7, 4999)", mode="merge-on-read")
+    got = sorted(_changes(t, start, compute_updates=False))
+    assert got == sorted(
+        [("DELETE", i, f"g{i}") for i in range(1234, 1240)]
+        + [("DELETE", 7, "g7"), ("DELETE", 4999, "g4999"), ("INSERT", 7, "up"), ("INSERT", 4999, "up")]
+    )

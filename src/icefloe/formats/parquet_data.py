@@ -15,6 +15,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -251,6 +252,7 @@ def read_parquet_data_file(
     *,
     name_mapping: str | list[dict[str, Any]] | None = None,
     constants: Mapping[int, Any] | None = None,
+    row_groups: Sequence[int] | None = None,
 ) -> pa.Table:
     """Read a Parquet data file as ``schema_to_arrow(projected_schema)``, resolving columns by field id.
 
@@ -259,6 +261,7 @@ def read_parquet_data_file(
     text or parsed value of ``schema.name-mapping.default``) assigns ids by name; without it,
     names are matched against ``file_schema_hint`` (else the projected schema).
     ``row_filter_arrow`` is applied after projection, in terms of the projected column names.
+    ``row_groups`` reads only those row groups (in the order given), e.g. for a few known positions.
     """
     fs, fs_path = io.filesystem_and_path(path)
     try:
@@ -278,8 +281,12 @@ def read_parquet_data_file(
             file_schema = pa.schema([_apply_mapping(f, nodes) for f in file_schema])
         top = {fid: f for f in file_schema if (fid := field_id_of(f)) is not None}
         wanted = [top[f.field_id].name for f in projected_schema.fields if f.field_id in top]
-        data = pf.read(columns=wanted) if wanted else None
-        num_rows = pf.metadata.num_rows
+        if row_groups is None:
+            data = pf.read(columns=wanted) if wanted else None
+            num_rows = pf.metadata.num_rows
+        else:
+            data = pf.read_row_groups(list(row_groups), columns=wanted) if wanted else None
+            num_rows = sum(pf.metadata.row_group(i).num_rows for i in row_groups)
 
     target = schema_to_arrow(projected_schema)
     columns = []
@@ -455,3 +462,15 @@ def _apply_mapping(field: pa.Field, nodes: list[dict[str, Any]], name: str | Non
     elif hasattr(t, "value_field") and not pa.types.is_dictionary(t):
         t = pa.list_(_apply_mapping(t.value_field, children, "element"))
     return pa.field(field.name, t, field.nullable, metadata or None)
+
+
+def row_group_starts(io: FileIO, path: str) -> np.ndarray:
+    """The first row position of each row group of a Parquet file, plus the row count at the end."""
+    fs, fs_path = io.filesystem_and_path(path)
+    try:
+        with fs.open_input_file(fs_path) as source:
+            meta = pq.ParquetFile(source).metadata
+    except FileNotFoundError:
+        raise NotFound(f"data file does not exist: {path}") from None
+    counts = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    return np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).astype(np.int64)

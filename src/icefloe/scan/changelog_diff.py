@@ -20,16 +20,17 @@ them apart from real changes is :mod:`icefloe.scan.changelog_rows`' job.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe.expressions.ast import Expression
+from icefloe.formats.parquet_data import row_group_starts
 from icefloe.io.fileio import FileIO, normalize_location
 from icefloe.scan.planner import plan_files
-from icefloe.scan.reader import POS, ReadRequest, deleted_positions, read_task
+from icefloe.scan.reader import POS, ReadRequest, RowGroups, deleted_positions, read_task
 from icefloe.scan.tasks import FileScanTask
 from icefloe.spec.content import FileContent
 from icefloe.spec.snapshots import Snapshot
@@ -134,5 +135,6 @@ def _rows_at(io: FileIO, task: FileScanTask, request: ReadRequest, positions: np
     """The rows of the task's file (as read in ``task``) at ``positions``."""
     if len(positions) == 0:
         return request.output_schema().empty_table()
-    rows = read_task(io, replace(task), request)
+    groups = RowGroups.covering(row_group_starts(io, task.file_path), positions)
+    rows = read_task(io, task, request, row_groups=groups)
     return rows.filter(pc.is_in(rows.column(POS_NAME), value_set=pa.array(positions, pa.int64())))

@@ -47,6 +47,25 @@ _POS_NAME = "__icefloe_pos"
 
 
 @dataclass(frozen=True)
+class RowGroups:
+    """Some row groups of a data file: their indexes and the file's row group starts (plus its end)."""
+
+    indexes: tuple[int, ...]
+    starts: np.ndarray
+
+    def positions(self) -> np.ndarray:
+        """File positions of the rows of these row groups, in read order."""
+        ranges = [np.arange(self.starts[i], self.starts[i + 1], dtype=np.int64) for i in self.indexes]
+        return np.concatenate(ranges) if ranges else np.empty(0, dtype=np.int64)
+
+    @classmethod
+    def covering(cls, starts: np.ndarray, positions: np.ndarray) -> RowGroups:
+        """The row groups holding ``positions``."""
+        groups = np.unique(np.searchsorted(starts, positions, side="right") - 1)
+        return cls(tuple(int(g) for g in groups if 0 <= g < len(starts) - 1), starts)
+
+
+@dataclass(frozen=True)
 class ReadRequest:
     """What to produce: table columns (a schema), metadata columns, the row filter, a limit."""
 
@@ -124,8 +143,14 @@ def _read_in_order(
         yield from pool.map(lambda t: read_task(io, t, request), tasks)
 
 
-def read_task(io: FileIO, task: FileScanTask, request: ReadRequest) -> pa.Table:
-    """Read one data file: needed columns by id, deletes applied, residual filtered, projected."""
+def read_task(
+    io: FileIO, task: FileScanTask, request: ReadRequest, row_groups: RowGroups | None = None
+) -> pa.Table:
+    """Read one data file: needed columns by id, deletes applied, residual filtered, projected.
+
+    ``row_groups`` (indexes and the file's row group starts) reads only those row groups; positions
+    (``_pos``, row ids, position deletes) stay those of the whole file.
+    """
     eq_deletes = [d for d in task.deletes if d.delete_file.content == FileContent.EQUALITY_DELETES]
     pos_deletes = [d for d in task.deletes if d.delete_file.content == FileContent.POSITION_DELETES]
     residual = task.residual
@@ -138,13 +163,18 @@ def read_task(io: FileIO, task: FileScanTask, request: ReadRequest) -> pa.Table:
     read_schema = prune_columns(request.table_schema, needed_ids)
     if lineage:
         read_schema = Schema(*read_schema.fields, *(METADATA_COLUMNS[n] for n in sorted(lineage)))
-    table = read_parquet_data_file(io, task.file_path, read_schema)
-    positions = pa.array(np.arange(table.num_rows, dtype=np.int64))
-    table = table.append_column(_POS_NAME, positions)
+    groups = None if row_groups is None else row_groups.indexes
+    table = read_parquet_data_file(io, task.file_path, read_schema, row_groups=groups)
+    file_positions = (
+        np.arange(table.num_rows, dtype=np.int64) if row_groups is None else row_groups.positions()
+    )
+    table = table.append_column(_POS_NAME, pa.array(file_positions))
 
     if pos_deletes:
         deleted = _deleted_positions(io, task, pos_deletes)
-        if len(deleted):
+        if len(deleted) and row_groups is not None:
+            table = table.filter(pa.array(~np.isin(file_positions, deleted)))
+        elif len(deleted):
             keep = np.ones(table.num_rows, dtype=bool)  # positions are row indexes of this file
             keep[deleted[(deleted >= 0) & (deleted < table.num_rows)]] = False
             table = table.filter(pa.array(keep))
