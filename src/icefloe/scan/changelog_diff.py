@@ -20,6 +20,7 @@ them apart from real changes is :mod:`icefloe.scan.changelog_rows`' job.
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,6 +38,7 @@ from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 
 POS_NAME = POS.name
+READ_WORKERS = 4
 
 
 @dataclass
@@ -87,26 +89,41 @@ def _signature(task: FileScanTask) -> tuple[object, ...]:
 
 
 def diff_states(cache: PlanCache, old: Snapshot | None, new: Snapshot) -> StateDiff:
-    """The rows that differ between two snapshots (``request`` columns, ``_pos`` included)."""
+    """The rows that differ between two snapshots (``request`` columns, ``_pos`` included).
+
+    Both snapshots are planned at once and the touched files read on a small thread pool (Parquet
+    decoding releases the GIL), results kept in plan order.
+    """
     request = cache.request
-    old_plan, new_plan = cache.plan(old), cache.plan(new)
-    empty = request.output_schema().empty_table()
-    before: list[pa.Table] = [empty]
-    after: list[pa.Table] = [empty]
     io = cache.io
-    for path, task in old_plan.items():
-        other = new_plan.get(path)
-        if other is None or other.data_file.content_key != task.data_file.content_key:
-            before.append(read_task(io, task, request))
-        elif _signature(other) != _signature(task):
-            gone, came = _same_file_change(io, task, other, request)
-            before.append(gone)
-            after.append(came)
-    for path, task in new_plan.items():
-        other = old_plan.get(path)
-        if other is None or other.data_file.content_key != task.data_file.content_key:
-            after.append(read_task(io, task, request))
+    with ThreadPoolExecutor(max_workers=READ_WORKERS) as pool:
+        old_future = pool.submit(cache.plan, old)
+        new_plan = cache.plan(new)
+        old_plan = old_future.result()
+        reads: list[Future[tuple[pa.Table, pa.Table]]] = []
+        for path, task in old_plan.items():
+            other = new_plan.get(path)
+            if other is None or other.data_file.content_key != task.data_file.content_key:
+                reads.append(pool.submit(_removed, io, task, request))
+            elif _signature(other) != _signature(task):
+                reads.append(pool.submit(_same_file_change, io, task, other, request))
+        for path, task in new_plan.items():
+            other = old_plan.get(path)
+            if other is None or other.data_file.content_key != task.data_file.content_key:
+                reads.append(pool.submit(_added, io, task, request))
+        results = [r.result() for r in reads]
+    empty = request.output_schema().empty_table()
+    before = [empty, *(gone for gone, _ in results)]
+    after = [empty, *(came for _, came in results)]
     return StateDiff(pa.concat_tables(before), pa.concat_tables(after))
+
+
+def _removed(io: FileIO, task: FileScanTask, request: ReadRequest) -> tuple[pa.Table, pa.Table]:
+    return read_task(io, task, request), request.output_schema().empty_table()
+
+
+def _added(io: FileIO, task: FileScanTask, request: ReadRequest) -> tuple[pa.Table, pa.Table]:
+    return request.output_schema().empty_table(), read_task(io, task, request)
 
 
 def _position_deletes_only(task: FileScanTask) -> bool:
