@@ -253,6 +253,7 @@ def read_parquet_data_file(
     name_mapping: str | list[dict[str, Any]] | None = None,
     constants: Mapping[int, Any] | None = None,
     row_groups: Sequence[int] | None = None,
+    row_limits: Sequence[int] | None = None,
 ) -> pa.Table:
     """Read a Parquet data file as ``schema_to_arrow(projected_schema)``, resolving columns by field id.
 
@@ -261,7 +262,8 @@ def read_parquet_data_file(
     text or parsed value of ``schema.name-mapping.default``) assigns ids by name; without it,
     names are matched against ``file_schema_hint`` (else the projected schema).
     ``row_filter_arrow`` is applied after projection, in terms of the projected column names.
-    ``row_groups`` reads only those row groups (in the order given), e.g. for a few known positions.
+    ``row_groups`` reads only those row groups (in the order given), e.g. for a few known positions;
+    ``row_limits`` (one per row group) reads only the first rows of each (decoding stops there).
     """
     fs, fs_path = io.filesystem_and_path(path)
     try:
@@ -284,9 +286,15 @@ def read_parquet_data_file(
         if row_groups is None:
             data = pf.read(columns=wanted) if wanted else None
             num_rows = pf.metadata.num_rows
-        else:
+        elif row_limits is None:
             data = pf.read_row_groups(list(row_groups), columns=wanted) if wanted else None
             num_rows = sum(pf.metadata.row_group(i).num_rows for i in row_groups)
+        else:
+            data = _leading_rows(pf, row_groups, row_limits, wanted) if wanted else None
+            num_rows = sum(
+                min(limit, pf.metadata.row_group(i).num_rows)
+                for i, limit in zip(row_groups, row_limits, strict=True)
+            )
 
     target = schema_to_arrow(projected_schema)
     columns = []
@@ -474,3 +482,27 @@ def row_group_starts(io: FileIO, path: str) -> np.ndarray:
         raise NotFound(f"data file does not exist: {path}") from None
     counts = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
     return np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).astype(np.int64)
+
+
+LEADING_BATCH_ROWS = 16_384
+
+
+def _leading_rows(
+    pf: pq.ParquetFile, groups: Sequence[int], limits: Sequence[int], columns: list[str]
+) -> pa.Table:
+    """The first ``limit`` rows of each row group, decoding batch by batch and stopping there."""
+    tables = []
+    for group, limit in zip(groups, limits, strict=True):
+        batches = []
+        got = 0
+        for batch in pf.iter_batches(batch_size=LEADING_BATCH_ROWS, row_groups=[group], columns=columns):
+            batches.append(batch)
+            got += batch.num_rows
+            if got >= limit:
+                break
+        tables.append(
+            pa.Table.from_batches(
+                batches, schema=pa.schema([pf.schema_arrow.field(c) for c in columns])
+            ).slice(0, limit)
+        )
+    return pa.concat_tables(tables)

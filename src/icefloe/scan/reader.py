@@ -52,17 +52,33 @@ class RowGroups:
 
     indexes: tuple[int, ...]
     starts: np.ndarray
+    limits: tuple[int, ...] | None = None
+    """Rows to read from the start of each group (None: whole groups)."""
+
+    def _ends(self) -> list[int]:
+        if self.limits is None:
+            return [int(self.starts[i + 1]) for i in self.indexes]
+        return [int(self.starts[i]) + n for i, n in zip(self.indexes, self.limits, strict=True)]
 
     def positions(self) -> np.ndarray:
-        """File positions of the rows of these row groups, in read order."""
-        ranges = [np.arange(self.starts[i], self.starts[i + 1], dtype=np.int64) for i in self.indexes]
+        """File positions of the rows read, in read order."""
+        ranges = [
+            np.arange(self.starts[i], end, dtype=np.int64)
+            for i, end in zip(self.indexes, self._ends(), strict=True)
+        ]
         return np.concatenate(ranges) if ranges else np.empty(0, dtype=np.int64)
 
     @classmethod
     def covering(cls, starts: np.ndarray, positions: np.ndarray) -> RowGroups:
-        """The row groups holding ``positions``."""
-        groups = np.unique(np.searchsorted(starts, positions, side="right") - 1)
-        return cls(tuple(int(g) for g in groups if 0 <= g < len(starts) - 1), starts)
+        """The leading rows of the row groups holding ``positions``, up to the last such position."""
+        group_of = np.searchsorted(starts, positions, side="right") - 1
+        indexes: list[int] = []
+        limits: list[int] = []
+        for g in np.unique(group_of):
+            if 0 <= g < len(starts) - 1:
+                indexes.append(int(g))
+                limits.append(int(positions[group_of == g].max() - starts[g] + 1))
+        return cls(tuple(indexes), starts, tuple(limits))
 
 
 @dataclass(frozen=True)
@@ -164,7 +180,8 @@ def read_task(
     if lineage:
         read_schema = Schema(*read_schema.fields, *(METADATA_COLUMNS[n] for n in sorted(lineage)))
     groups = None if row_groups is None else row_groups.indexes
-    table = read_parquet_data_file(io, task.file_path, read_schema, row_groups=groups)
+    limits = None if row_groups is None else row_groups.limits
+    table = read_parquet_data_file(io, task.file_path, read_schema, row_groups=groups, row_limits=limits)
     file_positions = (
         np.arange(table.num_rows, dtype=np.int64) if row_groups is None else row_groups.positions()
     )
