@@ -269,7 +269,7 @@ def run(argv: list[str] | None = None, spark: Any = None) -> int:
                 master=args.master,
                 catalog_uri=f"sqlite:///{work}/catalog.db",
                 warehouse=f"{work}/warehouse",
-                **{"spark.driver.memory": "6g"},
+                **{"spark.driver.memory": "6g", "spark.python.authenticate.socketTimeout": "120s"},
             )
             spark.sparkContext.setLogLevel("ERROR")
             own = True

@@ -41,6 +41,9 @@ def spark(spark_home: Path) -> Iterator[object]:
             "spark.python.worker.reuse": "true",
             "spark.sql.adaptive.enabled": "true",
             "spark.driver.memory": "2g",
+            # Python workers (and streaming source runners) connecting back to a JVM on a machine
+            # loaded far beyond its cores exceeded the default 15 s and failed the query
+            "spark.python.authenticate.socketTimeout": "120s",
         },
     )
     s.sparkContext.setLogLevel("ERROR")

@@ -102,21 +102,27 @@ def classify_changes(
     if row_id_column is not None:
         b_ids = before.column(row_id_column)
         a_ids = after.column(row_id_column)
-        b_valid = np.flatnonzero(pc.is_valid(b_ids).to_numpy(zero_copy_only=False))
-        a_valid = np.flatnonzero(pc.is_valid(a_ids).to_numpy(zero_copy_only=False))
-        b_np = np.asarray(b_ids.take(pa.array(b_valid, pa.int64())).to_numpy(), dtype=np.int64)
-        a_np = np.asarray(a_ids.take(pa.array(a_valid, pa.int64())).to_numpy(), dtype=np.int64)
+        b_valid = np.asarray(pc.is_valid(b_ids).to_numpy(zero_copy_only=False), dtype=bool)
+        a_valid = np.asarray(pc.is_valid(a_ids).to_numpy(zero_copy_only=False), dtype=bool)
+        b_at, a_at = np.flatnonzero(b_valid), np.flatnonzero(a_valid)
+        b_np = np.asarray(pc.fill_null(b_ids, 0).to_numpy(), dtype=np.int64)[b_at]
+        a_np = np.asarray(pc.fill_null(a_ids, 0).to_numpy(), dtype=np.int64)[a_at]
         _, ib, ia = np.intersect1d(b_np, a_np, assume_unique=True, return_indices=True)
-        matched_b, matched_a = b_valid[ib], a_valid[ia]
+        matched_b, matched_a = b_at[ib], a_at[ia]
         same = _same_values(_take(before, matched_b), _take(after, matched_a), value_columns)
         pairs_before = list(matched_b[~same])
         pairs_after = list(matched_a[~same])
         # rows without a row id (written before the table tracked lineage) are matched by value
-        b_null = np.setdiff1d(gone_idx, b_valid)
-        a_null = np.setdiff1d(came_idx, a_valid)
-        b_null, a_null = _cancel_equal(before, after, b_null, a_null, value_columns)
-        gone_idx = np.union1d(np.setdiff1d(b_valid, matched_b), b_null).astype(np.int64)
-        came_idx = np.union1d(np.setdiff1d(a_valid, matched_a), a_null).astype(np.int64)
+        b_null, a_null = _cancel_equal(
+            before, after, np.flatnonzero(~b_valid), np.flatnonzero(~a_valid), value_columns
+        )
+        gone = b_valid.copy()
+        gone[matched_b] = False
+        gone[b_null] = True
+        came = a_valid.copy()
+        came[matched_a] = False
+        came[a_null] = True
+        gone_idx, came_idx = np.flatnonzero(gone), np.flatnonzero(came)
     else:
         gone_idx, came_idx = _cancel_equal(before, after, gone_idx, came_idx, value_columns)
     if identifier_columns:
