@@ -199,36 +199,38 @@ def commit_latency(spark: Any, catalog: Any, commits: int, work: str) -> tuple[A
         .start()
     )
     latencies = []
-    ok = True
+
+    def rows_seen(where: str) -> int:
+        if not query.isActive:  # a dead query would leave the loops below waiting forever
+            raise SystemExit(f"(b) the streaming query stopped: {query.exception()}")
+        return int(spark.sql(f"select count(*) from {sink} where {where}").collect()[0][0])
+
+    def wait_for(where: str, count: int, limit_s: float = 120.0) -> bool:
+        start = time.perf_counter()
+        while rows_seen(where) < count:
+            if time.perf_counter() - start > limit_s:
+                return False
+            time.sleep(0.02)
+        return True
+
     try:
-        while spark.sql(f"select count(*) from {sink}").collect()[0][0] < 1:  # the query is running
-            time.sleep(0.05)
-        for c in range(commits):
-            marker = list(range(c * 100, c * 100 + 100))
+        ok = wait_for("id = -1", 1)  # the query is up and has read the first commit
+        for c in range(commits if ok else 0):
             t0 = time.perf_counter()
-            table.append(pa.table({"id": pa.array(marker, pa.int64())}))
-            while (
-                spark.sql(
-                    f"select count(*) from {sink} where id >= {c * 100} and id < {c * 100 + 100}"
-                ).collect()[0][0]
-                < 100
-            ):
-                time.sleep(0.02)
-                if time.perf_counter() - t0 > 60:
-                    ok = False
-                    break
+            table.append(pa.table({"id": pa.array(range(c * 100, c * 100 + 100), pa.int64())}))
+            ok &= wait_for(f"id >= {c * 100} and id < {c * 100 + 100}", 100)
             latencies.append(time.perf_counter() - t0)
     finally:
         query.stop()
     total = spark.sql(f"select count(*), count(distinct id) from {sink}").collect()[0]
     ok = ok and total[0] == total[1] == commits * 100 + 1
-    ordered = sorted(latencies)
+    ordered = sorted(latencies) or [float("nan")]
     p90 = ordered[max(0, -(-9 * len(ordered) // 10) - 1)]
     row = [
         f"{commits} commits of 100 rows" + ("" if ok else " (!)"),
-        fmt_ms(statistics.median(latencies)),
+        fmt_ms(statistics.median(ordered)),
         fmt_ms(p90),
-        fmt_ms(min(latencies)),
+        fmt_ms(min(ordered)),
     ]
     return row, ok
 
