@@ -115,6 +115,10 @@ class IcefloeDataSource(DataSource):
 
     def reader(self, schema: SparkStruct) -> DataSourceReader:
         """A batch reader; plans the files on the driver."""
+        if self._opts().get("read-changelog", "").lower() == "true":
+            raise ValidationError(
+                "read-changelog is a streaming option: batch changelogs come from read_changes()"
+            )
         setup = _ReadSetup.create(self._opts(), self._load())
         return IcefloePushdownReader(setup) if self.pushdown else IcefloeReader(setup)
 
