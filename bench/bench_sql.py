@@ -1,13 +1,13 @@
-"""``icefloe.spark.views`` against plain Spark on the same data files, in the same run.
+"""``icefloe.spark.sql`` against plain Spark on the same data files, in the same run.
 
     .venv/bin/python -m bench.bench_sql [--rows 20000000] [--files 16] [--runs 5]
 
-(a) SELECT through ``icefloe.spark.views`` on an icefloe table vs ``spark.read.parquet`` of the
+(a) SELECT through ``icefloe.spark.sql`` on an icefloe table vs ``spark.read.parquet`` of the
     table's own data files: a full scan (every column, into Spark's ``noop`` sink), a one-column
     aggregate and a selective filter (one file of N; icefloe prunes files, Spark reads footers).
 (b) ``MERGE INTO`` through SQL vs the same merge through the Python ``merge_into`` (1% of the rows
     updated, as many inserted); the table is reset to the same snapshot before every run.
-(c) Front-end cost of one statement: sqlglot parse, and ``icefloe.spark.views(...)`` up to the
+(c) Front-end cost of one statement: sqlglot parse, and ``icefloe.spark.sql(...)`` up to the
     analysed DataFrame (parse + icefloe planning + view + Spark analysis) vs ``spark.sql`` of the
     same query on a temporary view of the Parquet files.
 Medians of interleaved runs after one warm-up each; ratios are icefloe / baseline. A line marked
@@ -71,10 +71,9 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
 
     from icefloe.spark import merge_into, sql, write_table
     from icefloe.spark.read import plan_read
-    from icefloe.spark.runtime import resolve_catalog
+    from icefloe.spark.runtime import resolve_catalog, spark_location
     from icefloe.spark.statements.parse import parse_statement
     from icefloe.spark.views import create_table
-    from icefloe.spark.write import spark_location
 
     print(f"command:  {command_line('bench.bench_sql', argv)}")
     if spark is None:
@@ -216,7 +215,7 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
     print(f"\n## (c) front-end cost of one SELECT (no execution), medians of {args.overhead_runs}")
     print(f"sqlglot parse:                              {parse_ms:7.2f} ms")
     print(
-        f"icefloe.spark.views -> analysed DataFrame:    {ice_ms:7.2f} ms "
+        f"icefloe.spark.sql -> analysed DataFrame:    {ice_ms:7.2f} ms "
         f"(parse, plan {len(paths)} files, view, analysis)"
     )
     print(f"spark.sql on a Parquet view (analysis):     {nat_ms:7.2f} ms")

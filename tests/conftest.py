@@ -143,6 +143,9 @@ def spark(spark_home: Path) -> Iterator[object]:
         **{
             "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
             "spark.sql.shuffle.partitions": "4",
+            # Python workers (and streaming source runners) connecting back to a JVM on a machine
+            # loaded far beyond its cores exceeded the default 15 s and failed the query
+            "spark.python.authenticate.socketTimeout": "120s",
             # the Iceberg Java corpus tables that tests register live outside the warehouse
             "spark.icefloe.catalog.allow-external-locations": "true",
             "spark.default.parallelism": "2",

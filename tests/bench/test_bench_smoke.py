@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import bench_core, bench_deletes, bench_maintenance, bench_row_changes, bench_v4
+from bench import bench_changelog, bench_core, bench_deletes, bench_maintenance, bench_row_changes, bench_v4
 
 CORE = "--snapshots 1,2 --appends 1 --files 200 --files-per-manifest 100 --cases partition,metrics,all"
 DELETES = "--files 200 --dvs 20 --files-per-manifest 100 --rows 4000 --data-files 2"
@@ -75,3 +75,18 @@ def test_bench_maintenance_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[st
     rows = {line.split()[0]: line for line in part_a if line}
     assert set(rows) == {"v2", "v3", "v4"} and "cannot write v3+" in rows["v3"]
     assert "(b) metadata file and Table.append latency" in out
+
+
+CHANGELOG = "--skip-spark --rows 20000 --files 2 --runs 1 --row-group-bytes default,65536"
+
+
+def test_bench_changelog_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Part (c) only; the Spark parts run on the shared session (tests/spark/test_bench_changelog_*)."""
+    assert bench_changelog.main([*CHANGELOG.split(), "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"command:  python -m bench.bench_changelog {CHANGELOG}" in out
+    assert "(c) changelog of one MoR update of 0.1% of 20,000 rows in 2 files" in out
+    rows = [line for line in out.splitlines() if line.startswith(("default", "64 KiB"))]
+    assert [r.split()[0] for r in rows] == ["default", "64"]
+    assert all(r.split()[r.split().index("KiB" if "KiB" in r else "MB)") + 1] == "20" for r in rows)
+    assert "(!)" not in out

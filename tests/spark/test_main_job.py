@@ -1,7 +1,8 @@
 """The main job (``icefloe.cli.spark_pipeline``) end to end at a small size on the shared session.
 
 The pipeline checks its own row-level results against counts Spark computes independently
-(merge updates/inserts, deleted rows, compaction keeps the row count) and exits on a mismatch;
+(merge updates/inserts, deleted rows, compaction keeps the row count, the streaming stage's bronze,
+silver and changelog counts) and exits on a mismatch;
 this test also checks the table it leaves behind through PyIceberg.
 """
 
@@ -33,3 +34,9 @@ def test_main_job_small(spark: Any, catalog: Catalog) -> None:
     assert report["  expiry"].startswith("7 snapshots, ")
     deleted_content = int(report["  expiry"].split(", ")[1].split()[0])
     assert deleted_content > 0  # at least the files the overwrite, delete and compaction replaced
+    # the streaming stage: 3 rounds of 200 trips, 20 corrections in each round after the first
+    assert report["  bronze"].startswith("640 events in 3 snapshots")
+    assert report["  silver"].startswith("600 trips in 3 snapshots")
+    changelog = next(v for k, v in report.items() if k.startswith("  silver changelog"))
+    assert changelog == "200 INSERT, 20 UPDATE_BEFORE, 20 UPDATE_AFTER, 0 DELETE"
+

@@ -4,8 +4,10 @@ Local Spark (``local[2]``), the SQLite catalog and the local warehouse under ``.
 Spark generates a few million taxi-trip-like rows and writes them through icefloe into a table
 partitioned by ``day(pickup_at)`` and ``bucket(4, vendor)``; then incremental appends, an
 overwrite of one day, a row delete, a MERGE and a DELETE from Spark writing deletion vectors,
-compaction of the files carrying them, Spark SQL queries with file pruning, time travel, and
-snapshot expiry deleting the files only old snapshots read.
+compaction of the files carrying them, Spark SQL queries with file pruning, time travel,
+snapshot expiry deleting the files only old snapshots read, and a streaming stage (a bronze table
+fed by a stream, a silver table kept by a streaming read of bronze with a MERGE per micro-batch,
+its changelog printed for one interval: ``icefloe.cli.streaming_stage``).
 Run it with ``bash scripts/main-job.sh`` (``--rows N`` to resize).
 """
 
@@ -186,6 +188,9 @@ def run(rows: int, batches: int, spark: SparkSession | None = None) -> Report:
         f"{len(expired.expired_snapshot_ids)} snapshots, {len(expired.deleted_content_files)} data/delete "
         f"files and {len(expired.deleted_metadata_files)} metadata files deleted",
     )
+    from icefloe.cli.streaming_stage import run_streaming_stage
+
+    run_streaming_stage(spark, catalog, NAMESPACE, max(rows // 100, 20), report)
     if own_session:
         spark.stop()
     return report

@@ -8,7 +8,7 @@ sniffed (a Parquet reader given an Avro file would report "Parquet magic bytes n
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -32,8 +32,13 @@ def read_data_file(
     row_filter_arrow: pc.Expression | None = None,
     name_mapping: str | list[dict[str, Any]] | None = None,
     constants: Mapping[int, Any] | None = None,
+    row_groups: Sequence[int] | None = None,
+    row_limits: Sequence[int] | None = None,
 ) -> pa.Table:
-    """Read the file at ``path`` as ``schema_to_arrow(projected_schema)``, columns resolved by field id."""
+    """Read the file at ``path`` as ``schema_to_arrow(projected_schema)``, columns resolved by field id.
+
+    ``row_groups`` / ``row_limits`` (Parquet only) read just those row groups, or their leading rows.
+    """
     fmt = (file_format or "parquet").lower()
     if fmt == "parquet":
         return read_parquet_data_file(
@@ -44,7 +49,11 @@ def read_data_file(
             row_filter_arrow,
             name_mapping=name_mapping,
             constants=constants,
+            row_groups=row_groups,
+            row_limits=row_limits,
         )
+    if row_groups is not None:
+        raise Unsupported(f"reading selected row groups of {file_format!r} file {path}")
     if fmt not in FORMATS:
         raise Unsupported(f"cannot read {file_format!r} file {path}: supported formats are {FORMATS}")
     wanted = {f.field_id for f in projected_schema.fields}

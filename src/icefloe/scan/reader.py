@@ -47,6 +47,41 @@ _POS_NAME = "__icefloe_pos"
 
 
 @dataclass(frozen=True)
+class RowGroups:
+    """Some row groups of a data file: their indexes and the file's row group starts (plus its end)."""
+
+    indexes: tuple[int, ...]
+    starts: np.ndarray
+    limits: tuple[int, ...] | None = None
+    """Rows to read from the start of each group (None: whole groups)."""
+
+    def _ends(self) -> list[int]:
+        if self.limits is None:
+            return [int(self.starts[i + 1]) for i in self.indexes]
+        return [int(self.starts[i]) + n for i, n in zip(self.indexes, self.limits, strict=True)]
+
+    def positions(self) -> np.ndarray:
+        """File positions of the rows read, in read order."""
+        ranges = [
+            np.arange(self.starts[i], end, dtype=np.int64)
+            for i, end in zip(self.indexes, self._ends(), strict=True)
+        ]
+        return np.concatenate(ranges) if ranges else np.empty(0, dtype=np.int64)
+
+    @classmethod
+    def covering(cls, starts: np.ndarray, positions: np.ndarray) -> RowGroups:
+        """The leading rows of the row groups holding ``positions``, up to the last such position."""
+        group_of = np.searchsorted(starts, positions, side="right") - 1
+        indexes: list[int] = []
+        limits: list[int] = []
+        for g in np.unique(group_of):
+            if 0 <= g < len(starts) - 1:
+                indexes.append(int(g))
+                limits.append(int(positions[group_of == g].max() - starts[g] + 1))
+        return cls(tuple(indexes), starts, tuple(limits))
+
+
+@dataclass(frozen=True)
 class ReadRequest:
     """What to produce: table columns (a schema), metadata columns, the row filter, a limit."""
 
@@ -124,8 +159,14 @@ def _read_in_order(
         yield from pool.map(lambda t: read_task(io, t, request), tasks)
 
 
-def read_task(io: FileIO, task: FileScanTask, request: ReadRequest) -> pa.Table:
-    """Read one data file: needed columns by id, deletes applied, residual filtered, projected."""
+def read_task(
+    io: FileIO, task: FileScanTask, request: ReadRequest, row_groups: RowGroups | None = None
+) -> pa.Table:
+    """Read one data file: needed columns by id, deletes applied, residual filtered, projected.
+
+    ``row_groups`` (indexes and the file's row group starts) reads only those row groups; positions
+    (``_pos``, row ids, position deletes) stay those of the whole file.
+    """
     eq_deletes = [d for d in task.deletes if d.delete_file.content == FileContent.EQUALITY_DELETES]
     pos_deletes = [d for d in task.deletes if d.delete_file.content == FileContent.POSITION_DELETES]
     residual = task.residual
@@ -138,19 +179,30 @@ def read_task(io: FileIO, task: FileScanTask, request: ReadRequest) -> pa.Table:
     read_schema = prune_columns(request.table_schema, needed_ids)
     if lineage:
         read_schema = Schema(*read_schema.fields, *(METADATA_COLUMNS[n] for n in sorted(lineage)))
+    if task.data_file.file_format.lower() != "parquet":
+        row_groups = None  # only Parquet files are read by row group; others are read whole
+    groups = None if row_groups is None else row_groups.indexes
+    limits = None if row_groups is None else row_groups.limits
     with reading(task.file_path, "read the data file"):
-        table = read_data_file(io, task.file_path, read_schema, task.data_file.file_format)
-    if table.num_rows != task.data_file.record_count:
+        table = read_data_file(
+            io, task.file_path, read_schema, task.data_file.file_format, row_groups=groups, row_limits=limits
+        )
+    if row_groups is None and table.num_rows != task.data_file.record_count:
         raise CorruptMetadata(
             f"{task.file_path}: holds {table.num_rows} rows, its manifest says {task.data_file.record_count}",
             location=task.file_path,
         )
-    positions = pa.array(np.arange(table.num_rows, dtype=np.int64))
-    table = table.append_column(_POS_NAME, positions)
+    if row_groups is None:
+        file_positions = np.arange(table.num_rows, dtype=np.int64)
+    else:
+        file_positions = row_groups.positions()
+    table = table.append_column(_POS_NAME, pa.array(file_positions))
 
     if pos_deletes:
         deleted = _deleted_positions(io, task, pos_deletes)
-        if len(deleted):
+        if len(deleted) and row_groups is not None:
+            table = table.filter(pa.array(~np.isin(file_positions, deleted)))
+        elif len(deleted):
             keep = np.ones(table.num_rows, dtype=bool)  # positions are row indexes of this file
             keep[deleted[(deleted >= 0) & (deleted < table.num_rows)]] = False
             table = table.filter(pa.array(keep))
@@ -195,6 +247,11 @@ def _ids_of(schema: Schema) -> set[int]:
 
 def _referenced_ids(schema: Schema, expr: Expression, case_sensitive: bool) -> set[int]:
     return referenced_field_ids(bind(schema, expr, case_sensitive))
+
+
+def deleted_positions(io: FileIO, task: FileScanTask, deletes: Iterable[DeleteFileRef]) -> np.ndarray:
+    """Sorted distinct positions of the task's data file that position deletes / DVs in ``deletes`` delete."""
+    return _deleted_positions(io, task, deletes)
 
 
 def _deleted_positions(io: FileIO, task: FileScanTask, deletes: Iterable[DeleteFileRef]) -> np.ndarray:

@@ -1,4 +1,11 @@
-"""TableScan: the user-facing description of a read (snapshot, filter, columns) and its results."""
+"""TableScan: the user-facing description of a read (snapshot, filter, columns) and its results.
+
+A scan reads one snapshot (``snapshot_id`` / ``ref`` / ``as_of_timestamp_ms``, default the
+current one) or, when a start is named (``start_snapshot_id`` / ``start_ref`` /
+``start_timestamp_ms``), the rows appended in the range ``(start, end]`` where the end is the
+snapshot the scan would otherwise read (:mod:`icefloe.scan.incremental`). ``changelog()`` turns
+a scan into a :class:`~icefloe.scan.changelog.ChangelogScan` of the same range.
+"""
 
 from __future__ import annotations
 
@@ -14,9 +21,12 @@ from icefloe.errors import CorruptMetadata, IcefloeError, NotFound, ValidationEr
 from icefloe.expressions.ast import AlwaysTrue, And, Expression
 from icefloe.expressions.parser import to_expression
 from icefloe.io.fileio import FileIO
+from icefloe.scan.batch_reader import DEFAULT_BATCH_SIZE, DEFAULT_PREFETCH, record_batch_reader
+from icefloe.scan.changelog import ChangelogScan
 from icefloe.scan.error_context import with_scan_context
+from icefloe.scan.incremental import SnapshotRange, plan_appended, resolve_range
 from icefloe.scan.planner import PlanStats, plan_files
-from icefloe.scan.reader import METADATA_COLUMNS, ReadRequest, read_tasks
+from icefloe.scan.reader import METADATA_COLUMNS, ReadRequest, read_task, read_tasks
 from icefloe.scan.tasks import FileScanTask
 from icefloe.spec.schema import Schema
 from icefloe.spec.snapshots import RefType, Snapshot
@@ -39,6 +49,9 @@ class TableScan:
     options: dict[str, Any] = field(default_factory=dict)
     metadata_location: str | None = None
     """The metadata file the scan's metadata came from (named when the metadata cannot be scanned)."""
+    start_snapshot_id: int | None = None
+    start_ref: str | None = None
+    start_timestamp_ms: int | None = None
 
     @contextmanager
     def _boundary(self) -> Iterator[None]:
@@ -75,8 +88,27 @@ class TableScan:
         """A scan of a branch or tag."""
         return replace(self, ref=name, snapshot_id=None)
 
+    @property
+    def is_incremental(self) -> bool:
+        """Whether the scan reads the rows appended after a start snapshot rather than a whole snapshot."""
+        return any(v is not None for v in (self.start_snapshot_id, self.start_ref, self.start_timestamp_ms))
+
+    def from_snapshot(self, snapshot_id: int) -> TableScan:
+        """An incremental scan: rows appended after ``snapshot_id`` (exclusive) up to this scan's end."""
+        return replace(self, start_snapshot_id=snapshot_id, start_ref=None, start_timestamp_ms=None)
+
+    def snapshot_range(self) -> SnapshotRange:
+        """The range ``(start, end]`` of an incremental scan (every ancestor of the end when no start)."""
+        return resolve_range(
+            self.metadata,
+            self.snapshot(),
+            start_snapshot_id=self.start_snapshot_id,
+            start_ref=self.start_ref,
+            start_timestamp_ms=self.start_timestamp_ms,
+        )
+
     def snapshot(self) -> Snapshot | None:
-        """The snapshot this scan reads (None for an empty table)."""
+        """The snapshot this scan reads (the end of an incremental scan; None for an empty table)."""
         md = self.metadata
         if self.snapshot_id is not None:
             return md.snapshot_by_id(self.snapshot_id)
@@ -116,6 +148,15 @@ class TableScan:
     def plan_files(self, stats: PlanStats | None = None) -> list[FileScanTask]:
         """The files to read, with deletes and residual filters."""
         with self._boundary(), gc_paused():
+            if self.is_incremental:
+                return plan_appended(
+                    self.io,
+                    self.metadata,
+                    self.snapshot_range().snapshots,
+                    self.row_filter,
+                    schema=self.schema(),
+                    case_sensitive=self.case_sensitive,
+                )
             return plan_files(
                 self.io,
                 self.metadata,
@@ -126,17 +167,59 @@ class TableScan:
                 stats=stats,
             )
 
+    def read_request(self) -> ReadRequest:
+        """What every task of this scan produces (projected columns, metadata columns, filter)."""
+        projected, meta = self.projection()
+        return ReadRequest(self.schema(), projected, meta, self.row_filter, self.case_sensitive)
+
+    def _output_columns(self, available: list[str]) -> list[str]:
+        if "*" in self.selected_fields:
+            return available
+        return _resolve_order(self.selected_fields, available, self.case_sensitive)
+
     def to_arrow(self) -> pa.Table:
         """Plan and read the scan into one Arrow table, columns in the order selected."""
         with self._boundary():
-            projected, meta = self.projection()
-            request = ReadRequest(self.schema(), projected, meta, self.row_filter, self.case_sensitive)
-            table = read_tasks(self.io, self.plan_files(), request, limit=self.limit)
-        if "*" not in self.selected_fields:
-            table = table.select(
-                _resolve_order(self.selected_fields, table.column_names, self.case_sensitive)
-            )
-        return table
+            table = read_tasks(self.io, self.plan_files(), self.read_request(), limit=self.limit)
+        return table.select(self._output_columns(table.column_names))
+
+    def to_arrow_batch_reader(
+        self, batch_size: int = DEFAULT_BATCH_SIZE, prefetch: int = DEFAULT_PREFETCH
+    ) -> pa.RecordBatchReader:
+        """Plan the scan and stream its rows file by file (at most ``prefetch + 1`` files in memory)."""
+        request = self.read_request()
+        full = request.output_schema()
+        columns = self._output_columns(full.names)
+        schema = pa.schema([full.field(name) for name in columns])
+        io = self.io
+
+        def read(task: FileScanTask) -> pa.Table:
+            return read_task(io, task, request).select(columns)
+
+        return record_batch_reader(
+            schema, self.plan_files(), read, batch_size=batch_size, prefetch=prefetch, limit=self.limit
+        )
+
+    def changelog(
+        self,
+        *,
+        compute_updates: bool | None = None,
+        identifier_columns: Sequence[str] | None = None,
+        net_changes: bool = False,
+    ) -> ChangelogScan:
+        """The rows inserted, deleted and updated in this scan's range (see :mod:`icefloe.scan.changelog`)."""
+        return ChangelogScan(
+            self.io,
+            self.metadata,
+            self.snapshot_range(),
+            row_filter=self.row_filter,
+            selected_fields=self.selected_fields,
+            case_sensitive=self.case_sensitive,
+            compute_updates=compute_updates,
+            identifier_columns=tuple(identifier_columns) if identifier_columns is not None else None,
+            net_changes=net_changes,
+            schema=self.schema(),
+        )
 
     def count(self) -> int:
         """Number of rows the scan returns (from metadata alone when no file needs reading)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from icefloe.spark.changes import create_changelog_view, read_changes
     from icefloe.spark.merge_builder import merge
     from icefloe.spark.read import plan_read, read_table
     from icefloe.spark.rewrite import rewrite_data_files
@@ -19,12 +20,14 @@ if TYPE_CHECKING:
     from icefloe.spark.write import write_table
 
 __all__ = [
+    "create_changelog_view",
     "create_table",
     "create_view",
     "delete_rows",
     "merge",
     "merge_into",
     "plan_read",
+    "read_changes",
     "read_table",
     "register",
     "rewrite_data_files",
@@ -50,6 +53,8 @@ _EXPORTS = {
     "merge": "icefloe.spark.merge_builder",
     "rewrite_data_files": "icefloe.spark.rewrite",
     "sql": "icefloe.spark.statements",
+    "read_changes": "icefloe.spark.changes",
+    "create_changelog_view": "icefloe.spark.changes",
 }
 
 

@@ -3,7 +3,9 @@ SQL ``USING icefloe`` and a streaming sink.
 
 Options (keys are case-insensitive): ``table`` (or the ``load()/save()`` path) names the table;
 reads take ``snapshot-id``, ``as-of-timestamp`` (ms), ``branch``, ``tag``, ``filter`` (icefloe filter
-text) and ``columns`` (comma-separated: the Python data source API never prunes columns, so
+text), ``start-snapshot-id`` / ``start-timestamp`` (an incremental read of the rows appended after
+it, up to ``end-snapshot-id`` / ``end-timestamp`` or the current snapshot) and ``columns``
+(comma-separated: the Python data source API never prunes columns, so
 narrowing the schema is up to you); writes take ``overwrite-filter``, ``partition-overwrite``
 (``static``/``dynamic``), ``branch`` and ``snapshot-property.<key>``; streaming writes take
 ``query-id`` (defaults to the checkpoint location). ``catalog-uri`` / ``warehouse`` override the
@@ -13,7 +15,8 @@ Reads plan the files when the query runs (from the table's current metadata; see
 ``IcefloeReader`` for why) and read them with ``icefloe.scan.reader.read_task`` (deletes applied)
 as Arrow batches; the query's own filters are applied by Spark. Writes go through icefloe's
 Parquet writer on the executors (one file per partition per task, in a job-unique directory)
-and one commit on the driver. This is the friendly face: ``icefloe.spark.read_table`` /
+and one commit on the driver. ``spark.readStream.format("icefloe")`` is the streaming source of
+``icefloe.spark.stream_source``. This is the friendly face: ``icefloe.spark.read_table`` /
 ``write_table`` are the fast paths.
 """
 
@@ -31,6 +34,7 @@ from pyspark.sql.datasource import (
     DataSourceArrowWriter,
     DataSourceReader,
     DataSourceStreamArrowWriter,
+    DataSourceStreamReader,
     InputPartition,
     WriterCommitMessage,
 )
@@ -103,10 +107,20 @@ class IcefloeDataSource(DataSource):
 
     def schema(self) -> SparkStruct:
         """The table's columns (or those of the ``columns`` option) as a Spark schema."""
-        return _ReadSetup.create(self._opts(), self._load(), self.catalog_properties).spark_schema()
+        opts = self._opts()
+        schema = _ReadSetup.create(opts, self._load(), self.catalog_properties).spark_schema()
+        if opts.get("read-changelog", "").lower() == "true":
+            from icefloe.spark.stream_source import CHANGE_FIELDS
+
+            schema = SparkStruct([*schema.fields, *CHANGE_FIELDS])
+        return schema
 
     def reader(self, schema: SparkStruct) -> DataSourceReader:
         """A batch reader; plans the files on the driver."""
+        if self._opts().get("read-changelog", "").lower() == "true":
+            raise ValidationError(
+                "read-changelog is a streaming option: batch changelogs come from read_changes()"
+            )
         setup = _ReadSetup.create(self._opts(), self._load(), self.catalog_properties)
         return IcefloePushdownReader(setup) if self.pushdown else IcefloeReader(setup)
 
@@ -115,6 +129,13 @@ class IcefloeDataSource(DataSource):
         return IcefloeWriter(
             _WriteSetup.create(self._opts(), self.catalog_properties, self._load(), schema, overwrite)
         )
+
+    def streamReader(self, schema: SparkStruct) -> DataSourceStreamReader:
+        """A streaming reader: ``spark.readStream.format("icefloe")`` (``icefloe.spark.stream_source``)."""
+        from icefloe.spark.stream_source import IcefloeStreamReader
+
+        opts = self._opts()
+        return IcefloeStreamReader(_ReadSetup.create(opts, self._load()), opts, self._load)
 
     def streamWriter(self, schema: SparkStruct, overwrite: bool) -> IcefloeStreamWriter:
         """A streaming writer: one snapshot per micro-batch, idempotent on replay."""
@@ -151,6 +172,8 @@ class _ReadSetup:
     columns: tuple[str, ...]
     identifier: str = ""
     catalog_properties: dict[str, str] = field(default_factory=dict)
+    start_snapshot_id: int | None = None
+    start_timestamp_ms: int | None = None
 
     @classmethod
     def create(
@@ -165,13 +188,15 @@ class _ReadSetup:
         return cls(
             table.metadata,
             dict(table.io.properties),
-            num("snapshot-id"),
+            num("snapshot-id") or num("end-snapshot-id"),
             ref,
-            num("as-of-timestamp"),
+            num("as-of-timestamp") or num("end-timestamp"),
             row_filter,
             cols,
             _identifier(opts),
             _catalog_props(opts, catalog_properties or {}),
+            start_snapshot_id=num("start-snapshot-id"),
+            start_timestamp_ms=num("start-timestamp"),
         )
 
     def scan(self, io: Any, metadata: Any = None) -> Any:
@@ -185,6 +210,8 @@ class _ReadSetup:
             snapshot_id=self.snapshot_id,
             ref=self.ref,
             as_of_timestamp_ms=self.as_of_ms,
+            start_snapshot_id=self.start_snapshot_id,
+            start_timestamp_ms=self.start_timestamp_ms,
         )
 
     def current_metadata(self) -> Any:

@@ -95,6 +95,8 @@ def plan_read(
     row_filter: Expression | str | None = None,
     columns: list[str] | tuple[str, ...] | None = None,
     case_sensitive: bool = True,
+    start_snapshot_id: int | None = None,
+    start_timestamp: int | datetime | None = None,
 ) -> ReadPlan:
     """Plan a read of ``table`` (driver side): snapshot, projection, pruned files and their routes."""
     if branch is not None and tag is not None:
@@ -111,6 +113,8 @@ def plan_read(
         ref=ref,
         as_of_timestamp=as_of_timestamp,
         case_sensitive=case_sensitive,
+        start_snapshot_id=start_snapshot_id,
+        start_timestamp=start_timestamp,
     )
     projected, meta = scan.projection()
     stats = PlanStats()
@@ -160,6 +164,8 @@ def read_table(
     columns: list[str] | tuple[str, ...] | None = None,
     catalog: Catalog | dict[str, str] | None = None,
     case_sensitive: bool = True,
+    start_snapshot_id: int | None = None,
+    start_timestamp: int | datetime | None = None,
     *,
     branch: str | None = None,
     tag: str | None = None,
@@ -168,6 +174,8 @@ def read_table(
     """A DataFrame of the table: current snapshot, or a ``snapshot_id`` / ``as_of_timestamp`` (ms)
     / ``ref`` (branch or tag), with rows matching ``filter`` and the chosen ``columns``.
 
+    With ``start_snapshot_id`` / ``start_timestamp``: the rows appended after it (exclusive) up to
+    that snapshot (an incremental read; ``read_changes`` gives deletes and updates too).
     ``branch=`` / ``tag=`` (use ``ref=``) and ``row_filter=`` (use ``filter=``) are deprecated.
     """
     chosen_ref = renamed(ref, branch, "ref", "branch")
@@ -175,7 +183,16 @@ def read_table(
     chosen_filter = renamed(filter, row_filter, "filter", "row_filter")
     table = resolve_catalog(spark, catalog).load_table(identifier)
     plan = plan_read(
-        table, snapshot_id, as_of_timestamp, chosen_ref, None, chosen_filter, columns, case_sensitive
+        table,
+        snapshot_id,
+        as_of_timestamp,
+        chosen_ref,
+        None,
+        chosen_filter,
+        columns,
+        case_sensitive,
+        start_snapshot_id=start_snapshot_id,
+        start_timestamp=start_timestamp,
     )
     return dataframe_for_plan(spark, plan)
 

@@ -29,6 +29,7 @@ from icefloe.expressions.ast import Expression
 from icefloe.expressions.parser import to_expression
 from icefloe.formats.metadata.files import new_metadata_with_log
 from icefloe.scan import metadata_tables
+from icefloe.scan.changelog import ChangelogScan
 from icefloe.scan.table_scan import TableScan
 from icefloe.spec.partitioning import PartitionSpec
 from icefloe.spec.schema import Schema
@@ -147,20 +148,25 @@ class Table:
         case_sensitive: bool = True,
         limit: int | None = None,
         *,
+        start_snapshot_id: int | None = None,
+        start_ref: str | None = None,
+        start_timestamp: int | datetime | None = None,
         row_filter: Expression | str | None = None,
         selected_fields: Sequence[str] | None = None,
     ) -> TableScan:
-        """Describe a read; call ``to_arrow()`` or ``plan_files()`` on the result.
+        """Describe a read; call ``to_arrow()``, ``to_arrow_batch_reader()`` or ``plan_files()`` on it.
 
         ``filter``: rows to keep (expression or text such as ``"id > 5 and kind = 'a'"``);
-        ``columns``: the columns to return (default all); ``snapshot_id`` / ``ref`` (branch or tag)
-        / ``as_of_timestamp`` (ms or datetime): time travel.
+        ``columns``: the columns to return (default all). ``snapshot_id`` / ``ref`` (branch or tag)
+        / ``as_of_timestamp`` (ms or datetime) choose the snapshot read (default: the current one).
+        Naming a start (``start_snapshot_id`` / ``start_ref`` / ``start_timestamp``, exclusive)
+        makes it an incremental scan of the rows appended after the start up to that snapshot
+        (inclusive); ``.changelog()`` on it gives the changes instead. ``row_filter=`` and
+        ``selected_fields=`` are the deprecated names of ``filter=`` and ``columns=``.
         """
         chosen_filter = renamed(filter, row_filter, "filter", "row_filter")
         chosen_columns = renamed(columns, selected_fields, "columns", "selected_fields", default=("*",))
-        as_of_ms = as_of_timestamp
-        if isinstance(as_of_timestamp, datetime):
-            as_of_ms = int(as_of_timestamp.timestamp() * 1000)
+        as_of_ms = _millis(as_of_timestamp)
         return TableScan(
             io=self.io,
             metadata=self.metadata,
@@ -168,10 +174,48 @@ class Table:
             selected_fields=tuple(chosen_columns),
             snapshot_id=snapshot_id,
             ref=ref,
-            as_of_timestamp_ms=as_of_ms if isinstance(as_of_ms, int) else None,
+            as_of_timestamp_ms=as_of_ms,
             case_sensitive=case_sensitive,
             limit=limit,
             metadata_location=self.metadata_location,
+            start_snapshot_id=start_snapshot_id,
+            start_ref=start_ref,
+            start_timestamp_ms=_millis(start_timestamp),
+        )
+
+    def changelog(
+        self,
+        start_snapshot_id: int | None = None,
+        end_snapshot_id: int | None = None,
+        *,
+        start_ref: str | None = None,
+        end_ref: str | None = None,
+        start_timestamp: int | datetime | None = None,
+        end_timestamp: int | datetime | None = None,
+        filter: Expression | str | None = None,
+        columns: Sequence[str] | None = None,
+        compute_updates: bool | None = None,
+        identifier_columns: list[str] | tuple[str, ...] | None = None,
+        net_changes: bool = False,
+    ) -> ChangelogScan:
+        """The rows inserted, deleted and updated after the start (exclusive) up to the end (inclusive).
+
+        No start: the whole history of the end snapshot (default: the current one). Rows carry
+        ``_change_type`` (INSERT, DELETE, UPDATE_BEFORE, UPDATE_AFTER), ``_change_ordinal`` and
+        ``_commit_snapshot_id``; see :mod:`icefloe.scan.changelog` for how updates are recognised.
+        """
+        scan = self.scan(
+            filter=filter,
+            columns=columns,
+            snapshot_id=end_snapshot_id,
+            ref=end_ref,
+            as_of_timestamp=end_timestamp,
+            start_snapshot_id=start_snapshot_id,
+            start_ref=start_ref,
+            start_timestamp=start_timestamp,
+        )
+        return scan.changelog(
+            compute_updates=compute_updates, identifier_columns=identifier_columns, net_changes=net_changes
         )
 
     def to_arrow(self) -> pa.Table:
@@ -496,3 +540,10 @@ class Table:
             f"Table({self.name}, format v{self.format_version}, "
             f"snapshot={snap.snapshot_id if snap else None})"
         )
+
+
+def _millis(value: int | datetime | None) -> int | None:
+    """Milliseconds since the epoch of a timestamp given as ms or as a datetime."""
+    if isinstance(value, datetime):
+        return int(value.timestamp() * 1000)
+    return value

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from icefloe.catalog.base import Catalog
-from icefloe.spark import views as sql
+from icefloe.spark import sql
 
 BOTH, ICEFLOE = "both", "icefloe"
 

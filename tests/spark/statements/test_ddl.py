@@ -1,4 +1,4 @@
-"""DDL through icefloe.spark.views: namespaces, CREATE TABLE (types, comments, NOT NULL, partition
+"""DDL through icefloe.spark.sql: namespaces, CREATE TABLE (types, comments, NOT NULL, partition
 transforms, properties, location), CTAS, DROP, ALTER TABLE, refs, SHOW / DESCRIBE."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from icefloe.catalog.base import Catalog
 from icefloe.errors import AlreadyExists, NoSuchTable, ValidationError
-from icefloe.spark import views as sql
+from icefloe.spark import sql
 from icefloe.spark.statements import SqlSyntaxError, UnsupportedStatement
 from icefloe.spec.snapshots import RefType
 from icefloe.spec.sort_order import NullOrder, SortDirection

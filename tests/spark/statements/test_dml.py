@@ -1,4 +1,4 @@
-"""DML through icefloe.spark.views: INSERT (VALUES / SELECT / column list / OVERWRITE static and
+"""DML through icefloe.spark.sql: INSERT (VALUES / SELECT / column list / OVERWRITE static and
 dynamic), DELETE, UPDATE, MERGE with every clause, subqueries, branch writes, counts, one snapshot
 per statement, and nothing written by a failing statement. v2, v3 (deletion vectors) and v4."""
 
@@ -10,7 +10,7 @@ import pytest
 
 from icefloe.catalog.base import Catalog
 from icefloe.errors import ValidationError
-from icefloe.spark import views as sql
+from icefloe.spark import sql
 
 
 def rows(df: Any) -> list[tuple[Any, ...]]:

@@ -11,7 +11,7 @@ import pytest
 
 from icefloe.catalog.base import Catalog
 from icefloe.errors import ValidationError
-from icefloe.spark import views as sql
+from icefloe.spark import sql
 from icefloe.spark.statements import UnsupportedStatement
 
 

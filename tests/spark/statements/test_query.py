@@ -1,4 +1,4 @@
-"""SELECT through icefloe.spark.views: naming, pushdown (files read), time travel, metadata tables."""
+"""SELECT through icefloe.spark.sql: naming, pushdown (files read), time travel, metadata tables."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from icefloe.catalog.base import Catalog
 from icefloe.errors import NoSuchTable
-from icefloe.spark import views as sql
+from icefloe.spark import sql
 from icefloe.spark.statements.names import SqlContext
 from icefloe.spark.statements.parse import parse_statement
 from icefloe.spark.statements.query import rewrite_reads

@@ -15,6 +15,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -253,6 +254,8 @@ def read_parquet_data_file(
     *,
     name_mapping: str | list[dict[str, Any]] | None = None,
     constants: Mapping[int, Any] | None = None,
+    row_groups: Sequence[int] | None = None,
+    row_limits: Sequence[int] | None = None,
 ) -> pa.Table:
     """Read a Parquet data file as ``schema_to_arrow(projected_schema)``, resolving columns by field id.
 
@@ -261,6 +264,8 @@ def read_parquet_data_file(
     text or parsed value of ``schema.name-mapping.default``) assigns ids by name; without it,
     names are matched against ``file_schema_hint`` (else the projected schema).
     ``row_filter_arrow`` is applied after projection, in terms of the projected column names.
+    ``row_groups`` reads only those row groups (in the order given), e.g. for a few known positions;
+    ``row_limits`` (one per row group) reads only the first rows of each (decoding stops there).
     """
     fs, fs_path = io.filesystem_and_path(path)
     try:
@@ -275,8 +280,18 @@ def read_parquet_data_file(
         file_schema = resolve_field_ids(pf.schema_arrow, projected_schema, file_schema_hint, name_mapping)
         top = {fid: f for f in file_schema if (fid := field_id_of(f)) is not None}
         wanted = [top[f.field_id].name for f in projected_schema.fields if f.field_id in top]
-        data = pf.read(columns=wanted) if wanted else None
-        num_rows = pf.metadata.num_rows
+        if row_groups is None:
+            data = pf.read(columns=wanted) if wanted else None
+            num_rows = pf.metadata.num_rows
+        elif row_limits is None:
+            data = pf.read_row_groups(list(row_groups), columns=wanted) if wanted else None
+            num_rows = sum(pf.metadata.row_group(i).num_rows for i in row_groups)
+        else:
+            data = _leading_rows(pf, row_groups, row_limits, wanted) if wanted else None
+            num_rows = sum(
+                min(limit, pf.metadata.row_group(i).num_rows)
+                for i, limit in zip(row_groups, row_limits, strict=True)
+            )
     table = project_by_field_id(data, file_schema, num_rows, projected_schema, path, constants)
     if row_filter_arrow is not None:
         table = table.filter(row_filter_arrow)
@@ -482,3 +497,39 @@ def _apply_mapping(field: pa.Field, nodes: list[dict[str, Any]], name: str | Non
     elif hasattr(t, "value_field") and not pa.types.is_dictionary(t):
         t = pa.list_(_apply_mapping(t.value_field, children, "element"))
     return pa.field(field.name, t, field.nullable, metadata or None)
+
+
+def row_group_starts(io: FileIO, path: str) -> np.ndarray:
+    """The first row position of each row group of a Parquet file, plus the row count at the end."""
+    fs, fs_path = io.filesystem_and_path(path)
+    try:
+        with fs.open_input_file(fs_path) as source:
+            meta = pq.ParquetFile(source).metadata
+    except FileNotFoundError:
+        raise NotFound(f"data file does not exist: {path}") from None
+    counts = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    return np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).astype(np.int64)
+
+
+LEADING_BATCH_ROWS = 16_384
+
+
+def _leading_rows(
+    pf: pq.ParquetFile, groups: Sequence[int], limits: Sequence[int], columns: list[str]
+) -> pa.Table:
+    """The first ``limit`` rows of each row group, decoding batch by batch and stopping there."""
+    tables = []
+    for group, limit in zip(groups, limits, strict=True):
+        batches = []
+        got = 0
+        for batch in pf.iter_batches(batch_size=LEADING_BATCH_ROWS, row_groups=[group], columns=columns):
+            batches.append(batch)
+            got += batch.num_rows
+            if got >= limit:
+                break
+        tables.append(
+            pa.Table.from_batches(
+                batches, schema=pa.schema([pf.schema_arrow.field(c) for c in columns])
+            ).slice(0, limit)
+        )
+    return pa.concat_tables(tables)

@@ -1,4 +1,4 @@
-"""``icefloe.spark.views(spark, text)``: Spark SQL on icefloe tables.
+"""``icefloe.spark.sql(spark, text)``: Spark SQL on icefloe tables.
 
 Spark has no Python table-catalog API, so icefloe reads the statements itself (sqlglot's Spark
 dialect), runs those that touch icefloe tables through icefloe's own machinery (planned reads,

@@ -1,4 +1,4 @@
-"""MERGE INTO on an icefloe table, through ``spark.row_level.merge_into``.
+"""MERGE INTO on an icefloe table, through ``spark.row_operations.merge_into``.
 
 SQL's WHEN clauses (any number, each with an optional condition, applied in order per row state:
 ``MATCHED``, ``NOT MATCHED [BY TARGET]``, ``NOT MATCHED BY SOURCE``) become one action column and,

@@ -1,0 +1,334 @@
+"""Change reading: the streaming source against Spark's own file stream, and changelog cost.
+
+    .venv/bin/python -m bench.bench_changelog [--quick] [--rows 20000000] [--stream-rows 8000000]
+
+(a) Streaming read throughput, ``local[2]``: ``readStream.format("icefloe")`` against
+    ``readStream.parquet`` over the *same* data files (the table's data directory), both draining
+    the whole table with ``Trigger.AvailableNow`` into the ``noop`` sink; interleaved runs.
+(b) Latency from a commit to its rows in a memory sink: a query with a 1-second processing-time
+    trigger streams the table; the driver appends a batch of rows with a marker and polls the
+    memory table until the rows are there (median and p90 over ``--commits`` commits).
+(c) Changelog of one merge-on-read update of 0.1% of ``--rows`` rows (a contiguous id range,
+    deletion vectors) against a plain incremental scan of the same snapshot range (planning the
+    snapshot and reading the data files it added), both in Python; per row-group size.
+
+Prints medians and ratios; exits 1 (and marks ``(!)``) when a result is wrong (row counts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+import uuid
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from bench._common import (
+    command_line,
+    fmt_ms,
+    fmt_s,
+    log,
+    print_environment,
+    print_table,
+    ratio,
+    time_interleaved,
+    workspace,
+)
+
+NAMESPACE = "bench"
+
+
+def _changelog_table(catalog: Any, name: str, rows: int, files: int, row_group_bytes: str | None) -> Any:
+    from icefloe.spec.schema import Schema
+    from icefloe.spec.types import DoubleType, LongType, NestedField, StringType
+
+    schema = Schema(
+        NestedField(1, "id", LongType(), True),
+        NestedField(2, "tag", StringType(), False),
+        NestedField(3, "x", DoubleType(), False),
+    )
+    props = {
+        "format-version": "3",
+        "write.delete.mode": "merge-on-read",
+        "write.update.mode": "merge-on-read",
+    }
+    if row_group_bytes:
+        props["write.parquet.row-group-size-bytes"] = row_group_bytes
+    if catalog.table_exists(name):
+        catalog.drop_table(name, purge=True)
+    table = catalog.create_table(name, schema, properties=props)
+    per_file = rows // files
+    for f in range(files):
+        ids = pa.array(range(f * per_file, (f + 1) * per_file), pa.int64())
+        tags = pa.array([f"t{f % 7}"] * per_file, pa.string())
+        x = pc.multiply(ids.cast(pa.float64()), 0.5)
+        table.append(pa.table({"id": ids, "tag": tags, "x": x}))
+        log(f"  wrote file {f + 1}/{files}")
+    return table
+
+
+def changelog_vs_incremental(
+    catalog: Any, rows: int, files: int, runs: int, row_group_bytes: str | None
+) -> tuple[list[Any], bool]:
+    """(c): one row of the report per row-group size; ok is False when a count is wrong."""
+    from icefloe.scan.incremental import added_data_tasks
+    from icefloe.scan.planner import plan_files
+    from icefloe.scan.reader import ReadRequest, read_tasks
+
+    name = f"{NAMESPACE}.changes_{row_group_bytes or 'default'}"
+    table = _changelog_table(catalog, name, rows, files, row_group_bytes)
+    before = table.current_snapshot().snapshot_id
+    updated = max(rows // 1000, 1)
+    result = table.update({"tag": "updated"}, f"id < {updated}")
+    after = table.current_snapshot().snapshot_id
+    end = table.snapshot_by_id(after)
+    schema = table.schema()
+
+    def changelog() -> pa.Table:
+        return table.changelog(start_snapshot_id=before, end_snapshot_id=after).to_arrow()
+
+    def incremental() -> pa.Table:
+        tasks = added_data_tasks(plan_files(table.io, table.metadata, end), end)
+        return read_tasks(table.io, tasks, ReadRequest(schema, schema))
+
+    changes, added = changelog(), incremental()
+    kinds = changes.column("_change_type").to_pylist()
+    ok = (
+        result.updated_rows == updated
+        and kinds.count("UPDATE_BEFORE") == updated
+        and kinds.count("UPDATE_AFTER") == updated
+        and len(kinds) == 2 * updated
+        and added.num_rows == updated
+    )
+    t_changes, t_incremental = time_interleaved([changelog, incremental], runs)
+    groups = "default (128 MB)" if row_group_bytes is None else f"{int(row_group_bytes) // 1024} KiB"
+    row = [
+        groups + ("" if ok else " (!)"),
+        f"{updated:,}",
+        fmt_ms(t_changes.median),
+        fmt_ms(t_incremental.median),
+        ratio(t_changes.median, t_incremental.median),
+    ]
+    return row, ok
+
+
+def _stream_table(spark: Any, catalog: Any, rows: int, files: int) -> tuple[Any, str]:
+    from pyspark.sql import functions as F
+
+    from icefloe.spark import create_table, write_table
+
+    name = f"{NAMESPACE}.stream_source"
+    if catalog.table_exists(name):
+        catalog.drop_table(name, purge=True)
+    create_table(spark, name, "id BIGINT, k STRING, x DOUBLE, amount DECIMAL(10,2)")
+    source = spark.range(0, rows, 1, files).select(
+        F.col("id"),
+        F.concat(F.lit("key-"), (F.col("id") % 1000).cast("string")).alias("k"),
+        (F.col("id") % 9973 * 0.25).alias("x"),
+        ((F.col("id") % 100_000) / 100).cast("decimal(10,2)").alias("amount"),
+    )
+    write_table(source, name)
+    table = catalog.load_table(name)
+    dirs = {os.path.dirname(t.file_path.removeprefix("file:")) for t in table.scan().plan_files()}
+    if len(dirs) != 1:
+        raise SystemExit(f"expected the table's data files in one directory, found {sorted(dirs)}")
+    return table, dirs.pop()
+
+
+def streaming_throughput(
+    spark: Any, catalog: Any, rows: int, files: int, runs: int, work: str
+) -> tuple[Any, bool]:
+    """(a): drain the table with each source into the noop sink; returns a report row."""
+    table, data_dir = _stream_table(spark, catalog, rows, files)
+    schema = spark.read.parquet(data_dir).schema
+    counted: dict[str, int] = {}
+
+    def drain(reader: Any, label: str) -> None:
+        checkpoint = f"{work}/cp-{uuid.uuid4().hex}"
+        query = (
+            reader.writeStream.format("noop")
+            .option("checkpointLocation", checkpoint)
+            .trigger(availableNow=True)
+        )
+        q = query.start()
+        q.awaitTermination()
+        counted[label] = sum(p["numInputRows"] for p in q.recentProgress)
+
+    def icefloe_stream() -> None:
+        drain(spark.readStream.format("icefloe").load(table.name), "icefloe")
+
+    def parquet_stream() -> None:
+        drain(spark.readStream.schema(schema).parquet(data_dir), "parquet")
+
+    t_ice, t_parquet = time_interleaved([icefloe_stream, parquet_stream], runs)
+    ok = counted.get("icefloe") == rows and counted.get("parquet") == rows
+    row = [
+        f"{rows:,} rows, {files} files" + ("" if ok else f" (!) {counted}"),
+        fmt_s(t_ice.median),
+        fmt_s(t_parquet.median),
+        ratio(t_ice.median, t_parquet.median),
+    ]
+    return row, ok
+
+
+def commit_latency(spark: Any, catalog: Any, commits: int, work: str) -> tuple[Any, bool]:
+    """(b): commit-to-memory-sink latency with a 1-second trigger; returns a report row."""
+    from icefloe.spec.schema import Schema
+    from icefloe.spec.types import LongType, NestedField
+
+    name = f"{NAMESPACE}.latency"
+    if catalog.table_exists(name):
+        catalog.drop_table(name, purge=True)
+    table = catalog.create_table(
+        name, Schema(NestedField(1, "id", LongType(), True)), properties={"format-version": "3"}
+    )
+    table.append(pa.table({"id": pa.array([-1], pa.int64())}))
+    sink = f"latency_{uuid.uuid4().hex[:8]}"
+    query = (
+        spark.readStream.format("icefloe")
+        .load(name)
+        .writeStream.format("memory")
+        .queryName(sink)
+        .option("checkpointLocation", f"{work}/cp-latency")
+        .trigger(processingTime="1 second")
+        .start()
+    )
+    latencies = []
+
+    def rows_seen(where: str) -> int:
+        if not query.isActive:  # a dead query would leave the loops below waiting forever
+            raise SystemExit(f"(b) the streaming query stopped: {query.exception()}")
+        return int(spark.sql(f"select count(*) from {sink} where {where}").collect()[0][0])
+
+    def wait_for(where: str, count: int, limit_s: float = 120.0) -> bool:
+        start = time.perf_counter()
+        while rows_seen(where) < count:
+            if time.perf_counter() - start > limit_s:
+                return False
+            time.sleep(0.02)
+        return True
+
+    try:
+        ok = wait_for("id = -1", 1)  # the query is up and has read the first commit
+        for c in range(commits if ok else 0):
+            t0 = time.perf_counter()
+            table.append(pa.table({"id": pa.array(range(c * 100, c * 100 + 100), pa.int64())}))
+            ok &= wait_for(f"id >= {c * 100} and id < {c * 100 + 100}", 100)
+            latencies.append(time.perf_counter() - t0)
+    finally:
+        query.stop()
+    total = spark.sql(f"select count(*), count(distinct id) from {sink}").collect()[0]
+    ok = ok and total[0] == total[1] == commits * 100 + 1
+    ordered = sorted(latencies) or [float("nan")]
+    p90 = ordered[max(0, -(-9 * len(ordered) // 10) - 1)]
+    row = [
+        f"{commits} commits of 100 rows" + ("" if ok else " (!)"),
+        fmt_ms(statistics.median(ordered)),
+        fmt_ms(p90),
+        fmt_ms(min(ordered)),
+    ]
+    return row, ok
+
+
+def run(argv: list[str] | None = None, spark: Any = None) -> int:
+    """Run the benchmark (a given Spark session is used as it is and left running)."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rows", type=int, default=20_000_000, help="(c) rows of the updated table")
+    parser.add_argument("--files", type=int, default=20, help="(c) data files of the updated table")
+    parser.add_argument("--row-group-bytes", default="default,8388608", help="(c) row-group sizes to compare")
+    parser.add_argument("--stream-rows", type=int, default=8_000_000, help="(a) rows streamed")
+    parser.add_argument("--stream-files", type=int, default=16, help="(a) data files streamed")
+    parser.add_argument("--commits", type=int, default=10, help="(b) commits timed")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--skip-spark", action="store_true", help="only (c)")
+    parser.add_argument("--quick", action="store_true", help="small sizes (under a minute or two)")
+    parser.add_argument("--dir", default=None, help="work directory (default: a temp dir, removed after)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.rows, args.files, args.stream_rows, args.commits = 2_000_000, 10, 1_000_000, 5
+    print_environment(
+        "Change reading: streaming source and changelog",
+        command_line("bench.bench_changelog", argv),
+        {k: v for k, v in vars(args).items() if k != "dir"},
+    )
+    ok = True
+    with workspace(args.dir, "icefloe-bench-changelog-") as work:
+        from icefloe.catalog import load_catalog
+
+        if spark is None and not args.skip_spark:
+            from icefloe.spark import session
+
+            spark = session(
+                app_name="icefloe-bench-changelog",
+                master=args.master,
+                catalog_uri=f"sqlite:///{work}/catalog.db",
+                warehouse=f"{work}/warehouse",
+                **{"spark.driver.memory": "6g", "spark.python.authenticate.socketTimeout": "120s"},
+            )
+            spark.sparkContext.setLogLevel("ERROR")
+            own = True
+        else:
+            own = False
+        if spark is not None:
+            from icefloe.spark.runtime import resolve_catalog
+
+            catalog = resolve_catalog(spark, None)
+        else:
+            catalog = load_catalog(uri=f"sqlite:///{work}/catalog.db", warehouse=f"{work}/warehouse")
+        if not catalog.namespace_exists((NAMESPACE,)):
+            catalog.create_namespace((NAMESPACE,))
+        try:
+            if spark is not None:
+                log("(a) streaming throughput")
+                row_a, good = streaming_throughput(
+                    spark, catalog, args.stream_rows, args.stream_files, args.runs, work
+                )
+                ok &= good
+                print_table(
+                    "(a) streaming read, Trigger.AvailableNow into noop (target <= 1.5x)",
+                    ["data", "readStream icefloe", "readStream.parquet", "icefloe / parquet"],
+                    [row_a],
+                )
+                log("(b) commit-to-sink latency")
+                row_b, good = commit_latency(spark, catalog, args.commits, work)
+                ok &= good
+                print_table(
+                    "(b) commit to rows in a memory sink, 1-second trigger (target <= 2 s median)",
+                    ["commits", "median", "p90", "best"],
+                    [row_b],
+                )
+            log("(c) changelog vs incremental scan")
+            rows_c = []
+            for size in args.row_group_bytes.split(","):
+                row, good = changelog_vs_incremental(
+                    catalog, args.rows, args.files, args.runs, None if size == "default" else size
+                )
+                rows_c.append(row)
+                ok &= good
+            print_table(
+                f"(c) changelog of one MoR update of 0.1% of {args.rows:,} rows in {args.files} files "
+                "vs incremental scan of the same range (target <= 3x)",
+                ["row groups", "rows updated", "changelog", "incremental scan", "changelog / scan"],
+                rows_c,
+            )
+        finally:
+            if own and spark is not None:
+                spark.stop()
+    return 0 if ok else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point."""
+    return run(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

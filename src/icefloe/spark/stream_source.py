@@ -1,0 +1,137 @@
+"""The streaming source: ``spark.readStream.format("icefloe").load("ns.t")``.
+
+Built on pyspark's Python streaming data source API (``DataSourceStreamReader`` with admission
+control and ``Trigger.AvailableNow``). Offsets and units are planned on the driver by
+:class:`~icefloe.spark.stream_planner.StreamPlanner`; every unit is one input partition: a data
+file read with ``read_task`` (deletes applied), or in changelog mode one snapshot's changelog.
+
+Options (besides the batch reader's ``columns`` / ``filter`` / ``branch``): ``starting-offsets``
+(``earliest`` default, ``latest``), ``start-snapshot-id`` (exclusive), ``stream-from-timestamp``
+(ms: snapshots committed at or after it), ``max-files-per-trigger``, ``max-records-per-trigger``,
+``skip-delete-snapshots``, ``skip-overwrite-snapshots``, ``read-changelog``.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxFiles,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import IntegerType, LongType, StringType, StructField
+from pyspark.sql.types import StructType as SparkStruct
+
+from icefloe.spark.arrow_bridge import spark_arrow_schema, to_spark_arrow
+from icefloe.spark.stream_planner import StreamOptions, StreamPlanner
+
+CHANGE_FIELDS = [
+    StructField("_change_type", StringType(), False),
+    StructField("_change_ordinal", IntegerType(), False),
+    StructField("_commit_snapshot_id", LongType(), False),
+]
+
+
+def stream_schema(table_schema: SparkStruct, options: StreamOptions) -> SparkStruct:
+    """The stream's rows: the table's columns, plus the change columns in changelog mode."""
+    if not options.changelog:
+        return table_schema
+    return SparkStruct([*table_schema.fields, *CHANGE_FIELDS])
+
+
+class IcefloeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batches of units between two offsets; restarts continue exactly from the checkpoint."""
+
+    def __init__(self, setup: Any, opts: dict[str, str], load_table: Any) -> None:
+        self.setup = setup
+        self.options = StreamOptions.parse(opts)
+        self.request = setup.request()
+        self.fields = setup.fields()
+        self.spark_schema = stream_schema(setup.spark_schema(), self.options)
+        self.target = spark_arrow_schema(self.spark_schema)
+
+        def load_metadata() -> tuple[Any, Any]:
+            table = load_table()
+            return table.io, table.metadata
+
+        self.planner = StreamPlanner(load_metadata, self.options, self.request.table_schema, setup.row_filter)
+
+    # ---- driver side ---------------------------------------------------------------------------
+    def initialOffset(self) -> dict[str, Any]:
+        """Where a new query starts."""
+        return self.planner.initial_offset()
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        """The admission limit of the options (files first, then records)."""
+        if self.options.max_files is not None:
+            return ReadMaxFiles(self.options.max_files)
+        if self.options.max_records is not None:
+            return ReadMaxRows(self.options.max_records)
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        """The end of the next micro-batch (both option limits apply unless Spark asks for everything)."""
+        return self.planner.latest_offset(start, limited=not isinstance(limit, ReadAllAvailable))
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Trigger.AvailableNow: never read past the snapshot that is the head now."""
+        _, md = self.planner.load_metadata()
+        head = md.snapshot_for_ref(self.options.branch)
+        self.planner.target_snapshot_id = head.snapshot_id if head is not None else None
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        """One partition per unit between the offsets."""
+        units = self.planner.units_between(start, end)
+        if not self.options.changelog:
+            return [InputPartition(u.payload()) for u in units]
+        _, md = self.planner.load_metadata()
+        return [InputPartition(pickle.dumps((u.snapshot_id, md))) for u in units]
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Nothing to release: offsets are snapshots, which the table keeps."""
+
+    # ---- executor side -------------------------------------------------------------------------
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        """Read one unit as Arrow batches on Spark's schema."""
+        if self.options.changelog:
+            yield from self._read_changes(partition)
+            return
+        _, task = pickle.loads(partition.value)
+        from icefloe.scan.reader import read_task
+
+        table = read_task(self.setup.io(), task, self.request)
+        if table.num_rows:
+            yield from to_spark_arrow(table, self.fields, self.target).to_batches(max_chunksize=65536)
+
+    def _read_changes(self, partition: InputPartition) -> Iterator[Any]:
+        from icefloe.scan.changelog import CHANGE_COLUMNS, ChangelogScan
+        from icefloe.scan.incremental import SnapshotRange
+
+        sid, md = pickle.loads(partition.value)
+        snap = md.snapshot_by_id(sid)
+        parent = md.snapshot_by_id(snap.parent_snapshot_id) if snap.parent_snapshot_id is not None else None
+        scan = ChangelogScan(
+            self.setup.io(),
+            md,
+            SnapshotRange(parent, (snap,)),
+            row_filter=self.setup.row_filter,
+            selected_fields=self.setup.columns,
+            schema=self.request.table_schema,
+        )
+        table = scan.to_arrow()
+        if not table.num_rows:
+            return
+        data = to_spark_arrow(
+            table.drop_columns(list(CHANGE_COLUMNS)),
+            self.fields,
+            spark_arrow_schema(SparkStruct(self.spark_schema.fields[: len(self.fields)])),
+        )
+        for name in CHANGE_COLUMNS:
+            data = data.append_column(name, table.column(name))
+        yield from data.cast(self.target).to_batches(max_chunksize=65536)
