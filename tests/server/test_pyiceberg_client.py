@@ -61,7 +61,7 @@ def test_icefloe_writes_pyiceberg_reads(rest_server: RunningServer, backing_cata
 
     backing_catalog.create_namespace("db")
     table = backing_catalog.create_table(
-        "db.direct", Schema(NestedField(1, "id", IceLong(), required=False)), properties={"format-version": "3"}
+        "db.direct", Schema(NestedField(1, "id", IceLong())), properties={"format-version": "3"}
     )
     table.append(pa.table({"id": [5, 6, 7]}))
     read = _client(rest_server).load_table("db.direct").scan().to_arrow()
@@ -69,7 +69,7 @@ def test_icefloe_writes_pyiceberg_reads(rest_server: RunningServer, backing_cata
 
 
 def test_namespace_and_table_management(rest_server: RunningServer) -> None:
-    """Namespaces and tables: exists, list with parent, properties, rename, drop, errors as PyIceberg expects."""
+    """Namespaces and tables: exists, list under a parent, properties, rename, drop, PyIceberg's errors."""
     client = _client(rest_server)
     client.create_namespace(("a",))
     client.create_namespace(("a", "b"))
@@ -142,7 +142,8 @@ def test_concurrent_commits_lose_nothing(rest_server: RunningServer, backing_cat
                 while True:
                     table = own.load_table("db.c")
                     try:
-                        table.append(pa.table({"id": [worker * 100 + i], "s": [f"w{worker}"]}, schema=ARROW_SCHEMA))
+                        row = {"id": [worker * 100 + i], "s": [f"w{worker}"]}
+                        table.append(pa.table(row, schema=ARROW_SCHEMA))
                         break
                     except CommitFailedException:
                         conflicts.append(worker)
