@@ -346,6 +346,12 @@ class Catalog(ABC):
             self._delete_old_metadata_files(io, base_metadata_location, base_metadata, md)
         return location
 
+    def committed_metadata(self, location: str, proposed: TableMetadata) -> TableMetadata:
+        """The metadata a commit stored at ``location``: what this client wrote, unless the catalog
+        service wrote its own (REST)."""
+        del location
+        return proposed
+
     def _delete_old_metadata_files(
         self, io: FileIO, base_location: str, base_md: TableMetadata | None, new_md: TableMetadata
     ) -> None:

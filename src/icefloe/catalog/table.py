@@ -386,7 +386,8 @@ class Table:
         location = self.catalog.commit_table(
             self.identifier, base_location, new_metadata, base_metadata=base_metadata
         )
-        self.metadata, self.metadata_location = new_metadata, location
+        self.metadata = self.catalog.committed_metadata(location, new_metadata)
+        self.metadata_location = location
         return location
 
     def __repr__(self) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from icefloe.spec.requirements import (
+    AssertCreate,
     AssertCurrentSchemaId,
     AssertDefaultSortOrderId,
     AssertDefaultSpecId,
@@ -28,6 +29,7 @@ from icefloe.spec.updates import (
     AddSchema,
     AddSnapshot,
     AddSortOrder,
+    AssignUUID,
     RemoveProperties,
     RemoveSnapshotRef,
     RemoveSnapshots,
@@ -171,4 +173,37 @@ def requirements_for(base: TableMetadata, updates: list[TableUpdate]) -> list[Ta
     return requirements
 
 
-__all__ = ["MetadataChanges", "metadata_changes", "requirements_for"]
+
+
+def creation_changes(md: TableMetadata) -> MetadataChanges:
+    """``assert-create`` plus the updates that build ``md`` from nothing (a staged create)."""
+    updates: list[TableUpdate] = [AssignUUID(md.table_uuid), UpgradeFormatVersion(md.format_version)]
+    updates += [AddSchema(s, md.last_column_id) for s in md.schemas]
+    updates.append(SetCurrentSchema(md.current_schema_id))
+    updates += [AddPartitionSpec(s) for s in md.partition_specs]
+    updates.append(SetDefaultSpec(md.default_spec_id))
+    updates += [AddSortOrder(o) for o in md.sort_orders]
+    updates.append(SetDefaultSortOrder(md.default_sort_order_id))
+    updates.append(SetLocation(md.location))
+    if md.properties:
+        updates.append(SetProperties(dict(md.properties)))
+    empty = TableMetadata(
+        format_version=md.format_version,
+        table_uuid=md.table_uuid,
+        location=md.location,
+        last_updated_ms=0,
+        last_column_id=md.last_column_id,
+        schemas=md.schemas,
+        current_schema_id=md.current_schema_id,
+        partition_specs=md.partition_specs,
+        default_spec_id=md.default_spec_id,
+        last_partition_id=md.last_partition_id,
+        sort_orders=md.sort_orders,
+        default_sort_order_id=md.default_sort_order_id,
+        properties=md.properties,
+    )
+    updates += _snapshot_changes(empty, md)
+    return MetadataChanges([AssertCreate()], updates)
+
+
+__all__ = ["MetadataChanges", "creation_changes", "metadata_changes", "requirements_for"]
