@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from icefloe.catalog.base import Catalog
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField, StringType
@@ -66,9 +67,34 @@ def catalog_name() -> str:
     return f"cat_{uuid.uuid4().hex[:12]}"
 
 
+@pytest.fixture(params=["sql", "rest"])
+def catalog(
+    request: pytest.FixtureRequest, catalog_uri: str, warehouse: Path, catalog_name: str
+) -> Iterator[Catalog]:
+    """A SqlCatalog over SQLite and over PostgreSQL, used directly and through the REST server."""
+    cat = SqlCatalog(catalog_name, uri=catalog_uri, warehouse=str(warehouse))
+    if request.param == "sql":
+        try:
+            yield cat
+        finally:
+            cat.close()
+        return
+    from icefloe.catalog.rest import RestCatalog
+    from icefloe.server import ServerConfig, start_server
+
+    server = start_server(ServerConfig(cat))
+    client = RestCatalog("rest", uri=server.uri)
+    try:
+        yield client
+    finally:
+        client.close()
+        server.stop()
+        cat.close()
+
+
 @pytest.fixture
-def catalog(catalog_uri: str, warehouse: Path, catalog_name: str) -> Iterator[SqlCatalog]:
-    """A SqlCatalog over SQLite and over PostgreSQL."""
+def sql_catalog(catalog_uri: str, warehouse: Path, catalog_name: str) -> Iterator[SqlCatalog]:
+    """A SqlCatalog over SQLite and over PostgreSQL (tests of the SQL layout itself)."""
     cat = SqlCatalog(catalog_name, uri=catalog_uri, warehouse=str(warehouse))
     try:
         yield cat

@@ -74,7 +74,9 @@ class ClientCredentialsAuth:
             timeout=30,
         )
         if response.status_code != 200:
-            raise AccessDenied(f"OAuth2 token request failed (HTTP {response.status_code}): {response.text[:300]}")
+            raise AccessDenied(
+                f"OAuth2 token request failed (HTTP {response.status_code}): {response.text[:300]}"
+            )
         body = response.json()
         self._token = str(body["access_token"])
         expires_in = body.get("expires_in")

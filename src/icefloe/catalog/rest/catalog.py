@@ -129,7 +129,8 @@ class RestCatalog(Catalog):
         """Remove and set namespace properties in one request."""
         ns = parse_namespace(namespace)
         body = {"removals": sorted(set(removals or ())), "updates": dict(updates or {})}
-        reply = self.http.request("POST", self.routes.namespace_properties(ns), body=body, mutation=True).json()
+        path = self.routes.namespace_properties(ns)
+        reply = self.http.request("POST", path, body=body, mutation=True).json()
         return PropertiesUpdateSummary(
             removed=list(reply.get("removed") or []),
             updated=list(reply.get("updated") or []),

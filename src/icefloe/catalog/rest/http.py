@@ -62,7 +62,8 @@ def idempotency_key() -> str:
     """A fresh UUIDv7-layout key: 48-bit millisecond time, version 7, random rest."""
     millis = int(time.time() * 1000) & ((1 << 48) - 1)
     rand = int.from_bytes(os.urandom(10), "big")
-    value = (millis << 80) | (0x7 << 76) | ((rand >> 68) & 0xFFF) << 64 | (0b10 << 62) | (rand & ((1 << 62) - 1))
+    rand_a, rand_b = (rand >> 68) & 0xFFF, rand & ((1 << 62) - 1)
+    value = (millis << 80) | (0x7 << 76) | (rand_a << 64) | (0b10 << 62) | rand_b
     return str(uuid.UUID(int=value))
 
 
