@@ -6,8 +6,10 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any
 
 import uvicorn
 
@@ -17,9 +19,12 @@ from icefloe.server.config import ServerConfig
 STARTUP_TIMEOUT_S = 30.0
 
 
-def _uvicorn_config(config: ServerConfig, host: str, port: int) -> uvicorn.Config:
+def _uvicorn_config(
+    config: ServerConfig, host: str, port: int, wrap: Callable[[Any], Any] | None = None
+) -> uvicorn.Config:
+    app: Any = create_app(config)
     return uvicorn.Config(
-        create_app(config),
+        wrap(app) if wrap is not None else app,
         host=host,
         port=port,
         log_level="warning",
@@ -44,6 +49,11 @@ class RunningServer:
     port: int
 
     @property
+    def app(self) -> Any:
+        """The Starlette application (``app.state.icefloe`` is the server state)."""
+        return self.server.config.app
+
+    @property
     def uri(self) -> str:
         """Base URI for REST clients, e.g. ``http://127.0.0.1:54321``."""
         return f"http://{self.host}:{self.port}"
@@ -62,13 +72,21 @@ class RunningServer:
         self.stop()
 
 
-def start_server(config: ServerConfig, host: str = "127.0.0.1", port: int = 0) -> RunningServer:
-    """Start serving in a daemon thread; ``port=0`` picks a free port. Returns once it accepts."""
+def start_server(
+    config: ServerConfig,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    wrap: Callable[[Any], Any] | None = None,
+) -> RunningServer:
+    """Start serving in a daemon thread; ``port=0`` picks a free port. Returns once it accepts.
+
+    ``wrap`` may wrap the ASGI application (middleware, fault injection in tests).
+    """
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     bound_port = sock.getsockname()[1]
-    server = uvicorn.Server(_uvicorn_config(config, host, bound_port))
+    server = uvicorn.Server(_uvicorn_config(config, host, bound_port, wrap))
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name=f"icefloe-rest-{bound_port}", daemon=True
     )

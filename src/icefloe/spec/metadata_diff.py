@@ -173,8 +173,6 @@ def requirements_for(base: TableMetadata, updates: list[TableUpdate]) -> list[Ta
     return requirements
 
 
-
-
 def creation_changes(md: TableMetadata) -> MetadataChanges:
     """``assert-create`` plus the updates that build ``md`` from nothing (a staged create)."""
     updates: list[TableUpdate] = [AssignUUID(md.table_uuid), UpgradeFormatVersion(md.format_version)]
