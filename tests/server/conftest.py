@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from icefloe.catalog.sql import SqlCatalog
-from icefloe.server import RunningServer, ServerConfig, start_server
+from icefloe.server import Grants, RunningServer, ServerConfig, start_server
 from tests.catalog.conftest import catalog_uri, postgres_server, postgres_uri  # noqa: F401 - fixtures
 
 
@@ -29,4 +29,14 @@ def backing_catalog(catalog_uri: str, tmp_path: Path) -> Iterator[SqlCatalog]:  
 def rest_server(backing_catalog: SqlCatalog) -> Iterator[RunningServer]:
     """An open (no authentication) REST server over ``backing_catalog``."""
     with start_server(ServerConfig(backing_catalog)) as server:
+        yield server
+
+
+ADMIN_TOKEN = "admin-token"
+
+
+@pytest.fixture
+def token_server(backing_catalog: SqlCatalog) -> Iterator[RunningServer]:
+    """A REST server that requires the bearer token ``ADMIN_TOKEN`` (full access)."""
+    with start_server(ServerConfig(backing_catalog, tokens={ADMIN_TOKEN: Grants()})) as server:
         yield server

@@ -27,7 +27,9 @@ from icefloe.server.checks import check_inside, check_location_properties
 from icefloe.spec.requirements import AssertCreate, TableRequirement, validate_requirements
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.updates import (
+    AddSchema,
     AssignUUID,
+    SetCurrentSchema,
     SetLocation,
     TableUpdate,
     UpgradeFormatVersion,
@@ -117,7 +119,11 @@ def metadata_for_create(updates: list[TableUpdate]) -> TableMetadata:
         default_sort_order_id=-1,
         next_row_id=0 if version >= 3 else None,
     )
-    md = apply_updates(empty, [u for u in updates if not isinstance(u, UpgradeFormatVersion)])
+    # Specs and sort orders are checked against the current schema, and some clients (DuckDB)
+    # send set-current-schema last: apply the schema updates first, the rest in their order.
+    rest = [u for u in updates if not isinstance(u, UpgradeFormatVersion)]
+    schema_first = [u for u in rest if isinstance(u, (AddSchema, SetCurrentSchema))]
+    md = apply_updates(empty, schema_first + [u for u in rest if u not in schema_first])
     if not md.schemas or md.current_schema_id < 0:
         raise ValidationError("creating a table by commit needs add-schema and set-current-schema")
     if not md.partition_specs:
