@@ -122,7 +122,7 @@ def metadata_for_create(updates: list[TableUpdate]) -> TableMetadata:
     # Specs and sort orders are checked against the current schema, and some clients (DuckDB)
     # send set-current-schema last: apply the schema updates first, the rest in their order.
     rest = [u for u in updates if not isinstance(u, UpgradeFormatVersion)]
-    schema_first = [u for u in rest if isinstance(u, (AddSchema, SetCurrentSchema))]
+    schema_first: list[TableUpdate] = [u for u in rest if isinstance(u, (AddSchema, SetCurrentSchema))]
     md = apply_updates(empty, schema_first + [u for u in rest if u not in schema_first])
     if not md.schemas or md.current_schema_id < 0:
         raise ValidationError("creating a table by commit needs add-schema and set-current-schema")
