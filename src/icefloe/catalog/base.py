@@ -346,6 +346,11 @@ class Catalog(ABC):
             self._delete_old_metadata_files(io, base_metadata_location, base_metadata, md)
         return location
 
+    def load_for_commit(self, table: Table) -> tuple[TableMetadata, str | None]:
+        """The metadata a commit attempt on ``table`` starts from: the catalog's current one."""
+        fresh = self.load_table(table.identifier)
+        return fresh.metadata, fresh.metadata_location
+
     def committed_metadata(self, location: str, proposed: TableMetadata) -> TableMetadata:
         """The metadata a commit stored at ``location``: what this client wrote, unless the catalog
         service wrote its own (REST)."""

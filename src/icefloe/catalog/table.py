@@ -374,8 +374,7 @@ class Table:
     # ---- commit target ---------------------------------------------------------------------
     def load_for_commit(self) -> tuple[TableMetadata, str | None]:
         """Fresh metadata from the catalog (a commit attempt starts here)."""
-        fresh = self.catalog.load_table(self.identifier)
-        return fresh.metadata, fresh.metadata_location
+        return self.catalog.load_for_commit(self)
 
     def swap_metadata(
         self, base_location: str | None, base_metadata: TableMetadata, new_metadata: TableMetadata

@@ -10,6 +10,7 @@ from typing import Any
 
 from icefloe.catalog.base import Catalog
 from icefloe.server.auth import Principal, TokenStore
+from icefloe.server.coalescer import CommitCoalescer
 from icefloe.server.commits import TableLocks
 from icefloe.server.config import ServerConfig
 
@@ -52,6 +53,10 @@ class ServerState:
     tokens: TokenStore
     locks: TableLocks = field(default_factory=TableLocks)
     idempotency: IdempotencyCache = field(default_factory=lambda: IdempotencyCache(10_000))
+    coalescer: CommitCoalescer = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.coalescer = CommitCoalescer(self.config.catalog, self.locks.lock, self.config.commit_retries)
 
     @property
     def catalog(self) -> Catalog:

@@ -25,6 +25,7 @@ from icefloe.spec.commit_json import requirements_from_list, updates_from_list
 from icefloe.spec.json_codec import table_metadata_to_json
 from icefloe.spec.json_structures import schema_from_dict, sort_order_from_dict, spec_from_dict
 from icefloe.spec.partitioning import UNPARTITIONED
+from icefloe.spec.requirements import AssertCreate
 from icefloe.spec.sort_order import UNSORTED
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.updates import new_table_metadata
@@ -137,7 +138,10 @@ def commit(state: ServerState, call: Call) -> Reply:
     if body.get("identifier") is not None and table_from_json(body["identifier"]) != (namespace, name):
         raise bad_request("the identifier in the body does not match the path")
     change = _change(state, namespace, name, body)
-    location, md = commit_table(state.catalog, state.locks, change, state.config.commit_retries)
+    if any(isinstance(r, AssertCreate) for r in change.requirements):
+        location, md = commit_table(state.catalog, state.locks, change, state.config.commit_retries)
+    else:
+        location, md = state.coalescer.commit(change.key, change.requirements, change.updates)
     return table_result(location, md)
 
 

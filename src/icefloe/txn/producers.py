@@ -50,6 +50,8 @@ class SnapshotProducer:
     branch: str = MAIN_BRANCH
     snapshot_properties: dict[str, str] = field(default_factory=dict)
     owned_files: list[str] = field(default_factory=list)
+    # the new snapshot's id (None: a random one); a catalog service re-applying a client's append keeps its id
+    snapshot_id: int | None = None
 
     operation: Operation = Operation.APPEND
     merge_manifests: bool = False
@@ -90,7 +92,7 @@ class SnapshotProducer:
         """Build the new snapshot and return AddSnapshot + SetSnapshotRef."""
         parent = branch_head(current, self.branch)
         change = self.change(ctx, current, parent)
-        snapshot_id = new_snapshot_id()
+        snapshot_id = self.snapshot_id or new_snapshot_id()
         sequence_number = current.last_sequence_number + 1 if current.format_version >= 2 else 0
         result = self.write_tree(ctx, current, parent, change, snapshot_id, sequence_number)
         ctx.written_files.extend(result.written_files)

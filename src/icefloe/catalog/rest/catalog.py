@@ -12,6 +12,7 @@ snapshots it added: found means committed, otherwise ``CommitStateUnknown``.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import unquote
@@ -66,6 +67,9 @@ class RestCatalog(Catalog):
         self.http = RestSession(self.uri, self._auth, retry)
         # metadata the service returned for recent commits, by location (see committed_metadata)
         self._committed: dict[str, Any] = {}
+        # (identifier, metadata location) -> when this client last saw that state (load_for_commit)
+        self._seen: dict[tuple[TableIdentifier, str], float] = {}
+        self.trust_seen_metadata_s = float(client_props.get("rest.commit.trust-loaded-metadata-s", "5"))
         config = self.http.request("GET", "/v1/config", params=_warehouse_param(client_props)).json()
         merged = {**dict(config.get("defaults") or {}), **client_props, **dict(config.get("overrides") or {})}
         super().__init__(name, **merged)
@@ -176,6 +180,8 @@ class RestCatalog(Catalog):
 
     def _table_from_result(self, identifier: TableIdentifier, result: dict[str, Any]) -> Table:
         md = table_metadata_from_json(result["metadata"])
+        if result.get("metadata-location"):
+            self._remember(tuple(identifier), str(result["metadata-location"]))
         config: dict[str, str] = {str(k): str(v) for k, v in (result.get("config") or {}).items()}
         for credential in result.get("storage-credentials") or []:
             config.update({str(k): str(v) for k, v in (credential.get("config") or {}).items()})
@@ -298,6 +304,7 @@ class RestCatalog(Catalog):
         if len(self._committed) > 64:
             self._committed.clear()
         self._committed[str(reply["metadata-location"])] = reply["metadata"]
+        self._remember(identifier, str(reply["metadata-location"]))
         return str(reply["metadata-location"])
 
     def _reconcile(self, identifier: TableIdentifier, changes: MetadataChanges, cause: Exception) -> str:
@@ -319,6 +326,20 @@ class RestCatalog(Catalog):
             f"commit to {identifier_to_string(identifier)} failed ({cause}); the table does not show its "
             "snapshots, but the service may still apply it"
         ) from cause
+
+    def _remember(self, identifier: TableIdentifier, location: str) -> None:
+        if len(self._seen) > 1024:
+            self._seen.clear()
+        self._seen[(identifier, location)] = time.monotonic()
+
+    def load_for_commit(self, table: Table) -> tuple[TableMetadata, str | None]:
+        """Start a commit from the table's own metadata when this client loaded or committed it a
+        moment ago (once: a retry after a conflict reloads). The service checks the commit's
+        requirements against its current metadata, so a stale base costs a 409, never a lost write."""
+        seen = self._seen.pop((tuple(table.identifier), table.metadata_location), None)
+        if seen is not None and time.monotonic() - seen <= self.trust_seen_metadata_s:
+            return table.metadata, table.metadata_location
+        return super().load_for_commit(table)
 
     def committed_metadata(self, location: str, proposed: TableMetadata) -> TableMetadata:
         """The metadata the service committed at ``location`` (its own last-updated, metadata-log)."""
