@@ -346,6 +346,9 @@ class Catalog(ABC):
             self._delete_old_metadata_files(io, base_metadata_location, base_metadata, md)
         return location
 
+    def ensure_writable(self, table: Table) -> None:  # noqa: B027 - optional hook
+        """Raise when ``table`` may not be changed (static tables); nothing to check by default."""
+
     def load_for_commit(self, table: Table) -> tuple[TableMetadata, str | None]:
         """The metadata a commit attempt on ``table`` starts from: the catalog's current one."""
         fresh = self.load_table(table.identifier)

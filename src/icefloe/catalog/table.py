@@ -161,6 +161,7 @@ class Table:
     @contextmanager
     def transaction(self) -> Iterator[TableTransaction]:
         """Group several changes into one atomic commit (committed when the block exits cleanly)."""
+        self.catalog.ensure_writable(self)
         tx = TableTransaction(self)
         try:
             yield tx
