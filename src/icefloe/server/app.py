@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -167,6 +168,14 @@ def _token_endpoint(state: ServerState) -> Any:
     return run
 
 
+OPENAPI_DOCUMENT = Path(__file__).with_name("rest-catalog-open-api.yaml")
+
+
+async def _openapi(request: Request) -> Response:
+    """The Iceberg REST OpenAPI document (apache/iceberg open-api/rest-catalog-open-api.yaml)."""
+    return Response(OPENAPI_DOCUMENT.read_bytes(), media_type="application/yaml")
+
+
 async def _not_found(request: Request, exc: Exception) -> Response:
     return JSONResponse(error_body(404, "NotFoundException", f"no route for {request.url.path}"), 404)
 
@@ -185,6 +194,7 @@ def create_app(config: ServerConfig) -> Starlette:
     routes: list[Route] = [
         Route("/v1/config", _config_endpoint(state), methods=["GET"]),
         Route("/v1/oauth/tokens", _token_endpoint(state), methods=["POST"]),
+        Route("/openapi.yaml", _openapi, methods=["GET"]),
     ]
     by_path: dict[str, list[tuple[str, Handler, bool]]] = {}
     for method, path, handler, mutation in ROUTES:
