@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from icefloe.server import namespaces, tables
+from icefloe.server import namespaces, planning, tables
 from icefloe.server.auth import TokenStore
 from icefloe.server.config import ServerConfig
 from icefloe.server.context import Call, IdempotencyCache, Reply, ServerState
@@ -45,10 +45,16 @@ ROUTES: tuple[tuple[str, str, Handler, bool], ...] = (
     ("DELETE", "/namespaces/{namespace}/tables/{table}", tables.drop_table, True),
     ("GET", "/namespaces/{namespace}/tables/{table}/credentials", tables.load_credentials, False),
     ("POST", "/namespaces/{namespace}/tables/{table}/metrics", tables.report_metrics, False),
+    ("POST", "/namespaces/{namespace}/tables/{table}/plan", planning.plan_table_scan, False),
+    ("GET", "/namespaces/{namespace}/tables/{table}/plan/{plan_id}", planning.unknown_plan, False),
+    ("DELETE", "/namespaces/{namespace}/tables/{table}/plan/{plan_id}", planning.unknown_plan, False),
+    ("POST", "/namespaces/{namespace}/tables/{table}/tasks", planning.unknown_plan_task, False),
     ("POST", "/tables/rename", tables.rename_table, True),
     ("POST", "/transactions/commit", tables.commit_many, True),
 )
-ENDPOINTS = [f"{method} /v1/{{prefix}}{path}" for method, path, _, _ in ROUTES]
+ENDPOINTS = [
+    f"{method} /v1/{{prefix}}{path.replace('{plan_id}', '{plan-id}')}" for method, path, _, _ in ROUTES
+]
 IDEMPOTENCY_HEADER = "idempotency-key"
 
 
