@@ -15,6 +15,7 @@ from icefloe.catalog.sql import SqlCatalog
 from icefloe.errors import AccessDenied, CommitStateUnknown
 from icefloe.server import Grants, OAuthClient, RunningServer, ServerConfig, start_server
 from icefloe.spec.schema import Schema
+from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.types import LongType, NestedField, StringType
 from tests.support.rest_faults import Fault, FaultInjector
 
@@ -204,3 +205,46 @@ def test_concurrent_appenders_lose_nothing(server: RunningServer, backing: SqlCa
         w * 10 + i for w in range(8) for i in range(3)
     )
     setup.close()
+
+
+def test_multi_table_transaction_is_all_or_nothing(client: RestCatalog, backing: SqlCatalog) -> None:
+    """Two tables change together; when one base is stale, neither changes."""
+    from icefloe.errors import CommitConflict
+    from icefloe.spec.updates import SetProperties, apply_updates
+
+    _table(client)
+    client.create_table("db.u", SCHEMA)
+    t, u = client.load_table("db.t"), client.load_table("db.u")
+    client.commit_tables(
+        [
+            ("db.t", t.metadata, apply_updates(t.metadata, [SetProperties({"k": "1"})])),
+            ("db.u", u.metadata, apply_updates(u.metadata, [SetProperties({"k": "1"})])),
+        ]
+    )
+    assert backing.load_table("db.t").properties == {"k": "1"}
+    assert backing.load_table("db.u").properties == {"k": "1"}
+    t2, u2 = client.load_table("db.t"), client.load_table("db.u")
+    backing.load_table("db.u").append(_rows(1))  # u's base is now stale
+    fresh_t = client.load_table("db.t")
+    with pytest.raises(CommitConflict):
+        client.commit_tables(
+            [
+                ("db.t", fresh_t.metadata, apply_updates(fresh_t.metadata, [SetProperties({"k": "2"})])),
+                ("db.u", u2.metadata, _append_snapshot_of(backing, "db.u", u2.metadata)),
+            ]
+        )
+    assert backing.load_table("db.t").properties == {"k": "1"}
+    assert backing.load_table("db.u").properties == {"k": "1"}
+    assert t2.properties == {"k": "1"}
+
+
+def _append_snapshot_of(backing: SqlCatalog, identifier: str, base: TableMetadata) -> TableMetadata:
+    """Metadata that moves main from ``base``'s head to the table's newest snapshot (stale base)."""
+    from icefloe.spec.snapshots import RefType
+    from icefloe.spec.updates import AddSnapshot, SetSnapshotRef, apply_updates
+
+    newest = backing.load_table(identifier).current_snapshot()
+    assert newest is not None
+    return apply_updates(
+        base, [AddSnapshot(newest), SetSnapshotRef("main", newest.snapshot_id, RefType.BRANCH)]
+    )

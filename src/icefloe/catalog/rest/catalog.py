@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import unquote
 
@@ -306,6 +306,28 @@ class RestCatalog(Catalog):
         self._committed[str(reply["metadata-location"])] = reply["metadata"]
         self._remember(identifier, str(reply["metadata-location"]))
         return str(reply["metadata-location"])
+
+    def commit_tables(
+        self, changes: Sequence[tuple[str | Iterable[str], TableMetadata, TableMetadata]]
+    ) -> None:
+        """Commit several tables atomically (``/transactions/commit``): each item is (identifier,
+        base metadata, new metadata); all land or none (CommitConflict when a base moved)."""
+        if COMMIT_TRANSACTION not in self.endpoints:
+            raise Unsupported("this REST catalog does not advertise multi-table transactions")
+        table_changes = []
+        for identifier, base, new in changes:
+            namespace, name = parse_table_identifier(identifier)
+            diff = metadata_changes(base, new)
+            table_changes.append(
+                {
+                    "identifier": {"namespace": list(namespace), "name": name},
+                    "requirements": [requirement_to_dict(r) for r in diff.requirements],
+                    "updates": [update_to_dict(u) for u in diff.updates],
+                }
+            )
+        self.http.request(
+            "POST", self.routes.transactions(), body={"table-changes": table_changes}, mutation=True
+        )
 
     def _reconcile(self, identifier: TableIdentifier, changes: MetadataChanges, cause: Exception) -> str:
         """After a 5xx or timeout: committed if the table now has every snapshot we added."""
