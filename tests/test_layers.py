@@ -1,7 +1,7 @@
 """The layering of ARCHITECTURE.md: a module may import its own layer and the layers below, never above.
 
 Order, bottom to top: spec, expressions, io, formats, tree, txn, scan, dml, maintenance, table,
-catalog, spark, cli. ``icefloe/errors.py`` and the package ``icefloe/__init__.py`` are neutral
+catalog, spark, server, cli. ``icefloe/errors.py`` and the package ``icefloe/__init__.py`` are neutral
 (below everything, importable from everywhere). Every import counts: module level, inside functions
 (lazy imports) and under ``if TYPE_CHECKING:`` — a type-only import of a higher layer is still a
 dependency on it, and none is needed, so none is allowed. ``importlib.import_module("icefloe...")`` /
@@ -34,6 +34,7 @@ LAYERS = (
     "table",
     "catalog",
     "spark",
+    "server",
     "cli",
 )
 NEUTRAL = {PACKAGE, f"{PACKAGE}.errors", f"{PACKAGE}.deprecation"}
@@ -52,7 +53,7 @@ class Import:
 
 
 def layer_rank(module: str) -> int | None:
-    """Rank of a module's layer (0 = spec ... 10 = cli, -1 = neutral); None if it maps to no layer."""
+    """Rank of a module's layer (0 = spec ... 11 = cli, -1 = neutral); None if it maps to no layer."""
     if module in NEUTRAL or not module.startswith(PACKAGE + "."):
         return NEUTRAL_RANK if module in NEUTRAL else None
     head = module.split(".")[1]

@@ -123,6 +123,10 @@ class CommitStateUnknown(IcefloeError):
     """The commit may or may not have happened: never clean up files after this."""
 
 
+class AccessDenied(IcefloeError):
+    """A catalog service refused the credentials, or they do not grant the operation."""
+
+
 class ValidationError(CleanableFailure, IcefloeError):
     """Bad user input: wrong schema, bad filter, invalid argument. Nothing was changed."""
 

@@ -6,7 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from bench import bench_changelog, bench_core, bench_deletes, bench_maintenance, bench_row_changes, bench_v4
+from bench import (
+    bench_changelog,
+    bench_core,
+    bench_deletes,
+    bench_maintenance,
+    bench_rest,
+    bench_row_changes,
+    bench_v4,
+)
 
 CORE = "--snapshots 1,2 --appends 1 --files 200 --files-per-manifest 100 --cases partition,metrics,all"
 DELETES = "--files 200 --dvs 20 --files-per-manifest 100 --rows 4000 --data-files 2"
@@ -89,4 +97,14 @@ def test_bench_changelog_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     rows = [line for line in out.splitlines() if line.startswith(("default", "64 KiB"))]
     assert [r.split()[0] for r in rows] == ["default", "64"]
     assert all(r.split()[r.split().index("KiB" if "KiB" in r else "MB)") + 1] == "20" for r in rows)
+REST = "--appends 2 --writers 3 --per-writer 2"
+
+
+def test_bench_rest_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench_rest.main([*REST.split(), "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"command:  python -m bench.bench_rest {REST}" in out
+    assert "(a) REST / direct:" in out and "(b) PyIceberg / icefloe on the same server:" in out
+    assert "0 lost (target 0)" in out
+    assert "(d) client metadata files per append: 1 (target 1)" in out
     assert "(!)" not in out

@@ -32,6 +32,7 @@ def _lost_connection() -> OperationalError:
     return OperationalError("COMMIT", {}, Exception("server closed the connection unexpectedly"))
 
 
+@pytest.mark.parametrize("catalog", ["sql"], indirect=True)  # SQL layout / outside-warehouse paths
 def test_failure_before_commit_lands_is_unknown_and_keeps_the_file(
     catalog: SqlCatalog, schema: Schema, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -53,6 +54,7 @@ def test_failure_before_commit_lands_is_unknown_and_keeps_the_file(
     assert catalog.load_table("ns.t").metadata_location == table.metadata_location
 
 
+@pytest.mark.parametrize("catalog", ["sql"], indirect=True)  # SQL layout / outside-warehouse paths
 def test_failure_after_commit_landed_is_verified_as_success(
     catalog: SqlCatalog, schema: Schema, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -71,6 +73,7 @@ def test_failure_after_commit_landed_is_verified_as_success(
     assert catalog.load_table("ns.t").metadata_location == location
 
 
+@pytest.mark.parametrize("catalog", ["sql"], indirect=True)  # SQL layout / outside-warehouse paths
 def test_create_with_unknown_outcome(
     catalog: SqlCatalog, schema: Schema, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -42,6 +42,7 @@ def commit_worker(uri: str, warehouse: str, catalog_name: str, worker: int, comm
     return done, conflicts
 
 
+@pytest.mark.parametrize("catalog", ["sql"], indirect=True)  # SQL layout / outside-warehouse paths
 def test_concurrent_commits(catalog: SqlCatalog, schema: Schema, warehouse: Path) -> None:
     catalog.create_namespace("ns")
     table = catalog.create_table("ns.t", schema, properties={"write.metadata.previous-versions-max": "1000"})
@@ -69,6 +70,7 @@ def test_concurrent_commits(catalog: SqlCatalog, schema: Schema, warehouse: Path
     assert final.metadata_location.rsplit("/", 1)[1].startswith(f"{total:05d}-")
 
 
+@pytest.mark.parametrize("catalog", ["sql"], indirect=True)  # SQL layout / outside-warehouse paths
 @pytest.mark.parametrize("processes", [PROCESSES])
 def test_concurrent_namespace_creation_is_exclusive(catalog: SqlCatalog, processes: int) -> None:
     uri = str(catalog.properties["uri"])

@@ -106,6 +106,7 @@ def test_namespace_like_wildcards_are_literal(catalog: SqlCatalog) -> None:
     assert catalog.list_namespaces("a%") == [("a%", "c")]
 
 
+@pytest.mark.parametrize("catalog", ["sql"], indirect=True)  # SQL layout / outside-warehouse paths
 def test_catalogs_with_different_names_are_isolated(catalog: SqlCatalog, warehouse: Path) -> None:
     other = SqlCatalog(catalog.name + "_other", uri=str(catalog.properties["uri"]), warehouse=str(warehouse))
     try:
@@ -159,6 +160,7 @@ def test_create_load_list_tables(catalog: SqlCatalog, schema: Schema, warehouse:
         catalog.drop_namespace(("db", "inner"))
 
 
+@pytest.mark.parametrize("catalog", ["sql"], indirect=True)  # SQL layout / outside-warehouse paths
 def test_create_table_options(catalog: SqlCatalog, schema: Schema, warehouse: Path) -> None:
     catalog.create_namespace("ns", {"location": str(warehouse / "nsloc")})
     t1 = catalog.create_table("ns.t1", schema, properties={"format-version": "1"})
@@ -224,6 +226,7 @@ def test_rename_table(catalog: SqlCatalog, schema: Schema) -> None:
     assert catalog.rename_table("b.t2", "b.t2").identifier == ("b", "t2")
 
 
+@pytest.mark.parametrize("catalog", ["sql"], indirect=True)  # SQL layout / outside-warehouse paths
 def test_register_table(catalog: SqlCatalog, schema: Schema, tmp_path: Path) -> None:
     catalog.create_namespace("ns")
     table = catalog.create_table("ns.t", schema)
@@ -249,6 +252,7 @@ def test_register_table(catalog: SqlCatalog, schema: Schema, tmp_path: Path) -> 
 # ---------------------------------------------------------------------- commits
 
 
+@pytest.mark.parametrize("catalog", ["sql"], indirect=True)  # SQL layout / outside-warehouse paths
 def test_commit_compare_and_swap(catalog: SqlCatalog, schema: Schema) -> None:
     catalog.create_namespace("ns")
     table = catalog.create_table("ns.t", schema)
@@ -301,6 +305,7 @@ def test_commit_to_dropped_table(catalog: SqlCatalog, schema: Schema) -> None:
     assert len(_metadata_files(table.metadata.location)) == 1
 
 
+@pytest.mark.parametrize("catalog", ["sql"], indirect=True)  # SQL layout / outside-warehouse paths
 def test_commit_creates_table_when_base_is_none(catalog: SqlCatalog, schema: Schema) -> None:
     catalog.create_namespace("ns")
     template = catalog.create_table("ns.template", schema).metadata

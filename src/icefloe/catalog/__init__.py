@@ -36,11 +36,20 @@ def default_warehouse() -> str:
 
 
 def load_catalog(name: str | None = "default", **properties: str) -> Catalog:
-    """Open a catalog: ``type`` "sql" (the default), ``uri`` and ``warehouse`` defaulting as above."""
+    """Open a catalog: ``type`` "sql" (the default; ``uri`` and ``warehouse`` defaulting as above),
+    "rest" (an Iceberg REST catalog service at ``uri``) or "hadoop" (a file-system ``warehouse``)."""
     props = {k: str(v) for k, v in properties.items()}
     catalog_type = props.pop("type", "sql").lower()
+    if catalog_type == "rest":
+        from icefloe.catalog.rest import RestCatalog
+
+        return RestCatalog(name or "rest", **props)
+    if catalog_type == "hadoop":
+        from icefloe.catalog.hadoop import HadoopCatalog
+
+        return HadoopCatalog(name or "hadoop", **props)
     if catalog_type != "sql":
-        raise Unsupported(f"catalog type {catalog_type!r} is not supported (only 'sql')")
+        raise Unsupported(f"catalog type {catalog_type!r} is not supported ('sql', 'rest', 'hadoop')")
     uri = props.pop("uri", None) or default_catalog_uri()
     warehouse = props.pop("warehouse", None) or default_warehouse()
     from icefloe.catalog.sql import SqlCatalog

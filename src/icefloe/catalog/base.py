@@ -282,7 +282,8 @@ class Catalog(ABC):
     def _table(self, namespace: Namespace, name: str, metadata_location: str, md: TableMetadata) -> Table:
         io = self._file_io(md.properties, md.location)
         identifier = (*namespace, name)
-        return Table(identifier, md, metadata_location, io, CatalogCommitTarget(self, identifier, io))
+        target = CatalogCommitTarget(self, identifier, io, (md, metadata_location))
+        return Table(identifier, md, metadata_location, io, target)
 
     # ------------------------------------------------------------------ tables
 
@@ -449,6 +450,23 @@ class Catalog(ABC):
             self._delete_old_metadata_files(io, base_metadata_location, base_metadata, md)
         return location
 
+    def ensure_writable(self, identifier: tuple[str, ...]) -> None:  # noqa: B027 - optional hook
+        """Raise when the table may not be changed (a read-only catalog); nothing to check by default."""
+
+    def load_for_commit(
+        self, identifier: tuple[str, ...], known: tuple[TableMetadata, str] | None
+    ) -> tuple[TableMetadata, str | None]:
+        """The metadata a commit attempt starts from: the catalog's current one (``known`` is what the
+        table last loaded or committed, which a catalog may trust instead of reloading)."""
+        fresh = self.load_table(identifier)
+        return fresh.metadata, fresh.metadata_location
+
+    def committed_metadata(self, location: str, proposed: TableMetadata) -> TableMetadata:
+        """The metadata a commit stored at ``location``: what this client wrote, unless the catalog
+        service wrote its own (REST)."""
+        del location
+        return proposed
+
     def _delete_old_metadata_files(
         self, io: FileIO, base_location: str, base_md: TableMetadata | None, new_md: TableMetadata
     ) -> None:
@@ -528,18 +546,35 @@ def purge_table_files(
 __all__ = ["Catalog", "PropertiesUpdateSummary", "purge_table_files", "warehouse_location"]
 
 
-@dataclass(frozen=True)
+@dataclass
 class CatalogCommitTarget:
-    """Where a catalog's table commits: the catalog's compare-and-swap of its metadata pointer."""
+    """Where a catalog's table commits: the catalog's compare-and-swap of its metadata pointer.
+
+    ``known`` is the (metadata, location) the table last loaded or committed; a catalog may start a
+    commit from it instead of reloading (``Catalog.load_for_commit``).
+    """
 
     catalog: Catalog
     identifier: tuple[str, ...]
     io: FileIO
+    known: tuple[TableMetadata, str] | None = None
 
     def load_for_commit(self) -> tuple[TableMetadata, str | None]:
-        """The table's metadata as the catalog has it now."""
-        fresh = self.catalog.load_table(self.identifier)
-        return fresh.metadata, fresh.metadata_location
+        """The metadata a commit attempt starts from (the catalog decides; by default reloaded)."""
+        metadata, location = self.catalog.load_for_commit(self.identifier, self.known)
+        if location is not None:
+            self.known = (metadata, location)
+        return metadata, location
+
+    def ensure_writable(self) -> None:
+        """The catalog's check (a read-only catalog refuses)."""
+        self.catalog.ensure_writable(self.identifier)
+
+    def committed_metadata(self, location: str, proposed: TableMetadata) -> TableMetadata:
+        """What the catalog stored at ``location``."""
+        stored = self.catalog.committed_metadata(location, proposed)
+        self.known = (stored, location)
+        return stored
 
     def other_table_roots(self) -> tuple[str, ...]:
         """The roots of the catalog's other tables: files under them are never this table's."""

@@ -23,7 +23,7 @@ from sqlalchemy.exc import ArgumentError
 from icefloe.catalog import ENV_CATALOG_URI, ENV_WAREHOUSE, load_catalog
 from icefloe.catalog.base import Catalog
 from icefloe.catalog.identifiers import parse_namespace
-from icefloe.cli import describe
+from icefloe.cli import describe, serve
 from icefloe.errors import IcefloeError, ValidationError
 from icefloe.maintenance.expire_snapshots import ExpireResult, expire_snapshots
 from icefloe.maintenance.remove_orphan_files import OrphanResult, remove_orphan_files
@@ -118,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_tree(commands)
     _add_expire_snapshots(commands)
     _add_remove_orphan_files(commands)
+    serve.add_serve(commands, serve.cmd_serve)
     commands.add_parser(
         "pipeline",
         add_help=False,

@@ -1,15 +1,16 @@
 """Tables opened from a metadata file alone, with no catalog: read-only.
 
 ``open_static_table("s3://bucket/wh/db/t/metadata/00003-....metadata.json")`` reads the table as
-that file describes it (every snapshot, ref and metadata table); any write raises
-``ValidationError``, since no catalog pointer exists to swap.
+that file describes it (every snapshot, ref and metadata table); any write raises ``Unsupported``
+before a file is written, since no catalog pointer exists to swap. ``catalog.static.static_table``
+also accepts a Hadoop-layout table directory.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from icefloe.errors import ValidationError
+from icefloe.errors import Unsupported
 from icefloe.formats.metadata.files import read_table_metadata
 from icefloe.io.fileio import FileIO, load_file_io
 from icefloe.spec.table_metadata import TableMetadata
@@ -19,6 +20,18 @@ from icefloe.table.table import Table
 @dataclass(frozen=True)
 class ReadOnlyTarget:
     """A commit target that reloads the same metadata file and refuses every commit."""
+
+    def ensure_writable(self) -> None:
+        """Always refused (checked before any file is written)."""
+        raise Unsupported(_read_only(self.metadata_location))
+
+    def committed_metadata(self, location: str, proposed: TableMetadata) -> TableMetadata:
+        """Never reached: nothing commits."""
+        raise Unsupported(_read_only(self.metadata_location))
+
+    def other_table_roots(self) -> tuple[str, ...]:
+        """No catalog, so no neighbours are known."""
+        return ()
 
     io: FileIO
     metadata_location: str
@@ -31,16 +44,19 @@ class ReadOnlyTarget:
         self, base_location: str | None, base_metadata: TableMetadata, new_metadata: TableMetadata
     ) -> str:
         """Always refused."""
-        raise ValidationError(
-            f"table opened from {self.metadata_location} is read-only: load it from a catalog to change it"
-        )
+        raise Unsupported(_read_only(self.metadata_location))
+
+
+def _read_only(location: str) -> str:
+    return f"a static table is read-only (opened from {location}): load it from a catalog to change it"
 
 
 def open_static_table(
     metadata_location: str, io: FileIO | None = None, properties: dict[str, str] | None = None
 ) -> Table:
     """Open the table a metadata file describes, read-only, without a catalog."""
-    io = io or load_file_io(dict(properties or {}), metadata_location)
-    metadata = read_table_metadata(io, metadata_location)
+    props = dict(properties or {})
+    metadata = read_table_metadata(io or load_file_io(props, metadata_location), metadata_location)
+    io = io or load_file_io({**props, **metadata.properties}, metadata.location)
     name = metadata_location.rstrip("/").rsplit("/", 3)[-3] if metadata_location.count("/") >= 3 else "static"
     return Table(("static", name), metadata, metadata_location, io, ReadOnlyTarget(io, metadata_location))

@@ -40,10 +40,11 @@ from icefloe.table.inspect import InspectTable, TableMaintenance
 from icefloe.table.merge_builder import MergeBuilder
 from icefloe.table.table_transaction import TableTransaction
 from icefloe.txn.commit_options import DEFAULT_OPTIONS, CommitOptions, resolve_options
+from icefloe.txn.handle import TableCommitTarget
 from icefloe.txn.partition_evolution import UpdateSpec
 from icefloe.txn.refs import ManageSnapshots
 from icefloe.txn.schema_evolution import UpdateSchema
-from icefloe.txn.transaction import Action, CommitTarget
+from icefloe.txn.transaction import Action
 
 if TYPE_CHECKING:
     from icefloe.io.fileio import FileIO
@@ -58,7 +59,7 @@ class Table:
         metadata: TableMetadata,
         metadata_location: str,
         io: FileIO,
-        commit_target: CommitTarget,
+        commit_target: TableCommitTarget,
     ) -> None:
         self.identifier = identifier
         self.metadata = metadata
@@ -236,6 +237,7 @@ class Table:
     @contextmanager
     def transaction(self) -> Iterator[TableTransaction]:
         """Group several changes into one atomic commit (committed when the block exits cleanly)."""
+        self.commit_target.ensure_writable()
         tx = TableTransaction(self)
         try:
             yield tx
@@ -516,8 +518,7 @@ class Table:
 
     def other_table_roots(self) -> tuple[str, ...]:
         """Roots of the other tables where this table commits (none known for a static table)."""
-        neighbours = getattr(self.commit_target, "other_table_roots", None)
-        return tuple(neighbours()) if callable(neighbours) else ()
+        return self.commit_target.other_table_roots()
 
     # ---- commit target ---------------------------------------------------------------------
     def load_for_commit(self) -> tuple[TableMetadata, str | None]:
@@ -531,7 +532,8 @@ class Table:
         if base_location is not None:
             new_metadata = new_metadata_with_log(new_metadata, base_location, base_metadata)
         location = self.commit_target.swap_metadata(base_location, base_metadata, new_metadata)
-        self.metadata, self.metadata_location = new_metadata, location
+        self.metadata = self.commit_target.committed_metadata(location, new_metadata)
+        self.metadata_location = location
         return location
 
     def __repr__(self) -> str:

@@ -12,6 +12,23 @@ from icefloe.spec.table_metadata import TableMetadata
 from icefloe.txn.transaction import Action, CommitTarget, Transaction
 
 
+class TableCommitTarget(CommitTarget, Protocol):
+    """Where a user-facing table commits: a transaction's target plus what the table asks of it."""
+
+    def ensure_writable(self) -> None:
+        """Raise (before any file is written) when the table may not be changed."""
+        ...
+
+    def committed_metadata(self, location: str, proposed: TableMetadata) -> TableMetadata:
+        """The metadata stored at ``location`` by the last swap: ``proposed``, or the catalog
+        service's own version of it (a REST catalog writes the metadata file itself)."""
+        ...
+
+    def other_table_roots(self) -> tuple[str, ...]:
+        """Locations of the other tables where this one commits (maintenance never touches them)."""
+        ...
+
+
 class TableHandle(CommitTarget, Protocol):
     """A table's metadata, its location in the catalog and its commit target."""
 

@@ -51,6 +51,8 @@ class SnapshotProducer:
     branch: str = MAIN_BRANCH
     snapshot_properties: dict[str, str] = field(default_factory=dict)
     owned_files: list[str] = field(default_factory=list)
+    # the new snapshot's id (None: a random one); a catalog service re-applying a client's append keeps its id
+    snapshot_id: int | None = None
 
     operation: Operation = Operation.APPEND
     merge_manifests: bool = False
@@ -77,7 +79,7 @@ class SnapshotProducer:
             check_ref_name(self.branch, "branch")
         parent = branch_head(current, self.branch)
         change = self.change(ctx, current, parent)
-        snapshot_id = new_snapshot_id()
+        snapshot_id = self.snapshot_id or new_snapshot_id()
         sequence_number = current.last_sequence_number + 1 if current.format_version >= 2 else 0
         request = TreeWriteRequest(
             io=ctx.io,

@@ -1,0 +1,259 @@
+"""REST catalog: icefloe's server and client against the SQL catalog and PyIceberg, side by side.
+
+(a) small-append latency (10 rows, v2 table): icefloe on the SQL catalog directly vs icefloe's
+    REST client through ``icefloe serve`` (a separate process over the same kind of SQLite
+    catalog); target REST / direct <= 1.5x.
+(b) the same appends through the same server: icefloe's REST client vs PyIceberg's RestCatalog
+    (anchor: a PyIceberg REST append took 2.95 s against Lakekeeper, iceberg-python#1806);
+    target >= 5x.
+(c) ``--writers`` concurrent icefloe clients appending to one v4 table through the server
+    (threads of this process; the server coalesces queued commits and rebases stale appends):
+    commits/s and lost commits (snapshots and rows counted afterwards); target >= 100 commits/s,
+    zero lost.
+(d) files and bytes the client writes for one small v4 append (besides the data file; the server
+    writes the metadata file); target 1 file.
+
+Appends are timed in turns (direct, REST / icefloe, PyIceberg) so machine drift hits all alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from bench._common import (
+    command_line,
+    fmt_ms,
+    load_average,
+    log,
+    print_environment,
+    print_table,
+    ratio,
+    time_interleaved,
+    workspace,
+)
+
+STARTUP_TIMEOUT_S = 60.0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def serve(work: str) -> Iterator[str]:
+    """``icefloe serve`` in a child process over ``<work>/served.db``; yields its URI."""
+    import requests
+
+    port = _free_port()
+    uri = f"http://127.0.0.1:{port}"
+    process = subprocess.Popen(
+        [
+            sys.executable, "-m", "icefloe.cli",
+            "--uri", f"sqlite:///{work}/served.db", "--warehouse", f"{work}/served",
+            "serve", "--port", str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while True:
+            try:
+                requests.get(uri + "/v1/config", timeout=5)
+                break
+            except requests.ConnectionError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("icefloe serve did not start") from None
+                time.sleep(0.1)
+        yield uri
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def _schema() -> Any:
+    from icefloe.spec.schema import Schema
+    from icefloe.spec.types import LongType, NestedField, StringType
+
+    return Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "s", StringType()))
+
+
+def _rows(n: int, start: int = 0) -> pa.Table:
+    return pa.table(
+        {
+            "id": pa.array(range(start, start + n), pa.int64()),
+            "s": [f"row {i}" for i in range(start, start + n)],
+        }
+    )
+
+
+def bench_latency(work: str, uri: str, appends: int) -> tuple[list[list[str]], dict[str, float]]:
+    """(a) and (b): median append latency, direct / icefloe REST / PyIceberg REST."""
+    from pyiceberg.catalog.rest import RestCatalog as PyIcebergRest
+
+    from icefloe.catalog import load_catalog
+
+    direct_catalog = load_catalog("direct", uri=f"sqlite:///{work}/direct.db", warehouse=f"{work}/direct")
+    direct_catalog.create_namespace("bench")
+    direct = direct_catalog.create_table("bench.small", _schema())
+    rest_catalog = load_catalog("rest", type="rest", uri=uri)
+    rest_catalog.create_namespace("bench")
+    ours = rest_catalog.create_table("bench.small", _schema())
+    rest_catalog.create_table("bench.small_py", _schema())
+    theirs = PyIcebergRest("py", uri=uri).load_table("bench.small_py")
+    batch = _rows(10)
+    py_batch = pa.table(batch.columns, schema=theirs.schema().as_arrow())
+    timings = time_interleaved(
+        [lambda: direct.append(batch), lambda: ours.append(batch), lambda: theirs.append(py_batch)], appends
+    )
+    d, r, p = (t.median for t in timings)
+    rows = [
+        ["SQL catalog, direct", fmt_ms(d), fmt_ms(timings[0].p90), "1.0x"],
+        ["icefloe REST client -> icefloe serve", fmt_ms(r), fmt_ms(timings[1].p90), ratio(r, d)],
+        ["PyIceberg RestCatalog -> icefloe serve", fmt_ms(p), fmt_ms(timings[2].p90), ratio(p, d)],
+    ]
+    expected = appends + 1  # warm-up included
+    for name, table in (("direct", direct), ("rest", ours)):
+        assert len(table.refresh().snapshots()) == expected, name
+    assert len(theirs.refresh().snapshots()) == expected
+    direct_catalog.close()
+    rest_catalog.close()
+    return rows, {"direct": d, "rest": r, "pyiceberg": p}
+
+
+def bench_concurrent(uri: str, writers: int, per_writer: int) -> tuple[list[list[str]], float, int]:
+    """(c): concurrent appenders on one v4 table; commits/s and lost commits."""
+    from icefloe.catalog.rest import RestCatalog
+
+    setup = RestCatalog("setup", uri=uri)
+    setup.create_table("bench.busy", _schema(), properties={"format-version": "4"})
+    errors: list[BaseException] = []
+    start = threading.Barrier(writers + 1)
+
+    def work(worker: int) -> None:
+        catalog = RestCatalog(f"w{worker}", uri=uri)
+        table = catalog.load_table("bench.busy")
+        start.wait()
+        try:
+            for i in range(per_writer):
+                table.append(_rows(1, worker * per_writer + i))
+        except BaseException as exc:  # reported as lost commits
+            errors.append(exc)
+        finally:
+            catalog.close()
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(writers)]
+    for t in threads:
+        t.start()
+    start.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - t0
+    table = setup.load_table("bench.busy")
+    expected = writers * per_writer
+    snapshots = len(table.snapshots())
+    ids = table.scan().to_arrow().column("id").to_pylist()
+    lost = expected - len(set(ids) & set(range(expected)))
+    rate = expected / elapsed
+    rows = [
+        [
+            str(writers),
+            str(expected),
+            f"{elapsed:.1f} s",
+            f"{rate:.1f}",
+            str(snapshots),
+            str(lost),
+            str(len(errors)),
+        ]
+    ]
+    setup.close()
+    return rows, rate, lost
+
+
+def bench_files(uri: str) -> tuple[list[list[str]], int]:
+    """(d): what one small v4 append makes the client write."""
+    from icefloe.catalog.rest import RestCatalog
+
+    catalog = RestCatalog("files", uri=uri)
+    table = catalog.create_table("bench.files", _schema(), properties={"format-version": "4"})
+    table.append(_rows(10))
+    table_dir = Path(table.location().removeprefix("file://"))
+    before = {p for p in table_dir.rglob("*") if p.is_file()}
+    table.append(_rows(10, 10))
+    new = [p for p in table_dir.rglob("*") if p.is_file() and p not in before]
+    data = [p for p in new if p.parent.name == "data" or "/data/" in p.as_posix()]
+    server = [p for p in new if p.name.endswith(".metadata.json")]
+    client = [p for p in new if p not in data and p not in server]
+    rows = [
+        ["client: metadata files", str(len(client)), f"{sum(p.stat().st_size for p in client):,} B",
+         ", ".join(sorted(p.name.split("-")[0] for p in client))],
+        ["client: data files", str(len(data)), f"{sum(p.stat().st_size for p in data):,} B", "parquet"],
+        ["server: metadata.json", str(len(server)), f"{sum(p.stat().st_size for p in server):,} B", ""],
+    ]  # fmt: skip
+    catalog.close()
+    return rows, len(client)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run (a)-(d) and print their tables."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--appends", type=int, default=20, help="timed appends per client in (a)/(b)")
+    parser.add_argument("--writers", type=int, default=16, help="concurrent appenders in (c)")
+    parser.add_argument("--per-writer", type=int, default=10, help="appends per writer in (c)")
+    parser.add_argument("--dir", default=None, help="work directory to keep (default: a temporary one)")
+    args = parser.parse_args(argv)
+    settings = {"appends": args.appends, "writers": args.writers, "per-writer": args.per_writer}
+    print_environment("icefloe REST catalog", command_line("bench.bench_rest", argv), settings)
+    with workspace(args.dir, "icefloe-bench-rest-") as work:
+        for name in os.listdir(work):  # a kept --dir starts afresh
+            import shutil
+
+            shutil.rmtree(os.path.join(work, name), ignore_errors=True)
+        with serve(work) as uri:
+            log("(a)/(b) append latency ...")
+            rows, medians = bench_latency(work, uri, args.appends)
+            print_table(
+                f"(a)/(b) append latency, 10 rows, v2 table, median / p90 of {args.appends}",
+                ["path", "median", "p90", "vs direct"],
+                rows,
+            )
+            print(f"(a) REST / direct: {ratio(medians['rest'], medians['direct'])} (target <= 1.5x)")
+            print(
+                f"(b) PyIceberg / icefloe on the same server: "
+                f"{ratio(medians['pyiceberg'], medians['rest'])} (target >= 5x)\n"
+            )
+            log("(c) concurrent appenders ...")
+            rows, rate, lost = bench_concurrent(uri, args.writers, args.per_writer)
+            print_table(
+                "(c) concurrent appenders on one v4 table through the server",
+                ["writers", "commits", "wall", "commits/s", "snapshots", "lost", "errors"],
+                rows,
+            )
+            print(f"(c) {rate:.1f} commits/s (target >= 100), {lost} lost (target 0)\n")
+            log("(d) files per small v4 append ...")
+            rows, client_files = bench_files(uri)
+            print_table("(d) files written by one small v4 append", ["who", "files", "bytes", "kind"], rows)
+            print(f"(d) client metadata files per append: {client_files} (target 1)\n")
+            if lost:
+                print("(!) commits were lost")
+    print(f"load avg: {load_average()} (1/5/15 min) at the end")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

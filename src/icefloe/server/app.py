@@ -1,0 +1,218 @@
+"""The Starlette application of the REST catalog server.
+
+Every route goes through ``_endpoint``: read the body (refusing more than ``max_request_bytes``),
+authenticate, answer a retried mutation from the idempotency cache, run the synchronous handler
+in the thread pool, and turn errors into the spec's ``IcebergErrorResponse``. Routes are served
+both without a prefix (``/v1/namespaces``) and under the configured one (``/v1/{prefix}/...``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from icefloe.server import namespaces, planning, tables
+from icefloe.server.auth import TokenStore
+from icefloe.server.config import ServerConfig
+from icefloe.server.context import Call, IdempotencyCache, Reply, ServerState
+from icefloe.server.errors import HttpError, bad_request, error_body, error_response, not_found
+
+Handler = Callable[[ServerState, Call], Reply]
+
+# (method, spec path below /v1/{prefix}, handler, mutation)
+ROUTES: tuple[tuple[str, str, Handler, bool], ...] = (
+    ("GET", "/namespaces", namespaces.list_namespaces, False),
+    ("POST", "/namespaces", namespaces.create_namespace, True),
+    ("GET", "/namespaces/{namespace}", namespaces.load_namespace, False),
+    ("HEAD", "/namespaces/{namespace}", namespaces.namespace_exists, False),
+    ("DELETE", "/namespaces/{namespace}", namespaces.drop_namespace, True),
+    ("POST", "/namespaces/{namespace}/properties", namespaces.update_properties, True),
+    ("GET", "/namespaces/{namespace}/tables", tables.list_tables, False),
+    ("POST", "/namespaces/{namespace}/tables", tables.create_table, True),
+    ("POST", "/namespaces/{namespace}/register", tables.register_table, True),
+    ("GET", "/namespaces/{namespace}/tables/{table}", tables.load_table, False),
+    ("HEAD", "/namespaces/{namespace}/tables/{table}", tables.table_exists, False),
+    ("POST", "/namespaces/{namespace}/tables/{table}", tables.commit, True),
+    ("DELETE", "/namespaces/{namespace}/tables/{table}", tables.drop_table, True),
+    ("GET", "/namespaces/{namespace}/tables/{table}/credentials", tables.load_credentials, False),
+    ("POST", "/namespaces/{namespace}/tables/{table}/metrics", tables.report_metrics, False),
+    ("POST", "/namespaces/{namespace}/tables/{table}/plan", planning.plan_table_scan, False),
+    ("GET", "/namespaces/{namespace}/tables/{table}/plan/{plan_id}", planning.unknown_plan, False),
+    ("DELETE", "/namespaces/{namespace}/tables/{table}/plan/{plan_id}", planning.unknown_plan, False),
+    ("POST", "/namespaces/{namespace}/tables/{table}/tasks", planning.unknown_plan_task, False),
+    ("POST", "/tables/rename", tables.rename_table, True),
+    ("POST", "/transactions/commit", tables.commit_many, True),
+)
+ENDPOINTS = [
+    f"{method} /v1/{{prefix}}{path.replace('{plan_id}', '{plan-id}')}" for method, path, _, _ in ROUTES
+]
+IDEMPOTENCY_HEADER = "idempotency-key"
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        try:
+            if int(declared) > limit:
+                raise HttpError(413, "RequestTooLargeException", f"request body larger than {limit} bytes")
+        except ValueError:
+            raise bad_request("invalid Content-Length") from None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise HttpError(413, "RequestTooLargeException", f"request body larger than {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _decode_json(raw: bytes) -> Any:
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise bad_request(f"the request body is not valid JSON: {exc}") from None
+
+
+def _response(reply: Reply, head: bool = False) -> Response:
+    if reply.status == 204 or head:
+        return Response(status_code=204 if reply.status < 300 else reply.status)
+    if reply.json_text is not None:
+        return Response(reply.json_text, status_code=reply.status, media_type="application/json")
+    return JSONResponse(reply.payload, status_code=reply.status)
+
+
+def _endpoint(state: ServerState, handler: Handler, mutation: bool, prefixed: bool) -> Any:
+    async def run(request: Request) -> Response:
+        try:
+            path = dict(request.path_params)
+            if prefixed and path.pop("prefix", None) != state.config.prefix:
+                raise not_found("unknown catalog prefix", "NoSuchWarehouseException")
+            raw = await _read_body(request, state.config.max_request_bytes)
+            principal = state.tokens.principal(request.headers.get("authorization"))
+            key_text = request.headers.get(IDEMPOTENCY_HEADER) if mutation else None
+            key = (principal.name, key_text) if key_text else None
+            if key is not None:
+                cached = state.idempotency.get(key)
+                if cached is not None:
+                    return _response(cached)
+            call = Call(principal, path, dict(request.query_params), dict(request.headers), _decode_json(raw))
+            try:
+                reply = await run_in_threadpool(handler, state, call)
+            except Exception as exc:
+                response = error_response(exc)
+                if key is not None and response.status_code < 500:
+                    state.idempotency.put(key, Reply(response.status_code, json.loads(bytes(response.body))))
+                return response
+            if key is not None:
+                state.idempotency.put(key, reply)
+            return _response(reply, head=request.method == "HEAD")
+        except Exception as exc:
+            return error_response(exc)
+
+    return run
+
+
+def _config_endpoint(state: ServerState) -> Any:
+    async def run(request: Request) -> Response:
+        try:
+            state.tokens.principal(request.headers.get("authorization"))
+        except HttpError as exc:
+            return error_response(exc)
+        overrides: dict[str, str] = {}
+        if state.config.prefix:
+            overrides["prefix"] = state.config.prefix
+        defaults = dict(state.config.defaults)
+        return JSONResponse(
+            {
+                "defaults": defaults,
+                "overrides": overrides,
+                "endpoints": ENDPOINTS,
+                "idempotency-key-lifetime": "PT30M",
+            }
+        )
+
+    return run
+
+
+def _token_endpoint(state: ServerState) -> Any:
+    async def run(request: Request) -> Response:
+        try:
+            raw = await _read_body(request, 64 * 1024)
+            form = {k: v[0] for k, v in parse_qs(raw.decode("utf-8", "replace")).items()}
+            grant = form.get("grant_type")
+            if grant == "client_credentials":
+                token, lifetime = state.tokens.issue(form.get("client_id", ""), form.get("client_secret", ""))
+            elif grant == "urn:ietf:params:oauth:grant-type:token-exchange":
+                principal = state.tokens.principal(request.headers.get("authorization"))
+                token, lifetime = state.tokens.refresh(principal)
+            else:
+                return JSONResponse({"error": "unsupported_grant_type"}, status_code=400)
+        except HttpError as exc:
+            error = "invalid_client" if exc.status == 401 else "invalid_request"
+            return JSONResponse({"error": error, "error_description": str(exc)}, status_code=exc.status)
+        return JSONResponse(
+            {
+                "access_token": token,
+                "token_type": "bearer",
+                "expires_in": lifetime,
+                "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
+            }
+        )
+
+    return run
+
+
+OPENAPI_DOCUMENT = Path(__file__).with_name("rest-catalog-open-api.yaml")
+
+
+async def _openapi(request: Request) -> Response:
+    """The Iceberg REST OpenAPI document (apache/iceberg open-api/rest-catalog-open-api.yaml)."""
+    return Response(OPENAPI_DOCUMENT.read_bytes(), media_type="application/yaml")
+
+
+async def _not_found(request: Request, exc: Exception) -> Response:
+    return JSONResponse(error_body(404, "NotFoundException", f"no route for {request.url.path}"), 404)
+
+
+async def _method_not_allowed(request: Request, exc: Exception) -> Response:
+    return JSONResponse(error_body(405, "MethodNotAllowedException", "method not allowed"), 405)
+
+
+def create_app(config: ServerConfig) -> Starlette:
+    """The ASGI application serving ``config.catalog`` over the Iceberg REST protocol."""
+    state = ServerState(
+        config,
+        TokenStore(config.tokens, config.clients, config.token_lifetime_s),
+        idempotency=IdempotencyCache(config.idempotency_entries),
+    )
+    routes: list[Route] = [
+        Route("/v1/config", _config_endpoint(state), methods=["GET"]),
+        Route("/v1/oauth/tokens", _token_endpoint(state), methods=["POST"]),
+        Route("/openapi.yaml", _openapi, methods=["GET"]),
+    ]
+    by_path: dict[str, list[tuple[str, Handler, bool]]] = {}
+    for method, path, handler, mutation in ROUTES:
+        by_path.setdefault(path, []).append((method, handler, mutation))
+    for prefixed in (False, True):
+        for path, handlers in by_path.items():
+            full = ("/v1/{prefix}" if prefixed else "/v1") + path
+            # HEAD first: a GET route answers HEAD too in Starlette
+            for method, handler, mutation in sorted(handlers, key=lambda h: h[0] != "HEAD"):
+                routes.append(
+                    Route(full, _endpoint(state, handler, mutation, prefixed), methods=[method], name=None)
+                )
+    app = Starlette(routes=routes, exception_handlers={404: _not_found, 405: _method_not_allowed})
+    app.state.icefloe = state
+    return app

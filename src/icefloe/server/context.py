@@ -1,0 +1,75 @@
+"""The state one server shares between requests, and what a handler receives about one request."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from icefloe.catalog.base import Catalog
+from icefloe.server.auth import Principal, TokenStore
+from icefloe.server.coalescer import CommitCoalescer
+from icefloe.server.commits import TableLocks
+from icefloe.server.config import ServerConfig
+
+
+@dataclass
+class Reply:
+    """A handler's answer: status, and a JSON payload (or pre-encoded JSON text)."""
+
+    status: int = 200
+    payload: Any = None
+    json_text: str | None = None
+
+
+class IdempotencyCache:
+    """Final replies by (caller, Idempotency-Key): a retried mutation is answered, not re-run."""
+
+    def __init__(self, max_entries: int) -> None:
+        self._entries: OrderedDict[tuple[str, str], Reply] = OrderedDict()
+        self._max = max_entries
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str]) -> Reply | None:
+        """A stored reply."""
+        with self._lock:
+            return self._entries.get(key)
+
+    def put(self, key: tuple[str, str], reply: Reply) -> None:
+        """Remember a final reply (callers never store 5xx)."""
+        with self._lock:
+            self._entries[key] = reply
+            while len(self._entries) > self._max:
+                self._entries.popitem(last=False)
+
+
+@dataclass
+class ServerState:
+    """Everything handlers share."""
+
+    config: ServerConfig
+    tokens: TokenStore
+    locks: TableLocks = field(default_factory=TableLocks)
+    idempotency: IdempotencyCache = field(default_factory=lambda: IdempotencyCache(10_000))
+    coalescer: CommitCoalescer = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.coalescer = CommitCoalescer(self.config.catalog, self.locks.lock, self.config.commit_retries)
+
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog served."""
+        return self.config.catalog
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request as a handler sees it."""
+
+    principal: Principal
+    path: Mapping[str, str]
+    query: Mapping[str, str]
+    headers: Mapping[str, str]
+    body: Any

@@ -1,0 +1,100 @@
+"""Run the REST catalog server: in the foreground (``icefloe serve``) or in a background thread
+of the current process (tests, benchmarks) on a free port of 127.0.0.1."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import uvicorn
+
+from icefloe.server.app import create_app
+from icefloe.server.config import ServerConfig
+
+STARTUP_TIMEOUT_S = 30.0
+
+
+def _uvicorn_config(
+    config: ServerConfig, host: str, port: int, wrap: Callable[[Any], Any] | None = None
+) -> uvicorn.Config:
+    app: Any = create_app(config)
+    return uvicorn.Config(
+        wrap(app) if wrap is not None else app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        timeout_keep_alive=30,
+    )
+
+
+def serve_forever(config: ServerConfig, host: str = "127.0.0.1", port: int = 8181) -> None:
+    """Serve until interrupted (Ctrl-C)."""
+    uvicorn.Server(_uvicorn_config(config, host, port)).run()
+
+
+@dataclass
+class RunningServer:
+    """A server running in a background thread; ``stop()`` (or leaving ``with``) shuts it down."""
+
+    server: uvicorn.Server
+    thread: threading.Thread
+    host: str
+    port: int
+
+    @property
+    def app(self) -> Any:
+        """The Starlette application (``app.state.icefloe`` is the server state)."""
+        return self.server.config.app
+
+    @property
+    def uri(self) -> str:
+        """Base URI for REST clients, e.g. ``http://127.0.0.1:54321``."""
+        return f"http://{self.host}:{self.port}"
+
+    def stop(self) -> None:
+        """Ask the server to exit and wait for its thread."""
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+
+    def __enter__(self) -> RunningServer:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def start_server(
+    config: ServerConfig,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    wrap: Callable[[Any], Any] | None = None,
+) -> RunningServer:
+    """Start serving in a daemon thread; ``port=0`` picks a free port. Returns once it accepts.
+
+    ``wrap`` may wrap the ASGI application (middleware, fault injection in tests).
+    """
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    bound_port = sock.getsockname()[1]
+    server = uvicorn.Server(_uvicorn_config(config, host, bound_port, wrap))
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name=f"icefloe-rest-{bound_port}", daemon=True
+    )
+    thread.start()
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            raise RuntimeError(f"the REST server on port {bound_port} did not start")
+        time.sleep(0.01)
+    return RunningServer(server, thread, host, bound_port)

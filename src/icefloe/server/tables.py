@@ -1,0 +1,221 @@
+"""Table endpoints: list (paged), create (incl. staged), load, exists, commit, drop, register,
+rename, and the multi-table ``/transactions/commit``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from icefloe.catalog.base import DEFAULT_FORMAT_VERSION, warehouse_location
+from icefloe.errors import NoSuchTable, ValidationError
+from icefloe.formats.metadata.files import read_table_metadata
+from icefloe.server.auth import READ, WRITE
+from icefloe.server.checks import (
+    check_inside,
+    check_location_properties,
+    namespace_from_path,
+    table_from_json,
+    table_from_path,
+)
+from icefloe.server.commits import TableChange, commit_table, commit_transaction, current_state
+from icefloe.server.context import Call, Reply, ServerState
+from icefloe.server.errors import bad_request
+from icefloe.server.paging import page
+from icefloe.spec.commit_json import requirements_from_list, updates_from_list
+from icefloe.spec.json_codec import table_metadata_to_json
+from icefloe.spec.json_structures import schema_from_dict, sort_order_from_dict, spec_from_dict
+from icefloe.spec.partitioning import UNPARTITIONED
+from icefloe.spec.requirements import AssertCreate
+from icefloe.spec.sort_order import UNSORTED
+from icefloe.spec.table_metadata import TableMetadata
+from icefloe.spec.updates import new_table_metadata
+
+
+def _body(call: Call) -> dict[str, Any]:
+    if not isinstance(call.body, dict):
+        raise bad_request("the request body must be a JSON object")
+    return call.body
+
+
+def table_result(location: str | None, md: TableMetadata) -> Reply:
+    """A ``LoadTableResult`` / ``CommitTableResponse`` (metadata JSON embedded as written)."""
+    head = json.dumps({"metadata-location": location, "config": {}})
+    return Reply(json_text=head[:-1] + ', "metadata": ' + table_metadata_to_json(md) + "}")
+
+
+def _table(call: Call, level: str) -> tuple[tuple[str, ...], str]:
+    namespace = namespace_from_path(call.path["namespace"])
+    namespace, name = table_from_path(namespace, call.path["table"])
+    call.principal.require(namespace, level)
+    return namespace, name
+
+
+def list_tables(state: ServerState, call: Call) -> Reply:
+    """GET /namespaces/{namespace}/tables"""
+    namespace = namespace_from_path(call.path["namespace"])
+    call.principal.require(namespace, READ)
+    items, token = page(state.catalog.list_tables(namespace), call.query)
+    payload: dict[str, Any] = {
+        "identifiers": [{"namespace": list(ident[:-1]), "name": ident[-1]} for ident in items]
+    }
+    if token is not None:
+        payload["next-page-token"] = token
+    return Reply(payload=payload)
+
+
+def load_table(state: ServerState, call: Call) -> Reply:
+    """GET /namespaces/{namespace}/tables/{table}"""
+    namespace, name = _table(call, READ)
+    found = current_state(state.catalog, namespace, name)
+    if found is None:
+        raise NoSuchTable(f"table {'.'.join((*namespace, name))!r} does not exist")
+    return table_result(*found)
+
+
+def table_exists(state: ServerState, call: Call) -> Reply:
+    """HEAD /namespaces/{namespace}/tables/{table}"""
+    namespace, name = _table(call, READ)
+    state.catalog._table_metadata_location(namespace, name)
+    return Reply(status=204)
+
+
+def _parsed(parse: Any, value: Any, what: str) -> Any:
+    try:
+        return parse(value)
+    except ValidationError:
+        raise
+    except Exception as exc:
+        raise bad_request(f"invalid {what}: {exc}") from None
+
+
+def create_table(state: ServerState, call: Call) -> Reply:
+    """POST /namespaces/{namespace}/tables (``stage-create`` returns metadata without committing)."""
+    namespace = namespace_from_path(call.path["namespace"])
+    body = _body(call)
+    name = body.get("name")
+    if not isinstance(name, str):
+        raise bad_request("create table needs a string 'name'")
+    namespace, name = table_from_path(namespace, name)
+    call.principal.require(namespace, WRITE)
+    if not isinstance(body.get("schema"), dict):
+        raise bad_request("create table needs a 'schema' object")
+    schema = _parsed(schema_from_dict, body["schema"], "schema")
+    spec = _parsed(spec_from_dict, body["partition-spec"], "spec") if body.get("partition-spec") else None
+    order = _parsed(sort_order_from_dict, body["write-order"], "order") if body.get("write-order") else None
+    properties = body.get("properties") or {}
+    if not isinstance(properties, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in properties.items()
+    ):
+        raise bad_request("properties must be an object of strings")
+    location = body.get("location")
+    if location is not None and not isinstance(location, str):
+        raise bad_request("location must be a string")
+    catalog = state.catalog
+    table_location = (
+        warehouse_location(location) if location else catalog.default_table_location(namespace, name)
+    )
+    check_inside(table_location, catalog.warehouse)
+    check_location_properties(properties, catalog.warehouse)
+    if body.get("stage-create"):
+        catalog._require_namespace(namespace)
+        md = new_table_metadata(
+            schema,
+            spec if spec is not None else UNPARTITIONED,
+            order if order is not None else UNSORTED,
+            table_location,
+            properties,
+            DEFAULT_FORMAT_VERSION,
+        )
+        return table_result(None, md)
+    table = catalog.create_table((*namespace, name), schema, spec, order, table_location, properties)
+    return table_result(table.metadata_location, table.metadata)
+
+
+def commit(state: ServerState, call: Call) -> Reply:
+    """POST /namespaces/{namespace}/tables/{table}"""
+    namespace, name = _table(call, WRITE)
+    body = _body(call)
+    if body.get("identifier") is not None and table_from_json(body["identifier"]) != (namespace, name):
+        raise bad_request("the identifier in the body does not match the path")
+    change = _change(state, namespace, name, body)
+    if any(isinstance(r, AssertCreate) for r in change.requirements):
+        location, md = commit_table(state.catalog, state.locks, change, state.config.commit_retries)
+    else:
+        location, md = state.coalescer.commit(change.key, change.requirements, change.updates)
+    return table_result(location, md)
+
+
+def _change(state: ServerState, namespace: tuple[str, ...], name: str, body: dict[str, Any]) -> TableChange:
+    found = current_state(state.catalog, namespace, name)
+    table_location = found[1].location if found else ""
+    return TableChange(
+        namespace,
+        name,
+        requirements_from_list(body.get("requirements")),
+        updates_from_list(body.get("updates"), table_location),
+    )
+
+
+def commit_many(state: ServerState, call: Call) -> Reply:
+    """POST /transactions/commit"""
+    body = _body(call)
+    items = body.get("table-changes")
+    if not isinstance(items, list) or not items:
+        raise bad_request("'table-changes' must be a non-empty list")
+    changes: list[TableChange] = []
+    for item in items:
+        if not isinstance(item, dict):
+            raise bad_request("each table change must be an object")
+        namespace, name = table_from_json(item.get("identifier"))
+        call.principal.require(namespace, WRITE)
+        changes.append(_change(state, namespace, name, item))
+    commit_transaction(state.catalog, state.locks, changes)
+    return Reply(status=204)
+
+
+def drop_table(state: ServerState, call: Call) -> Reply:
+    """DELETE /namespaces/{namespace}/tables/{table}?purgeRequested="""
+    namespace, name = _table(call, WRITE)
+    purge = call.query.get("purgeRequested", "false").lower() == "true"
+    state.catalog.drop_table((*namespace, name), purge=purge)
+    return Reply(status=204)
+
+
+def register_table(state: ServerState, call: Call) -> Reply:
+    """POST /namespaces/{namespace}/register"""
+    namespace = namespace_from_path(call.path["namespace"])
+    call.principal.require(namespace, WRITE)
+    body = _body(call)
+    name, location = body.get("name"), body.get("metadata-location")
+    if not isinstance(name, str) or not isinstance(location, str):
+        raise bad_request("register needs 'name' and 'metadata-location' strings")
+    namespace, name = table_from_path(namespace, name)
+    check_inside(location, state.catalog.warehouse)
+    md = read_table_metadata(state.catalog._file_io(None, location), location)
+    check_inside(md.location, state.catalog.warehouse)
+    table = state.catalog.register_table((*namespace, name), location)
+    return table_result(table.metadata_location, table.metadata)
+
+
+def rename_table(state: ServerState, call: Call) -> Reply:
+    """POST /tables/rename"""
+    body = _body(call)
+    source = table_from_json(body.get("source"))
+    destination = table_from_json(body.get("destination"))
+    call.principal.require(source[0], WRITE)
+    call.principal.require(destination[0], WRITE)
+    state.catalog.rename_table((*source[0], source[1]), (*destination[0], destination[1]))
+    return Reply(status=204)
+
+
+def report_metrics(state: ServerState, call: Call) -> Reply:
+    """POST /namespaces/{namespace}/tables/{table}/metrics (accepted and dropped)."""
+    _table(call, READ)
+    return Reply(status=204)
+
+
+def load_credentials(state: ServerState, call: Call) -> Reply:
+    """GET /namespaces/{namespace}/tables/{table}/credentials (local storage needs none)."""
+    namespace, name = _table(call, READ)
+    state.catalog._table_metadata_location(namespace, name)
+    return Reply(payload={"storage-credentials": []})

@@ -1,0 +1,42 @@
+"""REST server fixtures: an icefloe SQL catalog (SQLite and PostgreSQL) served on a free port."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from icefloe.catalog.sql import SqlCatalog
+from icefloe.server import Grants, RunningServer, ServerConfig, start_server
+from tests.catalog.conftest import catalog_uri, postgres_server, postgres_uri  # noqa: F401 - fixtures
+
+
+@pytest.fixture
+def backing_catalog(catalog_uri: str, tmp_path: Path) -> Iterator[SqlCatalog]:  # noqa: F811
+    """The SQL catalog the server serves (once per database backend)."""
+    warehouse = tmp_path / "warehouse"
+    warehouse.mkdir()
+    cat = SqlCatalog(f"rest_{uuid.uuid4().hex[:10]}", uri=catalog_uri, warehouse=str(warehouse))
+    try:
+        yield cat
+    finally:
+        cat.close()
+
+
+@pytest.fixture
+def rest_server(backing_catalog: SqlCatalog) -> Iterator[RunningServer]:
+    """An open (no authentication) REST server over ``backing_catalog``."""
+    with start_server(ServerConfig(backing_catalog)) as server:
+        yield server
+
+
+ADMIN_TOKEN = "admin-token"
+
+
+@pytest.fixture
+def token_server(backing_catalog: SqlCatalog) -> Iterator[RunningServer]:
+    """A REST server that requires the bearer token ``ADMIN_TOKEN`` (full access)."""
+    with start_server(ServerConfig(backing_catalog, tokens={ADMIN_TOKEN: Grants()})) as server:
+        yield server

@@ -1,0 +1,211 @@
+"""The server refuses: missing or wrong tokens, namespaces outside a token's grants, identifiers
+with '/', '..' or NUL, locations outside the warehouse, oversized requests. Errors are ErrorModels."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from icefloe.catalog.sql import SqlCatalog
+from icefloe.server import Grants, OAuthClient, RunningServer, ServerConfig, start_server
+
+ADMIN, SALES_WRITER, HR_READER = "admin", "sales-w", "hr-r"
+LIMIT = 64 * 1024
+SCHEMA = {
+    "type": "struct",
+    "schema-id": 0,
+    "fields": [{"id": 1, "name": "id", "type": "long", "required": False}],
+}
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[RunningServer]:
+    (tmp_path / "warehouse").mkdir()
+    catalog = SqlCatalog(
+        "secure", uri=f"sqlite:///{tmp_path / 'c.db'}", warehouse=str(tmp_path / "warehouse")
+    )
+    config = ServerConfig(
+        catalog,
+        tokens={
+            ADMIN: Grants(),
+            SALES_WRITER: Grants({"sales": "write"}),
+            HR_READER: Grants({"hr": "read"}),
+        },
+        clients={"etl": OAuthClient("pw", Grants({"sales": "read"}))},
+        max_request_bytes=LIMIT,
+    )
+    with start_server(config) as running:
+        yield running
+    catalog.close()
+
+
+def call(
+    server: RunningServer, method: str, path: str, token: str | None = ADMIN, **kw: Any
+) -> requests.Response:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return requests.request(method, server.uri + path, headers=headers, timeout=30, **kw)
+
+
+def error_of(response: requests.Response) -> dict[str, Any]:
+    body = response.json()
+    assert set(body) == {"error"}, body
+    error = body["error"]
+    assert error["code"] == response.status_code and isinstance(error["message"], str), error
+    return dict(error)
+
+
+def _setup(server: RunningServer) -> None:
+    for ns in ("sales", "hr"):
+        assert call(server, "POST", "/v1/namespaces", json={"namespace": [ns]}).status_code == 200
+    for ns in ("sales", "hr"):
+        response = call(server, "POST", f"/v1/namespaces/{ns}/tables", json={"name": "t", "schema": SCHEMA})
+        assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/v1/config"),
+        ("GET", "/v1/namespaces"),
+        ("GET", "/v1/namespaces/sales"),
+        ("GET", "/v1/namespaces/sales/tables/t"),
+        ("POST", "/v1/namespaces/sales/tables/t"),
+        ("DELETE", "/v1/namespaces/sales/tables/t"),
+        ("POST", "/v1/transactions/commit"),
+    ],
+)
+@pytest.mark.parametrize("token", [None, "wrong"])
+def test_requests_without_a_valid_token_are_refused(
+    server: RunningServer, method: str, path: str, token: str | None
+) -> None:
+    _setup(server)
+    response = call(server, method, path, token=token, json={})
+    assert response.status_code == 401
+    assert error_of(response)["type"] == "NotAuthorizedException"
+    assert call(server, "GET", "/v1/namespaces/sales/tables/t").status_code == 200  # nothing was dropped
+
+
+def test_namespace_grants(server: RunningServer) -> None:
+    _setup(server)
+    # the sales writer works in sales ...
+    create = {"name": "t2", "schema": SCHEMA}
+    assert call(server, "POST", "/v1/namespaces/sales/tables", SALES_WRITER, json=create).status_code == 200
+    assert call(server, "GET", "/v1/namespaces/sales/tables/t", SALES_WRITER).status_code == 200
+    # ... and can neither read nor write hr
+    for method, path, body in (
+        ("GET", "/v1/namespaces/hr/tables/t", None),
+        ("GET", "/v1/namespaces/hr/tables", None),
+        ("POST", "/v1/namespaces/hr/tables", create),
+        ("DELETE", "/v1/namespaces/hr/tables/t", None),
+        ("POST", "/v1/namespaces/hr/properties", {"updates": {"a": "b"}}),
+    ):
+        response = call(server, method, path, SALES_WRITER, json=body)
+        assert response.status_code == 403, (method, path, response.text)
+        assert error_of(response)["type"] == "ForbiddenException"
+    listed = call(server, "GET", "/v1/namespaces", SALES_WRITER).json()["namespaces"]
+    assert listed == [["sales"]]
+    # a rename out of a granted namespace into another is refused as a whole
+    rename = {
+        "source": {"namespace": ["sales"], "name": "t"},
+        "destination": {"namespace": ["hr"], "name": "moved"},
+    }
+    assert call(server, "POST", "/v1/tables/rename", SALES_WRITER, json=rename).status_code == 403
+    # the hr reader reads hr but cannot change it
+    assert call(server, "GET", "/v1/namespaces/hr/tables/t", HR_READER).status_code == 200
+    commit = {"requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "v"}}]}
+    assert call(server, "POST", "/v1/namespaces/hr/tables/t", HR_READER, json=commit).status_code == 403
+    assert call(server, "POST", "/v1/namespaces/hr/tables/t", ADMIN, json=commit).status_code == 200
+    # a multi-table transaction touching a namespace without write grant is refused whole
+    both = {
+        "table-changes": [
+            {**commit, "identifier": {"namespace": ["sales"], "name": "t"}},
+            {**commit, "identifier": {"namespace": ["hr"], "name": "t"}},
+        ]
+    }
+    assert call(server, "POST", "/v1/transactions/commit", SALES_WRITER, json=both).status_code == 403
+    loaded = call(server, "GET", "/v1/namespaces/sales/tables/t").json()
+    assert "k" not in loaded["metadata"].get("properties", {})
+
+
+def test_oauth2_tokens_carry_the_clients_grants(server: RunningServer) -> None:
+    _setup(server)
+    form = {"grant_type": "client_credentials", "client_id": "etl", "client_secret": "pw", "scope": "catalog"}
+    token = requests.post(server.uri + "/v1/oauth/tokens", data=form, timeout=30).json()["access_token"]
+    assert call(server, "GET", "/v1/namespaces/sales/tables/t", token).status_code == 200
+    assert call(server, "GET", "/v1/namespaces/hr/tables/t", token).status_code == 403
+    assert call(server, "DELETE", "/v1/namespaces/sales/tables/t", token).status_code == 403
+    bad = requests.post(server.uri + "/v1/oauth/tokens", data={**form, "client_secret": "no"}, timeout=30)
+    assert bad.status_code == 401 and bad.json()["error"] == "invalid_client"
+
+
+@pytest.mark.parametrize("level", ["a/b", "..", "a\x00b", "a..b", ""])
+def test_bad_namespace_names_are_refused(server: RunningServer, level: str) -> None:
+    response = call(server, "POST", "/v1/namespaces", json={"namespace": [level]})
+    assert response.status_code == 400
+    assert error_of(response)["type"] == "BadRequestException"
+    assert call(server, "GET", "/v1/namespaces").json()["namespaces"] == []
+
+
+@pytest.mark.parametrize("name", ["a/b", "..", "x\x00y", "../../etc"])
+def test_bad_table_names_are_refused(server: RunningServer, name: str) -> None:
+    _setup(server)
+    response = call(server, "POST", "/v1/namespaces/sales/tables", json={"name": name, "schema": SCHEMA})
+    assert response.status_code == 400, response.text
+    listed = call(server, "GET", "/v1/namespaces/sales/tables").json()["identifiers"]
+    assert listed == [{"namespace": ["sales"], "name": "t"}]
+
+
+@pytest.mark.parametrize("path", ["/v1/namespaces/%2E%2E/tables/t", "/v1/namespaces/sales/tables/a%00b"])
+def test_bad_identifiers_in_paths_are_refused(server: RunningServer, path: str) -> None:
+    _setup(server)
+    response = call(server, "GET", path)
+    assert response.status_code in (400, 404)
+    error_of(response)
+
+
+def test_locations_outside_the_warehouse_are_refused(server: RunningServer, tmp_path: Path) -> None:
+    _setup(server)
+    outside = str(tmp_path / "elsewhere")
+    loaded = call(server, "GET", "/v1/namespaces/sales/tables/t").json()
+    inside = loaded["metadata"]["location"]
+    attempts = [
+        ("/v1/namespaces/sales/tables", {"name": "x", "schema": SCHEMA, "location": outside}),
+        ("/v1/namespaces/sales/tables", {"name": "x", "schema": SCHEMA, "location": inside + "/../../../x"}),
+        (
+            "/v1/namespaces/sales/tables",
+            {"name": "x", "schema": SCHEMA, "properties": {"write.metadata.path": outside}},
+        ),
+        ("/v1/namespaces", {"namespace": ["evil"], "properties": {"location": outside}}),
+        ("/v1/namespaces/sales/register", {"name": "x", "metadata-location": outside + "/v1.metadata.json"}),
+        ("/v1/namespaces/sales/tables/t", {"updates": [{"action": "set-location", "location": outside}]}),
+        (
+            "/v1/namespaces/sales/tables/t",
+            {"updates": [{"action": "set-properties", "updates": {"write.data.path": outside}}]},
+        ),
+    ]
+    for path, body in attempts:
+        response = call(server, "POST", path, json=body)
+        assert response.status_code == 400, (path, body, response.text)
+        assert "warehouse" in error_of(response)["message"] or ".." in error_of(response)["message"]
+    assert not (tmp_path / "elsewhere").exists()
+    assert call(server, "GET", "/v1/namespaces/sales/tables/t").json()["metadata"]["location"] == inside
+
+
+def test_oversized_and_malformed_requests(server: RunningServer) -> None:
+    _setup(server)
+    big = {"namespace": ["big"], "properties": {"k": "x" * (LIMIT + 1)}}
+    response = call(server, "POST", "/v1/namespaces", json=big)
+    assert response.status_code == 413
+    error_of(response)
+    response = call(server, "POST", "/v1/namespaces", data=b"{not json")
+    assert response.status_code == 400
+    response = call(server, "POST", "/v1/namespaces/sales/tables/t", json={"updates": [{"action": "bogus"}]})
+    assert response.status_code == 406
+    assert error_of(response)["type"] == "UnsupportedOperationException"
+    response = call(server, "GET", "/v1/nowhere")
+    assert response.status_code == 404
+    error_of(response)
