@@ -59,7 +59,7 @@ def _files(table: Table) -> set[Path]:
 
 
 def _ids(table: Table) -> list[int]:
-    return sorted(table.catalog.load_table(table.identifier).to_arrow().column("id").to_pylist())
+    return sorted(table.commit_target.catalog.load_table(table.identifier).to_arrow().column("id").to_pylist())
 
 
 @pytest.mark.parametrize("blank", ["", "   ", "\n\t", None])
@@ -73,7 +73,7 @@ def test_blank_filters_are_refused_and_change_nothing(table: Table, blank: str |
         with pytest.raises(ValidationError, match="the filter is empty"):
             table.overwrite(_rows([9]), blank)
     assert _files(table) == files
-    assert table.catalog.load_table(table.identifier).metadata_location == location
+    assert table.commit_target.catalog.load_table(table.identifier).metadata_location == location
     assert _ids(table) == [1, 2, 3]
 
 
@@ -105,7 +105,7 @@ def test_reserved_summary_keys_cannot_be_overridden(table: Table, key: str) -> N
     with pytest.raises(ValidationError, match="is reserved"):
         table.delete("id = 1", snapshot_properties={key: "1"})
     assert _files(table) == files  # the data file written for the append was removed again
-    assert table.catalog.load_table(table.identifier).metadata_location == location
+    assert table.commit_target.catalog.load_table(table.identifier).metadata_location == location
     assert _ids(table) == [1, 2, 3]
 
 
@@ -133,7 +133,7 @@ def test_bad_branch_and_tag_names_are_refused(table: Table, name: str) -> None:
         table.manage_snapshots().rename_branch("audit", name)
     with pytest.raises(ValidationError, match="invalid branch name"):
         table.append(_rows([9]), branch=name)  # a commit that would create the branch
-    assert set(table.catalog.load_table(table.identifier).refs()) == set(refs) | {"audit"}
+    assert set(table.commit_target.catalog.load_table(table.identifier).refs()) == set(refs) | {"audit"}
 
 
 def test_good_branch_names_work(table: Table) -> None:
