@@ -10,12 +10,15 @@ import pytest
 
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.server import Grants, RunningServer, ServerConfig, start_server
-from tests.catalog.conftest import catalog_uri, postgres_server, postgres_uri  # noqa: F401 - fixtures
 
 
-@pytest.fixture
-def backing_catalog(catalog_uri: str, tmp_path: Path) -> Iterator[SqlCatalog]:  # noqa: F811
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def backing_catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlCatalog]:
     """The SQL catalog the server serves (once per database backend)."""
+    if request.param == "postgres":
+        catalog_uri = str(request.getfixturevalue("postgres_uri"))
+    else:
+        catalog_uri = f"sqlite:///{tmp_path / 'catalog.db'}"
     warehouse = tmp_path / "warehouse"
     warehouse.mkdir()
     cat = SqlCatalog(f"rest_{uuid.uuid4().hex[:10]}", uri=catalog_uri, warehouse=str(warehouse))
