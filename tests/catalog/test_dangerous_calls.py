@@ -59,7 +59,8 @@ def _files(table: Table) -> set[Path]:
 
 
 def _ids(table: Table) -> list[int]:
-    return sorted(table.commit_target.catalog.load_table(table.identifier).to_arrow().column("id").to_pylist())
+    fresh = table.commit_target.catalog.load_table(table.identifier)  # type: ignore[attr-defined]
+    return sorted(fresh.to_arrow().column("id").to_pylist())
 
 
 @pytest.mark.parametrize("blank", ["", "   ", "\n\t", None])

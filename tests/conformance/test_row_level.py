@@ -129,13 +129,13 @@ CASES: dict[str, Case] = {
 }
 
 
-# Spark runs on one (format version, mode) pair per version: a Spark job costs seconds, and
+# Spark and SQL run on one (format version, mode) pair per version: a Spark job costs seconds, and
 # tests/spark/test_row_level.py covers its full matrix with more assertions.
 SPARK_COMBINATIONS = ((2, "copy-on-write"), (3, "merge-on-read"), (4, "merge-on-read"))
 
 
 def _combinations(engine: str) -> tuple[tuple[int, str], ...]:
-    if engine == "spark":
+    if engine in ("spark", "sql"):
         return SPARK_COMBINATIONS
     return tuple((fv, mode) for fv in FORMAT_VERSIONS for mode in MODES)
 
@@ -146,7 +146,7 @@ def _matrix() -> list[Any]:
     params = []
     for engine in ENGINES:
         for name, case in CASES.items():
-            marks: list[Any] = [pytest.mark.spark] if engine == "spark" else []
+            marks: list[Any] = [pytest.mark.spark] if engine in ("spark", "sql") else []
             reason = NOT_IMPLEMENTED.get((engine, case.operation))
             if reason is not None:
                 marks.append(
@@ -166,7 +166,7 @@ def make_engine(name: str, request: pytest.FixtureRequest) -> RowLevelEngine:
     if name == "spark":
         return SparkEngine(request.getfixturevalue("spark"))
     if name == "sql":
-        return SqlEngine(request.getfixturevalue("catalog"))
+        return SqlEngine(request.getfixturevalue("spark"))
     return PythonEngine(request.getfixturevalue("catalog"))
 
 

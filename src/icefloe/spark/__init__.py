@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from icefloe.spark.read import plan_read, read_table
     from icefloe.spark.rewrite import rewrite_data_files
     from icefloe.spark.row_operations import delete_rows, merge_into, update_rows
-    from icefloe.spark.session import register, session
+    from icefloe.spark.session_setup import register, session
     from icefloe.spark.statements import sql
     from icefloe.spark.streaming import stream_writer
     from icefloe.spark.views import create_table, create_view
@@ -39,8 +39,8 @@ __all__ = [
 ]
 
 _EXPORTS = {
-    "session": "icefloe.spark.session",
-    "register": "icefloe.spark.session",
+    "session": "icefloe.spark.session_setup",
+    "register": "icefloe.spark.session_setup",
     "read_table": "icefloe.spark.read",
     "plan_read": "icefloe.spark.read",
     "write_table": "icefloe.spark.write",
