@@ -31,6 +31,7 @@ from icefloe.spec.snapshots import Operation
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.updates import AddSnapshot, SetSnapshotRef, TableUpdate, apply_updates
 from icefloe.tree.read_seam import live_entries
+from icefloe.tree.summary import RESERVED_SUMMARY_KEYS, RESERVED_SUMMARY_PREFIXES
 from icefloe.txn.producers import AppendFiles
 from icefloe.txn.transaction import AttemptContext
 
@@ -98,7 +99,9 @@ def rebase_append(
         # row ids are assigned again on the new head (the read inherited the old assignment)
         added.append(dataclasses.replace(entry.data_file, first_row_id=None))
     extra = {
-        k: v for k, v in snap.summary.items() if not k.startswith(("added-", "total-")) and k != "operation"
+        k: v
+        for k, v in snap.summary.items()
+        if k not in RESERVED_SUMMARY_KEYS and not k.startswith((*RESERVED_SUMMARY_PREFIXES, "added-", "total-"))
     }
     producer = AppendFiles(
         branch=ref.ref_name, snapshot_properties=extra, files=added, snapshot_id=snap.snapshot_id
