@@ -19,7 +19,23 @@ from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField, StringType
 
 
-@pytest.fixture(params=["sql", "rest"])
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "sql_catalog_only: the test drives the SqlCatalog's own internals (no REST run)"
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``catalog`` runs as ``sql`` and ``rest`` unless the test chose (or is marked ``sql_catalog_only``)."""
+    if "catalog" not in metafunc.fixturenames:
+        return
+    if any(m.args and m.args[0] == "catalog" for m in metafunc.definition.iter_markers("parametrize")):
+        return
+    only_sql = metafunc.definition.get_closest_marker("sql_catalog_only") is not None
+    metafunc.parametrize("catalog", ["sql"] if only_sql else ["sql", "rest"], indirect=True)
+
+
+@pytest.fixture
 def catalog(
     request: pytest.FixtureRequest, catalog_uri: str, warehouse: Path, catalog_name: str
 ) -> Iterator[Catalog]:
@@ -28,7 +44,7 @@ def catalog(
     marker = request.node.get_closest_marker("catalog_namespaces")
     for namespace in marker.args if marker else ():
         cat.create_namespace(namespace)
-    if request.param == "sql":
+    if getattr(request, "param", "sql") == "sql":
         try:
             yield cat
         finally:

@@ -31,6 +31,8 @@ from icefloe.table.table import Table
 from icefloe.tree.reachable import reachable_files
 from icefloe.txn import transaction
 
+pytestmark = pytest.mark.sql_catalog_only  # interrupts the SqlCatalog's own swap steps
+
 
 class Interrupt(KeyboardInterrupt):
     """The injected interrupt (a KeyboardInterrupt, so ``except Exception`` cannot swallow it)."""
