@@ -260,8 +260,8 @@ class SqlEngine:
         self._catalog = catalog
 
     def catalog(self) -> Catalog:
-        """The test's catalog."""
-        return self._catalog
+        """The catalog the SQL session would run on (no tables are made until the engine exists)."""
+        raise NotImplementedError("no SQL front-end yet")
 
     def delete(self, table: Table, where: str, mode: str) -> None:
         """``DELETE FROM``."""
