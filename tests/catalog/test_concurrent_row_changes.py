@@ -32,6 +32,7 @@ import pyarrow as pa
 import pytest
 
 from icefloe.catalog import load_catalog
+from icefloe.catalog.sql import SqlCatalog
 from icefloe.errors import CommitConflict
 from icefloe.spec.content import EntryStatus, FileContent
 from icefloe.spec.schema import Schema
@@ -101,9 +102,9 @@ def _round_flag(flags: str, round_no: int) -> Path:
     return Path(flags) / f"deleter-round-{round_no}"
 
 
-def append_worker(uri: str, warehouse: str, flags: str) -> int:
+def append_worker(name: str, uri: str, warehouse: str, flags: str) -> int:
     """Append ROUNDS batches of four rows, one per deleter round; returns the number of commits."""
-    catalog = load_catalog(uri=uri, warehouse=warehouse)
+    catalog = load_catalog(name, uri=uri, warehouse=warehouse)
     table = catalog.load_table("ns.t")
     try:
         for r in range(ROUNDS):
@@ -141,10 +142,10 @@ def _wait_for_new_head(table: Table, base: int | None, flags: str) -> None:
 
 
 def delete_worker(
-    uri: str, warehouse: str, scenario: Scenario, flags: str
+    name: str, uri: str, warehouse: str, scenario: Scenario, flags: str
 ) -> tuple[int, list[tuple[int | None, str]]]:
     """Run ROUNDS delete rounds; returns (commits, [(base of the failed attempt, conflict message)])."""
-    catalog = load_catalog(uri=uri, warehouse=warehouse)
+    catalog = load_catalog(name, uri=uri, warehouse=warehouse)
     conflicts: list[tuple[int | None, str]] = []
     commits = 0
     for r in range(ROUNDS):
@@ -195,9 +196,25 @@ def _files_added_by(table: Table, snap: Snapshot) -> list[str]:
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
-def test_concurrent_delete_and_append(scenario: Scenario, tmp_path: Path) -> None:
-    uri, warehouse = f"sqlite:///{tmp_path / 'catalog.db'}", str(tmp_path / "wh")
-    catalog = load_catalog(uri=uri, warehouse=warehouse)
+def test_concurrent_delete_and_append(catalog: SqlCatalog, scenario: Scenario, tmp_path: Path) -> None:
+    run_scenario(catalog, scenario, tmp_path)
+
+
+@pytest.mark.postgres
+def test_concurrent_delete_and_append_on_postgres(
+    postgres_uri: str, catalog_name: str, warehouse: Path, tmp_path: Path
+) -> None:
+    """The serializable merge-on-read scenario once more, with PostgreSQL's compare-and-swap."""
+    catalog = SqlCatalog(catalog_name, uri=postgres_uri, warehouse=str(warehouse))
+    try:
+        run_scenario(catalog, Scenario("merge-on-read", "serializable", "covering", 4), tmp_path)
+    finally:
+        catalog.close()
+
+
+def run_scenario(catalog: SqlCatalog, scenario: Scenario, tmp_path: Path) -> None:
+    """Seed the table, race the appender against the deleter, and check the history and rows."""
+    name, uri, warehouse = catalog.name, catalog.properties["uri"], str(catalog.warehouse)
     catalog.create_namespace(("ns",))
     table = catalog.create_table(
         "ns.t",
@@ -225,8 +242,8 @@ def test_concurrent_delete_and_append(scenario: Scenario, tmp_path: Path) -> Non
     flags.mkdir()
     ctx = multiprocessing.get_context("spawn")
     with ctx.Pool(2) as pool:
-        appends = pool.apply_async(append_worker, (uri, warehouse, str(flags)))
-        deletes = pool.apply_async(delete_worker, (uri, warehouse, scenario, str(flags)))
+        appends = pool.apply_async(append_worker, (name, uri, warehouse, str(flags)))
+        deletes = pool.apply_async(delete_worker, (name, uri, warehouse, scenario, str(flags)))
         assert appends.get(timeout=600) == ROUNDS
         delete_commits, conflicts = deletes.get(timeout=600)
 
