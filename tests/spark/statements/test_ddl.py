@@ -246,6 +246,11 @@ def test_ctas_and_replace(spark: Any, catalog: Catalog, table_name: str) -> None
     sql(spark, f"CREATE OR REPLACE TABLE {name} USING iceberg AS SELECT 'x' AS s")
     assert rows(sql(spark, f"SELECT * FROM {name}")) == [("x",)]
     assert [f.name for f in catalog.load_table(table_name).schema().fields] == ["s"]
+    sql(spark, f"REPLACE TABLE {name} USING iceberg AS SELECT 2 AS n")
+    assert rows(sql(spark, f"SELECT * FROM {name}")) == [(2,)]
+    sql(spark, f"ALTER TABLE {name} SET TBLPROPERTIES ('format-version' = '4')")  # an upgrade
+    assert catalog.load_table(table_name).format_version == 4
+    assert rows(sql(spark, f"SELECT * FROM {name}")) == [(2,)]
 
 
 def test_errors_name_position_and_construct(spark: Any, table_name: str) -> None:

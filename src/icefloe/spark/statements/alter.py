@@ -49,7 +49,11 @@ def alter_table(ctx: SqlContext, tree: exp.Alter) -> DataFrame | None:
     for action in actions:
         if isinstance(action, exp.AlterSet):
             props = _set_properties(action)
-            table.refresh().set_properties(**props)
+            version = props.pop("format-version", None)
+            if version is not None:  # Iceberg: setting format-version upgrades the table
+                table.refresh().upgrade_format_version(int(version))
+            if props:
+                table.refresh().set_properties(**props)
         elif isinstance(action, exp.AlterRename):
             new_parts = table_parts(action.this)
             ident = ctx.table_identifier(new_parts) if new_parts else None

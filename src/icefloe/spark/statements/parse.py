@@ -110,9 +110,12 @@ def parse_statement(text: str, line: int = 1, column: int = 1) -> Statement:
 
 
 def _normalise_time_travel(text: str) -> str:
-    """``FOR SYSTEM_VERSION AS OF`` -> ``VERSION AS OF`` (sqlglot knows only the latter), by tokens."""
+    """``FOR SYSTEM_VERSION AS OF`` -> ``VERSION AS OF`` and ``REPLACE TABLE`` -> ``CREATE OR REPLACE
+    TABLE`` (sqlglot knows only the latter forms), by tokens."""
     tokens = tokenize(text)
     edits: list[tuple[int, int, str]] = []
+    if len(tokens) > 1 and tokens[0].text.upper() == "REPLACE" and tokens[1].text.upper() == "TABLE":
+        edits.append((tokens[0].start, tokens[0].end + 1, "CREATE OR REPLACE"))  # REPLACE TABLE ...
     for a, b in itertools.pairwise(tokens):
         if a.text.upper() == "FOR" and b.text.upper() == "SYSTEM_VERSION":
             edits.append((a.start, b.end + 1, "VERSION"))
