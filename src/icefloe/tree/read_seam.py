@@ -45,7 +45,13 @@ from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.tree import v4_read
 from icefloe.tree.entry_columns import EntryColumns
-from icefloe.tree.integrity import check_entry_counts, check_manifest_counts, check_manifest_version
+from icefloe.tree.integrity import (
+    check_entry_counts,
+    check_list_entries,
+    check_manifest_content,
+    check_manifest_counts,
+    check_manifest_version,
+)
 
 PARALLEL_MANIFESTS = 4
 """Read manifests with a thread pool once a snapshot has more than this many."""
@@ -60,7 +66,9 @@ def manifest_refs(io: Any, metadata: TableMetadata, snapshot: Snapshot) -> list[
     if snapshot.root_manifest is not None:
         return v4_read.manifest_refs(io, metadata, snapshot)
     if snapshot.manifest_list is not None:
-        return _cached_manifest_list(io, snapshot.manifest_list)
+        manifests = _cached_manifest_list(io, snapshot.manifest_list)
+        check_list_entries(snapshot, manifests, snapshot.manifest_list)
+        return manifests
     if snapshot.manifests is not None:
         return [_v1_manifest_ref(io, metadata, path, snapshot) for path in snapshot.manifests]
     return []
@@ -212,6 +220,7 @@ def read_entries(io: Any, metadata: TableMetadata, manifest_file: ManifestFile) 
             io.new_input(where), metadata.specs_by_id(), manifest_file=manifest_file
         )
     check_manifest_version(header.format_version, metadata.format_version, where)
+    check_manifest_content(header.content, manifest_file)
     check_entry_counts(manifest_file, entries)
     return inherit(entries, manifest_file, header.format_version)
 
@@ -235,6 +244,7 @@ def read_live_columns(io: Any, metadata: TableMetadata, manifest_file: ManifestF
             io, where, metadata.specs_by_id(), spec_id=manifest_file.partition_spec_id
         )
     check_manifest_version(columns.header.format_version, metadata.format_version, where)
+    check_manifest_content(columns.header.content, manifest_file)
     check_manifest_counts(manifest_file, columns.numpy(ac.STATUS, -1), columns.record_counts())
     return inherit_columns(columns, manifest_file)
 
