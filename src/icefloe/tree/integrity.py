@@ -177,3 +177,41 @@ def tree_totals(data: Iterable[ManifestEntry], deletes: Iterable[ManifestEntry])
         )
         out[key] += f.record_count
     return out
+
+
+def check_list_totals(snapshot: Snapshot, manifests: Iterable[ManifestFile], location: str) -> None:
+    """A manifest list's live counts must add up to the snapshot summary's totals.
+
+    Checked for every scan, filtered or not, before any manifest is skipped on its counts: a
+    count rewritten to 0 would otherwise drop a manifest (and its rows) silently. Lists whose
+    entries lack counts (allowed in v1) and summaries without totals are not checked.
+    """
+    sums = dict.fromkeys(("total-data-files", "total-records", "total-delete-files", "deletes"), 0)
+    for m in manifests:
+        live = (m.added_files_count, m.existing_files_count, m.added_rows_count, m.existing_rows_count)
+        if any(v is None for v in live):
+            return
+        files, rows = (
+            (m.added_files_count or 0) + (m.existing_files_count or 0),
+            (m.added_rows_count or 0) + (m.existing_rows_count or 0),
+        )
+        if m.content == ManifestContent.DATA:
+            sums["total-data-files"] += files
+            sums["total-records"] += rows
+        else:
+            sums["total-delete-files"] += files
+            sums["deletes"] += rows
+    summary = snapshot.summary or {}
+    pos, eq = _int(summary.get("total-position-deletes")), _int(summary.get("total-equality-deletes"))
+    totals = {k: v for k, v in sums.items() if k != "deletes"}
+    if pos is not None and eq is not None:
+        totals["total-position-deletes + total-equality-deletes"] = sums["deletes"]
+    for key, found in totals.items():
+        expected = pos + eq if "+" in key and pos is not None and eq is not None else _int(summary.get(key))
+        if expected is not None and expected != found:
+            raise CorruptMetadata(
+                f"{location}: its manifests count {key} {found}, the summary of snapshot "
+                f"{snapshot.snapshot_id} says {expected}",
+                location=location,
+                snapshot_id=snapshot.snapshot_id,
+            )

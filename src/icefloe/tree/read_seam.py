@@ -48,6 +48,7 @@ from icefloe.tree.entry_columns import EntryColumns
 from icefloe.tree.integrity import (
     check_entry_counts,
     check_list_entries,
+    check_list_totals,
     check_manifest_content,
     check_manifest_counts,
     check_manifest_version,
@@ -68,6 +69,7 @@ def manifest_refs(io: Any, metadata: TableMetadata, snapshot: Snapshot) -> list[
     if snapshot.manifest_list is not None:
         manifests = _cached_manifest_list(io, snapshot.manifest_list)
         check_list_entries(snapshot, manifests, snapshot.manifest_list)
+        check_list_totals(snapshot, manifests, snapshot.manifest_list)
         return manifests
     if snapshot.manifests is not None:
         return [_v1_manifest_ref(io, metadata, path, snapshot) for path in snapshot.manifests]
