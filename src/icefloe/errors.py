@@ -92,6 +92,10 @@ def reading(location: str, what: str = "read", *, snapshot_id: int | None = None
         missing = NotFound(f"{location}: file does not exist ({exc})")
         missing.location = location
         raise missing from exc
+    except CorruptMetadata as exc:
+        if exc.location is None:  # raised by a helper that only knew part of the story
+            exc.location = location
+        raise
     except _NEVER_WRAPPED:
         raise
     except BaseException as exc:
