@@ -70,7 +70,12 @@ from icefloe.tree.integrity import check_manifest_counts
 from icefloe.tree.v4_columnar import decode_leaf_rows
 from icefloe.tree.v4_leaf_columns import LeafColumns
 from icefloe.tree.v4_policy import manifest_dv_encoding
-from icefloe.tree.v4_root_checks import checked_references, recorded_cardinalities, root_codec
+from icefloe.tree.v4_root_checks import (
+    check_deletion_vectors,
+    checked_references,
+    recorded_cardinalities,
+    root_codec,
+)
 
 ManifestFilter = Callable[[ManifestFile], bool]
 EntryFilter = Callable[[ManifestEntry], bool]
@@ -159,6 +164,7 @@ def _parse_root(metadata: TableMetadata, location: str, data: bytes) -> RootCont
         source=location,
         kind="root",
     )
+    check_deletion_vectors(table, location)
     content = _column(table, ce.CONTENT_TYPE)
     is_ref = pc.is_in(content, value_set=_REFERENCE_CONTENTS.cast(content.type))
     ref_rows = table.filter(is_ref)
@@ -278,6 +284,7 @@ def _read_leaf_table(
             columns=columns,
         )
         _check_leaf(table, ref)
+        check_deletion_vectors(table, ref.manifest_path)
     return table
 
 
