@@ -161,6 +161,9 @@ def reading(location: str, what: str = "read", *, snapshot_id: int | None = None
         raise
     except FileNotFoundError as exc:
         raise NotFound(f"{location}: file does not exist ({exc})", location=location) from exc
+    except CorruptMetadata as exc:
+        exc.with_context(location=location, snapshot_id=snapshot_id)  # a helper knew part of the story
+        raise
     except _NEVER_WRAPPED:
         raise
     except BaseException as exc:

@@ -15,7 +15,12 @@ suite then takes about 3 minutes on 2 cores); ``ICEFLOE_FUZZ_SEED`` changes the 
 
     ICEFLOE_FUZZ_MUTANTS=20000 ICEFLOE_FUZZ_SEED=7 .venv/bin/python -m pytest tests/fuzz -q -n 2
 
-A failure names the mutant (index, mutation and seed) so it can be replayed with the same seed.
+A failure names the mutant (index, mutation and seed); a hanging mutant's file is kept next to
+the original (``.hang``) for replay, since table files hold random UUIDs and differ between runs.
+
+Plain metadata JSON has no checksum: a mutant that is still valid metadata of another table
+(a changed field or source id) may read differently; those are counted and must stay rare
+(``harness.PLAIN_JSON_KINDS``). Every other kind is held to the strict rule.
 """
 
 from __future__ import annotations
@@ -67,4 +72,6 @@ def test_mutants_read_like_the_original_or_fail_naming_the_file(
     assert not outcome.failures, f"{len(outcome.failures)} of {COUNT} mutants of {kind}:\n" + "\n".join(
         outcome.failures[:8]
     )
-    assert outcome.same + outcome.errors == COUNT
+    # plain JSON (no checksum) may describe another valid table; such mutants must stay rare
+    assert len(outcome.changed) <= COUNT // 25, "\n".join(outcome.changed[:8])
+    assert outcome.same + outcome.errors + len(outcome.changed) == COUNT

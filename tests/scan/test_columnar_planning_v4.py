@@ -162,6 +162,7 @@ class RandomV4Table:
         masked = sorted(rng.sample(range(len(entries)), rng.randint(0, len(entries) // 2)))
         mdv = mumbling.encode(masked) if masked and rng.random() < 0.7 else None
         counts = {s: sum(1 for e in entries if e.status == s) for s in E}
+        rows = {s: sum(e.data_file.record_count for e in entries if e.status == s) for s in E}
         return ManifestFile(
             manifest_path=f"file://{path}",
             manifest_length=path.stat().st_size,
@@ -173,13 +174,16 @@ class RandomV4Table:
             added_files_count=counts[E.ADDED],
             existing_files_count=counts[E.EXISTING],
             deleted_files_count=counts[E.DELETED],
-            added_rows_count=0,
-            existing_rows_count=0,
-            deleted_rows_count=0,
+            added_rows_count=rows[E.ADDED],  # the leaf's counts as written: readers check them
+            existing_rows_count=rows[E.EXISTING],
+            deleted_rows_count=rows[E.DELETED],
             first_row_id=rng.randint(0, 5_000) if content == ManifestContent.DATA else None,
             format_version=4,
             status=rng.choice([E.EXISTING, E.ADDED, E.MODIFIED]),
             modified_files_count=counts[E.MODIFIED],
+            modified_rows_count=rows[E.MODIFIED],
+            replaced_files_count=counts[E.REPLACED],
+            replaced_rows_count=rows[E.REPLACED],
             record_count=len(entries),
             mdv=mdv,
             dv_snapshot_id=rng.randint(1, 40) if mdv else None,

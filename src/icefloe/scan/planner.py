@@ -36,7 +36,7 @@ from icefloe.spec.partitioning import PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
-from icefloe.tree.integrity import check_snapshot_totals
+from icefloe.tree.integrity import check_snapshot_totals, tree_totals
 from icefloe.tree.read_seam import live_entries, live_manifest_refs
 from icefloe.tree.v4_read import stats_manifest_filter
 
@@ -140,9 +140,7 @@ def plan_files(
             else:
                 delete_entries.append(entry)
     if not filtering:  # the whole snapshot was listed: it must be the one its summary describes
-        check_snapshot_totals(
-            snapshot, len(data_entries), sum(e.data_file.record_count for e in data_entries)
-        )
+        check_snapshot_totals(snapshot, tree_totals(data_entries, delete_entries))
     stats.delete_files = len(delete_entries)
     tasks = _tasks(
         data_entries, DeleteIndex(delete_entries, specs), specs, schema, row_filter, case_sensitive

@@ -187,12 +187,8 @@ def read_task(
         table = read_data_file(
             io, task.file_path, read_schema, task.data_file.file_format, row_groups=groups, row_limits=limits
         )
-    if row_groups is None and table.num_rows != task.data_file.record_count:
-        raise CorruptMetadata(
-            f"{task.file_path}: holds {table.num_rows} rows, its manifest says {task.data_file.record_count}",
-            location=task.file_path,
-        )
     if row_groups is None:
+        _check_against_manifest(table, task, read_schema)
         file_positions = np.arange(table.num_rows, dtype=np.int64)
     else:
         file_positions = row_groups.positions()
@@ -289,3 +285,27 @@ def _apply_equality_delete(io: FileIO, table: pa.Table, ref: DeleteFileRef, sche
 
     with reading(ref.delete_file.file_path, "read the equality delete file"):
         return apply_equality_deletes(io, table, ref.delete_file, schema)
+
+
+def _check_against_manifest(table: pa.Table, task: FileScanTask, read_schema: Schema) -> None:
+    """The file read must be the one its manifest describes: row count, and no column the manifest
+    counts values for may come back all null (a file whose footer lost or changed a field id)."""
+    f = task.data_file
+    if table.num_rows != f.record_count:
+        raise CorruptMetadata(
+            f"{task.file_path}: holds {table.num_rows} rows, its manifest says {f.record_count}",
+            location=task.file_path,
+        )
+    nulls = f.null_value_counts
+    if not table.num_rows or not nulls:
+        return
+    for col in read_schema.fields:
+        expected = nulls.get(col.field_id)
+        if expected is None or expected >= table.num_rows or col.name not in table.column_names:
+            continue
+        if table.column(col.name).null_count == table.num_rows:
+            raise CorruptMetadata(
+                f"{task.file_path}: column {col.name} (id {col.field_id}) reads as all null, its "
+                f"manifest counts {expected} nulls in {f.record_count} rows",
+                location=task.file_path,
+            )

@@ -101,7 +101,8 @@ def rebase_append(
     extra = {
         k: v
         for k, v in snap.summary.items()
-        if k not in RESERVED_SUMMARY_KEYS and not k.startswith((*RESERVED_SUMMARY_PREFIXES, "added-", "total-"))
+        if k not in RESERVED_SUMMARY_KEYS
+        and not k.startswith((*RESERVED_SUMMARY_PREFIXES, "added-", "total-"))
     }
     producer = AppendFiles(
         branch=ref.ref_name, snapshot_properties=extra, files=added, snapshot_id=snap.snapshot_id

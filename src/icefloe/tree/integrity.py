@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from icefloe.errors import CorruptMetadata
-from icefloe.spec.content import EntryStatus, ManifestEntry, ManifestFile
+from icefloe.spec.content import EntryStatus, FileContent, ManifestContent, ManifestEntry, ManifestFile
 from icefloe.spec.snapshots import Snapshot
 
 _FILE_COUNTS = (
@@ -92,20 +92,56 @@ def check_manifest_version(header_version: int, table_version: int, location: st
         )
 
 
-def check_snapshot_totals(snapshot: Snapshot, data_files: int, records: int) -> None:
-    """A fully planned snapshot's live data files and records must match its summary totals."""
+def check_snapshot_totals(snapshot: Snapshot, totals: Mapping[str, int]) -> None:
+    """A fully planned snapshot's live files and records must match its summary totals.
+
+    ``totals`` maps summary keys (``total-data-files``, ``total-records``, ``total-delete-files``,
+    ``total-position-deletes``, ``total-equality-deletes``) to what the tree holds; keys the
+    summary lacks are not checked.
+    """
     summary: Mapping[str, str] = snapshot.summary or {}
-    expected_files = _int(summary.get("total-data-files"))
-    expected_records = _int(summary.get("total-records"))
-    if expected_files is None or expected_records is None:
-        return
     where = snapshot.manifest_list or snapshot.root_manifest or f"snapshot {snapshot.snapshot_id}"
-    if (data_files, records) != (expected_files, expected_records):
+    for key, found in totals.items():
+        expected = _int(summary.get(key))
+        if expected is not None and expected != found:
+            raise CorruptMetadata(
+                f"{where}: snapshot {snapshot.snapshot_id} holds {key} {found}, its summary says {expected}",
+                location=where,
+                snapshot_id=snapshot.snapshot_id,
+            )
+
+
+def check_list_entries(snapshot: Snapshot, manifests: Iterable[ManifestFile], location: str) -> None:
+    """A v2+ manifest list: sequence numbers no newer than the snapshot's, exact for its own manifests."""
+    for m in manifests:
+        if m.format_version < 2 or snapshot.sequence_number <= 0:
+            continue
+        own = m.added_snapshot_id == snapshot.snapshot_id
+        if m.sequence_number > snapshot.sequence_number or (
+            own and m.sequence_number != snapshot.sequence_number
+        ):
+            raise CorruptMetadata(
+                f"{location}: manifest {m.manifest_path} has sequence number {m.sequence_number}, "
+                f"snapshot {snapshot.snapshot_id} has {snapshot.sequence_number}",
+                location=location,
+                snapshot_id=snapshot.snapshot_id,
+            )
+        if m.min_sequence_number > m.sequence_number:
+            raise CorruptMetadata(
+                f"{location}: manifest {m.manifest_path} has min sequence number {m.min_sequence_number} "
+                f"above its sequence number {m.sequence_number}",
+                location=location,
+                snapshot_id=snapshot.snapshot_id,
+            )
+
+
+def check_manifest_content(header_content: ManifestContent | None, manifest: ManifestFile) -> None:
+    """A manifest's header ``content`` (data / deletes) must be what its list entry says."""
+    if header_content is not None and header_content != manifest.content:
+        where = manifest.manifest_path
         raise CorruptMetadata(
-            f"{where}: snapshot {snapshot.snapshot_id} lists {data_files} live data files with "
-            f"{records} records, its summary says {expected_files} files with {expected_records}",
+            f"{where}: header says {header_content.name} manifest, its parent says {manifest.content.name}",
             location=where,
-            snapshot_id=snapshot.snapshot_id,
         )
 
 
@@ -116,3 +152,66 @@ def _int(value: str | None) -> int | None:
         return int(value)
     except ValueError:
         return None
+
+
+def tree_totals(data: Iterable[ManifestEntry], deletes: Iterable[ManifestEntry]) -> dict[str, int]:
+    """The summary totals of a snapshot's live entries (v4 colocated DVs count as delete files)."""
+    out = dict.fromkeys(
+        ("total-data-files", "total-records", "total-delete-files", "total-position-deletes"), 0
+    )
+    out["total-equality-deletes"] = 0
+    for e in data:
+        f = e.data_file
+        out["total-data-files"] += 1
+        out["total-records"] += f.record_count
+        if f.deletion_vector is not None:
+            out["total-delete-files"] += 1
+            out["total-position-deletes"] += f.deletion_vector.cardinality
+    for e in deletes:
+        f = e.data_file
+        out["total-delete-files"] += 1
+        key = (
+            "total-equality-deletes"
+            if f.content == FileContent.EQUALITY_DELETES
+            else "total-position-deletes"
+        )
+        out[key] += f.record_count
+    return out
+
+
+def check_list_totals(snapshot: Snapshot, manifests: Iterable[ManifestFile], location: str) -> None:
+    """A manifest list's live counts must add up to the snapshot summary's totals.
+
+    Checked for every scan, filtered or not, before any manifest is skipped on its counts: a
+    count rewritten to 0 would otherwise drop a manifest (and its rows) silently. Lists whose
+    entries lack counts (allowed in v1) and summaries without totals are not checked.
+    """
+    sums = dict.fromkeys(("total-data-files", "total-records", "total-delete-files", "deletes"), 0)
+    for m in manifests:
+        live = (m.added_files_count, m.existing_files_count, m.added_rows_count, m.existing_rows_count)
+        if any(v is None for v in live):
+            return
+        files, rows = (
+            (m.added_files_count or 0) + (m.existing_files_count or 0),
+            (m.added_rows_count or 0) + (m.existing_rows_count or 0),
+        )
+        if m.content == ManifestContent.DATA:
+            sums["total-data-files"] += files
+            sums["total-records"] += rows
+        else:
+            sums["total-delete-files"] += files
+            sums["deletes"] += rows
+    summary = snapshot.summary or {}
+    pos, eq = _int(summary.get("total-position-deletes")), _int(summary.get("total-equality-deletes"))
+    totals = {k: v for k, v in sums.items() if k != "deletes"}
+    if pos is not None and eq is not None:
+        totals["total-position-deletes + total-equality-deletes"] = sums["deletes"]
+    for key, found in totals.items():
+        expected = pos + eq if "+" in key and pos is not None and eq is not None else _int(summary.get(key))
+        if expected is not None and expected != found:
+            raise CorruptMetadata(
+                f"{location}: its manifests count {key} {found}, the summary of snapshot "
+                f"{snapshot.snapshot_id} says {expected}",
+                location=location,
+                snapshot_id=snapshot.snapshot_id,
+            )

@@ -43,7 +43,14 @@ from icefloe.spec.content import (
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.tree.changes import EntrySelection
-from icefloe.tree.integrity import check_entry_counts, check_manifest_counts, check_manifest_version
+from icefloe.tree.integrity import (
+    check_entry_counts,
+    check_list_entries,
+    check_list_totals,
+    check_manifest_content,
+    check_manifest_counts,
+    check_manifest_version,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +64,10 @@ T = TypeVar("T")
 def manifest_refs(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) -> list[ManifestFile]:
     """The manifests a v1–v3 snapshot references, in list order."""
     if snapshot.manifest_list is not None:
-        return _cached_manifest_list(io, snapshot.manifest_list, snapshot.snapshot_id)
+        manifests = _cached_manifest_list(io, snapshot.manifest_list, snapshot.snapshot_id)
+        check_list_entries(snapshot, manifests, snapshot.manifest_list)
+        check_list_totals(snapshot, manifests, snapshot.manifest_list)
+        return manifests
     if snapshot.manifests is not None:
         return [_v1_manifest_ref(io, metadata, path, snapshot) for path in snapshot.manifests]
     return []
@@ -221,6 +231,7 @@ def read_entries(io: FileIO, metadata: TableMetadata, manifest_file: ManifestFil
             io.new_input(location), metadata.specs_by_id(), manifest_file=manifest_file
         )
     check_manifest_version(header.format_version, metadata.format_version, location)
+    check_manifest_content(header.content, manifest_file)
     check_entry_counts(manifest_file, entries)
     return inherit(entries, manifest_file, header.format_version)
 
@@ -243,6 +254,7 @@ def read_live_columns(
             logger.debug("reading %s as objects: %s", where, exc)
             return None
     check_manifest_version(columns.header.format_version, metadata.format_version, where)
+    check_manifest_content(columns.header.content, manifest_file)
     check_manifest_counts(manifest_file, columns.numpy(ac.STATUS, -1), columns.record_counts())
     return inherit_columns(columns, manifest_file)
 

@@ -72,7 +72,12 @@ from icefloe.tree.integrity import check_manifest_counts
 from icefloe.tree.v4_columnar import decode_leaf_rows
 from icefloe.tree.v4_leaf_columns import LeafColumns
 from icefloe.tree.v4_policy import manifest_dv_encoding
-from icefloe.tree.v4_root_checks import checked_references, recorded_cardinalities, root_codec
+from icefloe.tree.v4_root_checks import (
+    check_deletion_vectors,
+    checked_references,
+    recorded_cardinalities,
+    root_codec,
+)
 
 PARALLEL_LEAVES = 2
 _ROOT_CACHE_SIZE = 16
@@ -163,6 +168,7 @@ def _parse_root(metadata: TableMetadata, location: str, data: bytes) -> RootCont
         source=location,
         kind="root",
     )
+    check_deletion_vectors(table, location)
     content = _column(table, ce.CONTENT_TYPE)
     is_ref = pc.is_in(content, value_set=_REFERENCE_CONTENTS.cast(content.type))
     ref_rows = table.filter(is_ref)
@@ -282,6 +288,7 @@ def _read_leaf_table(
             columns=columns,
         )
         _check_leaf(table, ref)
+        check_deletion_vectors(table, ref.manifest_path)
     return table
 
 

@@ -117,3 +117,24 @@ def _decode(codec: ManifestDVCodec, data: bytes, where: str, location: str) -> P
         raise CorruptMetadata(str(exc), location=location) from exc
     except Exception as exc:  # a codec's own failure on hostile bytes
         raise CorruptMetadata(f"{where}: {type(exc).__name__}: {exc}", location=location) from exc
+
+
+_DV_REQUIRED = (ce.DV_LOCATION, ce.DV_OFFSET, ce.DV_SIZE, ce.DV_CARDINALITY)
+
+
+def check_deletion_vectors(entries: pa.Table, location: str) -> None:
+    """Every colocated deletion vector of a root or leaf names its file, offset, size and cardinality."""
+    column = ce.column_by_field_id(entries, ce.DELETION_VECTOR)
+    if column is None or not len(column):
+        return
+    arr = cast(pa.StructArray, column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
+    present = arr.is_valid()
+    for i in range(arr.type.num_fields):
+        fid = field_id_of(arr.type.field(i))
+        if fid in _DV_REQUIRED and pc.any(pc.and_(present, pc.is_null(arr.field(i)))).as_py():
+            raise CorruptMetadata(
+                f"{location}: a deletion vector without its {arr.type.field(i).name}", location=location
+            )
+    found = {field_id_of(arr.type.field(i)) for i in range(arr.type.num_fields)}
+    if pc.any(present).as_py() and not set(_DV_REQUIRED) <= found:
+        raise CorruptMetadata(f"{location}: deletion vectors lack required fields", location=location)
