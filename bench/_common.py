@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from icefloe.formats.avro_manifest_list import write_manifest_list
+from icefloe.formats.avro.manifest_list import write_manifest_list
 from icefloe.spec.content import ManifestContent, ManifestFile
 from icefloe.spec.snapshots import MAIN_BRANCH, Operation, RefType, Snapshot
 from icefloe.spec.table_metadata import TableMetadata

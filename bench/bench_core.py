@@ -15,7 +15,7 @@
     its 4 columns; written with icefloe's ``write_manifest``, committed as one snapshot, loaded
     by both libraries from the same catalog (icefloe plans v1–v3 manifests columnarly, decoding
     them to Arrow with DataFusion; the log says how many manifests took that path). Times
-    ``table.scan(row_filter=...).plan_files()`` with one partition selected, no filter, and
+    ``table.scan(filter=...).plan_files()`` with one partition selected, no filter, and
     (``--cases metrics``; on by default with ``--quick``) a filter on the bucketed ``id``
     column: every manifest read, column metrics evaluated per entry. One warm-up plan per
     library, then the libraries in turns; medians.
@@ -180,7 +180,7 @@ def file_ids(day: int, index: int, files_per_manifest: int) -> tuple[int, int]:
 
 def write_day_manifest(job: ManifestJob) -> ManifestFile:
     """Write the manifest of one day's ``files`` data files (runs in a worker process)."""
-    from icefloe.formats.avro_manifest import write_manifest
+    from icefloe.formats.avro.manifest import write_manifest
     from icefloe.io.fileio import load_file_io
 
     io = load_file_io({}, job.table_location)
@@ -299,7 +299,7 @@ def bench_planning(
     paths: dict[str, int] = {}
 
     def ice_plan(c: PlanCase) -> None:
-        scan = ice_table.scan(row_filter=c.row_filter) if c.row_filter else ice_table.scan()
+        scan = ice_table.scan(filter=c.row_filter) if c.row_filter else ice_table.scan()
         stats = PlanStats()
         counts["icefloe"] = len(scan.plan_files(stats))
         paths["columnar"], paths["fallback"] = stats.manifests_columnar, stats.manifests_fallback

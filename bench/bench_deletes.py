@@ -8,7 +8,7 @@
     committed as one snapshot, then ``--dvs`` deletion vectors (one per data file, every
     files/dvs-th file) in delete manifests of 1,000 entries, committed as a second snapshot. The
     DVs are real: one Puffin file per delete manifest, written with
-    ``icefloe.formats.puffin.write_deletion_vectors``. Times ``table.scan(row_filter=...)
+    ``icefloe.formats.puffin.files.write_deletion_vectors``. Times ``table.scan(filter=...)
     .plan_files()`` for one partition and for everything, and checks that both libraries attach
     every DV to its data file.
 
@@ -70,7 +70,7 @@ from icefloe.spec.snapshots import Operation, Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.transforms import IdentityTransform
 from icefloe.spec.types import DoubleType, IntegerType, LongType, NestedField, StringType
-from icefloe.tree.write_seam import TreeChange
+from icefloe.tree.changes import TreeChange
 from icefloe.txn.producers import SnapshotProducer
 from icefloe.txn.transaction import AttemptContext
 
@@ -112,7 +112,7 @@ class DataManifestJob:
 
 def write_data_manifest(job: DataManifestJob) -> ManifestFile:
     """Write one day's data manifest (runs in a worker process)."""
-    from icefloe.formats.avro_manifest import write_manifest
+    from icefloe.formats.avro.manifest import write_manifest
     from icefloe.io.fileio import load_file_io
 
     io = load_file_io({}, job.table_location)
@@ -170,9 +170,9 @@ class DeleteManifestJob:
 
 def write_delete_manifest(job: DeleteManifestJob) -> ManifestFile:
     """Write a Puffin file of real DVs and the delete manifest that points into it."""
-    from icefloe.formats.avro_manifest import write_manifest
-    from icefloe.formats.puffin import write_deletion_vectors
-    from icefloe.formats.roaring64 import PositionBitmap
+    from icefloe.formats.avro.manifest import write_manifest
+    from icefloe.formats.puffin.files import write_deletion_vectors
+    from icefloe.formats.puffin.roaring64 import PositionBitmap
     from icefloe.io.fileio import load_file_io
 
     io = load_file_io({}, job.table_location)
@@ -293,7 +293,7 @@ def bench_dv_planning(
     ]
 
     def ice_plan(row_filter: str | None) -> None:
-        scan = ice_table.scan(row_filter=row_filter) if row_filter else ice_table.scan()
+        scan = ice_table.scan(filter=row_filter) if row_filter else ice_table.scan()
         tasks = scan.plan_files()
         counts["icefloe"] = (len(tasks), sum(1 for t in tasks if t.deletes))
 
@@ -356,8 +356,8 @@ class ScanTable:
 
 def build_scan_table(work: str, rows: int, data_files: int) -> ScanTable:
     """Create (or reuse) the v3 scan table: ``data_files`` appends, then one DV snapshot."""
-    from icefloe.formats.puffin import write_deletion_vectors
-    from icefloe.formats.roaring64 import PositionBitmap
+    from icefloe.formats.puffin.files import write_deletion_vectors
+    from icefloe.formats.puffin.roaring64 import PositionBitmap
     from icefloe.tree.locations import LocationProvider
 
     cat = icefloe_catalog(work)

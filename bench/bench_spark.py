@@ -66,8 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     from pyspark.sql import functions as F
 
     from icefloe.spark import create_table, read_table, session, write_table
-    from icefloe.spark.context import resolve_catalog
     from icefloe.spark.read import plan_read
+    from icefloe.spark.runtime import resolve_catalog
 
     work = args.dir or tempfile.mkdtemp(prefix="icefloe-bench-spark-")
     os.makedirs(work, exist_ok=True)
@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def selective(make: Callable[[], Any], pushed: bool = False) -> Callable[[], None]:
         if pushed:
-            return lambda: read_table(spark, "bench.events", row_filter=flt).count()
+            return lambda: read_table(spark, "bench.events", filter=flt).count()
         return lambda: make().where(f"id >= {lo} AND id < {hi}").count()
 
     for label, route, base in [

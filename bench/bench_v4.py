@@ -60,9 +60,10 @@ from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.transforms import IdentityTransform
 from icefloe.spec.types import DateType, LongType, NestedField, StringType
+from icefloe.tree.changes import TreeChange, TreeWriteRequest
 from icefloe.tree.locations import LocationProvider
 from icefloe.tree.read_seam import manifest_refs, read_entries
-from icefloe.tree.write_seam import TreeChange, write_snapshot_tree
+from icefloe.tree.write_seam import write_snapshot_tree
 from icefloe.txn.producers import AppendFiles
 
 SCHEMA = Schema(
@@ -467,14 +468,16 @@ def delete_one(table: Any, properties: dict[str, str] | None) -> tuple[int, int,
     victim = next(e for e in read_entries(table.io, md, refs[len(refs) // 2]) if e.is_live)
     t0 = time.perf_counter()
     result = write_snapshot_tree(
-        table.io,
-        md,
-        snap,
-        TreeChange(removed_entries=[victim]),
-        snapshot_id=1,
-        sequence_number=md.last_sequence_number + 1,
-        location_provider=LocationProvider(md),
-        properties=properties,
+        TreeWriteRequest(
+            table.io,
+            md,
+            snap,
+            TreeChange(removed_entries=[victim]),
+            snapshot_id=1,
+            sequence_number=md.last_sequence_number + 1,
+            location_provider=LocationProvider(md),
+            properties=properties,
+        )
     )
     seconds = time.perf_counter() - t0
     sizes = [os.path.getsize(local_path(p)) for p in result.written_files]
@@ -532,11 +535,11 @@ def bench_plans(tables: dict[int, Any], files: int, runs: int) -> list[list[str]
             table = tables[v]
 
             def plan(t: Any = table, e: Any = expr) -> None:
-                t.scan(row_filter=e).plan_files()
+                t.scan(filter=e).plan_files()
 
             timing = time_calls(plan, runs)
             times[v] = timing.median
-            counts[v] = len(table.scan(row_filter=expr).plan_files())
+            counts[v] = len(table.scan(filter=expr).plan_files())
         if counts[3] != counts[4]:
             raise RuntimeError(f"plans differ for {label}: v3 {counts[3]} files, v4 {counts[4]}")
         plans.append([label, f"{counts[4]:,}", fmt_s(times[3]), fmt_s(times[4]), ratio(times[3], times[4])])

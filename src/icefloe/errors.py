@@ -1,12 +1,52 @@
-"""One error hierarchy for icefloe: a base class with one subclass per kind of failure."""
+"""One error hierarchy for icefloe: a base class with one subclass per kind of failure.
+
+Every error may carry structured context besides its message: ``location`` (the file it is
+about), ``snapshot_id`` and ``table``. The code that raises sets what it knows; a caller that
+knows more adds it on the way up with :meth:`IcefloeError.with_context` (which never overwrites).
+Internal control-flow signals are not errors of this hierarchy: they stay private to the module
+that raises and catches them.
+"""
 
 from __future__ import annotations
+
+from typing import Self
 
 
 class IcefloeError(Exception):
     """Base class of every error icefloe raises on purpose."""
 
     retryable: bool = False
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        location: str | None = None,
+        snapshot_id: int | None = None,
+        table: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.location = location
+        self.snapshot_id = snapshot_id
+        self.table = table
+
+    def with_context(
+        self, *, location: str | None = None, snapshot_id: int | None = None, table: str | None = None
+    ) -> Self:
+        """This error with the context attributes it lacks filled in (set ones are kept); returns self."""
+        if self.location is None:
+            self.location = location
+        if self.snapshot_id is None:
+            self.snapshot_id = snapshot_id
+        if self.table is None:
+            self.table = table
+        return self
+
+    @property
+    def context(self) -> dict[str, str | int]:
+        """The context attributes that are set, by name."""
+        found = {"location": self.location, "snapshot_id": self.snapshot_id, "table": self.table}
+        return {k: v for k, v in found.items() if v is not None}
 
 
 class CleanableFailure:
@@ -64,8 +104,16 @@ class CommitConflict(CleanableFailure, IcefloeError):
     Either way nothing was committed (``CleanableFailure``).
     """
 
-    def __init__(self, message: str, *, retryable: bool = True) -> None:
-        super().__init__(message)
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool = True,
+        location: str | None = None,
+        snapshot_id: int | None = None,
+        table: str | None = None,
+    ) -> None:
+        super().__init__(message, location=location, snapshot_id=snapshot_id, table=table)
         self.retryable = retryable
 
 

@@ -10,11 +10,11 @@ import pytest
 
 from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
-from icefloe.catalog.table import Table
 from icefloe.errors import CorruptMetadata, Unsupported, ValidationError
 from icefloe.io.fileio import local_path
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField, StringType
+from icefloe.table.table import Table
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), True), NestedField(2, "name", StringType(), False))
 

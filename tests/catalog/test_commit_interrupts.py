@@ -24,10 +24,10 @@ from sqlalchemy import Connection, event
 
 from icefloe.catalog import base as catalog_base
 from icefloe.catalog.sql import SqlCatalog
-from icefloe.catalog.table import Table
 from icefloe.errors import CommitConflict, ValidationError, nothing_committed
 from icefloe.io.fileio import local_path
 from icefloe.spec.schema import Schema
+from icefloe.table.table import Table
 from icefloe.tree.reachable import reachable_files
 from icefloe.txn import transaction
 

@@ -32,12 +32,12 @@ import pyarrow as pa
 import pytest
 
 from icefloe.catalog import load_catalog
-from icefloe.catalog.table import Table
 from icefloe.errors import CommitConflict
 from icefloe.spec.content import EntryStatus, FileContent
 from icefloe.spec.schema import Schema
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.types import IntegerType, LongType, NestedField, StringType
+from icefloe.table.table import Table
 from icefloe.tree.read_seam import manifest_refs, read_entries
 from tests.support.interop import read_with_duckdb
 

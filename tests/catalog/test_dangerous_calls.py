@@ -12,7 +12,6 @@ import pyarrow as pa
 import pytest
 
 from icefloe.catalog.sql import SqlCatalog
-from icefloe.catalog.table import Table
 from icefloe.errors import ValidationError
 from icefloe.io.fileio import local_path
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
@@ -27,6 +26,7 @@ from icefloe.spec.transforms import (
     YearTransform,
 )
 from icefloe.spec.types import LongType, NestedField, StringType, TimestampType
+from icefloe.table.table import Table
 from icefloe.tree.summary import RESERVED_SUMMARY_KEYS
 
 SCHEMA = Schema(
@@ -59,7 +59,8 @@ def _files(table: Table) -> set[Path]:
 
 
 def _ids(table: Table) -> list[int]:
-    return sorted(table.catalog.load_table(table.identifier).to_arrow().column("id").to_pylist())
+    fresh = table.commit_target.catalog.load_table(table.identifier)
+    return sorted(fresh.to_arrow().column("id").to_pylist())
 
 
 @pytest.mark.parametrize("blank", ["", "   ", "\n\t", None])
@@ -73,7 +74,7 @@ def test_blank_filters_are_refused_and_change_nothing(table: Table, blank: str |
         with pytest.raises(ValidationError, match="the filter is empty"):
             table.overwrite(_rows([9]), blank)
     assert _files(table) == files
-    assert table.catalog.load_table(table.identifier).metadata_location == location
+    assert table.commit_target.catalog.load_table(table.identifier).metadata_location == location
     assert _ids(table) == [1, 2, 3]
 
 
@@ -105,7 +106,7 @@ def test_reserved_summary_keys_cannot_be_overridden(table: Table, key: str) -> N
     with pytest.raises(ValidationError, match="is reserved"):
         table.delete("id = 1", snapshot_properties={key: "1"})
     assert _files(table) == files  # the data file written for the append was removed again
-    assert table.catalog.load_table(table.identifier).metadata_location == location
+    assert table.commit_target.catalog.load_table(table.identifier).metadata_location == location
     assert _ids(table) == [1, 2, 3]
 
 
@@ -131,9 +132,9 @@ def test_bad_branch_and_tag_names_are_refused(table: Table, name: str) -> None:
     table.manage_snapshots().create_branch("audit").commit()
     with pytest.raises(ValidationError, match="invalid branch or tag name"):
         table.manage_snapshots().rename_branch("audit", name)
-    with pytest.raises(ValidationError, match="invalid branch name"):
+    with pytest.raises(ValidationError, match=r"invalid branch name|non-empty branch name"):
         table.append(_rows([9]), branch=name)  # a commit that would create the branch
-    assert set(table.catalog.load_table(table.identifier).refs()) == set(refs) | {"audit"}
+    assert set(table.commit_target.catalog.load_table(table.identifier).refs()) == set(refs) | {"audit"}
 
 
 def test_good_branch_names_work(table: Table) -> None:

@@ -16,13 +16,13 @@ import pytest
 
 from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
-from icefloe.catalog.table import Table
 from icefloe.errors import ValidationError
 from icefloe.spec.content import FileContent
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.transforms import BucketTransform, IdentityTransform
 from icefloe.spec.types import DoubleType, LongType, NestedField, StringType
+from icefloe.table.table import Table
 from tests.support.interop import read_with_duckdb, read_with_iceberg_rust, read_with_pyiceberg
 from tests.tree.v4_helpers import raw_rows
 

@@ -16,10 +16,10 @@ import pytest
 from icefloe.catalog.identifiers import namespace_to_string
 from icefloe.catalog.location_rules import location_problem
 from icefloe.catalog.sql import SqlCatalog
-from icefloe.catalog.table import Table
 from icefloe.errors import ValidationError
 from icefloe.maintenance.remove_orphan_files import remove_orphan_files
 from icefloe.spec.schema import Schema
+from icefloe.table.table import Table
 
 FUTURE_MS = int(time.time() * 1000) + 3_600_000
 
@@ -120,7 +120,7 @@ def test_namespace_location_is_confined(
 
 
 def test_changing_write_paths_later_is_checked(table_a: Table, warehouse: Path, tmp_path: Path) -> None:
-    catalog = table_a.catalog
+    catalog = table_a.commit_target.catalog
     assert isinstance(catalog, SqlCatalog)
     before = catalog.load_table("ns.a").metadata_location
     other = catalog.create_table("ns.b", table_a.schema())
@@ -156,7 +156,7 @@ def test_allow_external_locations(
 def test_overlapping_tables_are_refused_in_any_spelling(
     table_a: Table, schema: Schema, warehouse: Path
 ) -> None:
-    catalog = table_a.catalog
+    catalog = table_a.commit_target.catalog
     root = table_a.location()  # file:///.../warehouse/ns/a
     path = root[len("file://") :]
     files = _files(warehouse)
@@ -195,7 +195,7 @@ def test_nested_namespace_tables_cannot_live_in_a_table_directory(
 
 
 def test_a_metadata_file_cannot_be_registered_twice(table_a: Table) -> None:
-    catalog = table_a.catalog
+    catalog = table_a.commit_target.catalog
     with pytest.raises(ValidationError, match=r"belongs to table ns\.a"):
         catalog.register_table("ns.twin", table_a.metadata_location)
     older = table_a.metadata.metadata_log[0].metadata_file
@@ -232,7 +232,7 @@ def _sneak_in(catalog: SqlCatalog, name: str, metadata_location: str) -> None:
 
 
 def test_purging_a_twin_leaves_the_original_readable(table_a: Table, warehouse: Path) -> None:
-    catalog = table_a.catalog
+    catalog = table_a.commit_target.catalog
     assert isinstance(catalog, SqlCatalog)
     _sneak_in(catalog, "twin", table_a.metadata_location)
     files = _files(warehouse)
@@ -247,7 +247,7 @@ def test_purging_a_twin_leaves_the_original_readable(table_a: Table, warehouse: 
 
 
 def test_orphan_removal_does_not_touch_a_nested_table(table_a: Table, schema: Schema, tmp_path: Path) -> None:
-    catalog = table_a.catalog
+    catalog = table_a.commit_target.catalog
     assert isinstance(catalog, SqlCatalog)
     # A table living inside ns.a's directory, created through another catalog of the same database.
     other = SqlCatalog(

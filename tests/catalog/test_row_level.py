@@ -15,13 +15,13 @@ import pytest
 
 from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
-from icefloe.catalog.table import Table
 from icefloe.errors import ValidationError
 from icefloe.io.fileio import local_path
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.transforms import IdentityTransform
 from icefloe.spec.types import IntegerType, LongType, NestedField, StringType
+from icefloe.table.table import Table
 from tests.support.interop import read_with_duckdb, read_with_pyiceberg
 
 SCHEMA = Schema(
@@ -124,7 +124,7 @@ def test_delete_update_merge_read_identically(catalog: Catalog, fv: int, mode: s
 
     # merge: update matched, insert the rest
     source = pa.table({"id": pa.array([0, 16, 40], pa.int64()), "cat": ["b", "b", "a"], "v": [7, 8, 9]})
-    result = table.merge(source, on="id", mode=mode)
+    result = table.merge(source, on="id", mode=mode).when_matched_update().when_not_matched_insert().execute()
     assert (result.updated_rows, result.inserted_rows, result.deleted_rows) == (2, 1, 0)
     want |= {0: (0, "b", 7), 16: (16, "b", 8), 40: (40, "a", 9)}
     _check(table, want)
@@ -150,7 +150,9 @@ def test_modes_come_from_table_properties(catalog: Catalog, fv: int) -> None:
     assert len(_delete_files(table)) == 1
     result = table.update({"v": 0}, "id = 4")
     assert result.mode == "merge-on-read" and result.data_files_removed == 0
-    result = table.merge(_rows([5]), on="id")  # write.merge.mode unset: copy-on-write
+    result = (
+        table.merge(_rows([5]), on="id").when_matched_update().when_not_matched_insert().execute()
+    )  # write.merge.mode unset: copy-on-write
     assert result.mode == "copy-on-write" and result.data_files_removed == 1
     assert table.delete("id = 6", mode="copy-on-write").delete_files_added == 0
     table.set_properties(**{"write.delete.mode": "sometimes"})
@@ -207,7 +209,12 @@ def test_merge_clauses(catalog: Catalog, mode: str) -> None:
         "db.n", Schema(NestedField(1, "id", LongType(), False), NestedField(2, "cat", StringType(), False))
     )
     nullable.append(pa.table({"id": pa.array([None, 1], pa.int64()), "cat": ["old", "old"]}))
-    result = nullable.merge(pa.table({"id": pa.array([None, 1], pa.int64()), "cat": ["new", "new"]}), on="id")
+    result = (
+        nullable.merge(pa.table({"id": pa.array([None, 1], pa.int64()), "cat": ["new", "new"]}), on="id")
+        .when_matched_update()
+        .when_not_matched_insert()
+        .execute()
+    )
     assert (result.updated_rows, result.inserted_rows) == (1, 1)
     assert sorted(map(str, nullable.to_arrow().to_pylist())) == sorted(
         map(str, [{"id": None, "cat": "old"}, {"id": 1, "cat": "new"}, {"id": None, "cat": "new"}])
@@ -216,7 +223,9 @@ def test_merge_clauses(catalog: Catalog, mode: str) -> None:
 
 def test_merge_into_an_empty_table_inserts(catalog: Catalog) -> None:
     table = catalog.create_table("db.e", SCHEMA, properties={"format-version": "3"})
-    result = table.merge(_rows([1, 2]), on=["id", "cat"])
+    result = (
+        table.merge(_rows([1, 2]), on=["id", "cat"]).when_matched_update().when_not_matched_insert().execute()
+    )
     assert (result.inserted_rows, result.updated_rows) == (2, 0)
     assert sorted(table.to_arrow()["id"].to_pylist()) == [1, 2]
 
@@ -241,7 +250,9 @@ def test_bad_update_values_change_nothing(catalog: Catalog, mode: str) -> None:
         with pytest.raises(ValidationError, match=message):
             table.update(assignments, "id < 5", mode=mode)
     with pytest.raises(ValidationError, match="'v'"):
-        table.merge(pa.table({"id": pa.array([1], pa.int64()), "v": ["x"]}), on="id", mode=mode)
+        table.merge(
+            pa.table({"id": pa.array([1], pa.int64()), "v": ["x"]}), on="id", mode=mode
+        ).when_matched_update().when_not_matched_insert().execute()
     assert table.current_snapshot() == snapshot
     assert table.refresh().current_snapshot() == snapshot
     assert _files(table) == files
@@ -256,11 +267,16 @@ def test_merge_with_duplicate_source_keys_changes_nothing(catalog: Catalog, fv: 
     with pytest.raises(
         ValidationError, match=r"2 source rows match the same target row \(key \{'id': 20\}\)"
     ):
-        table.merge(source, on="id", mode=mode)
+        table.merge(source, on="id", mode=mode).when_matched_update().when_not_matched_insert().execute()
     assert table.refresh().current_snapshot() == snapshot
     assert _files(table) == files
     # duplicates that match nothing are inserted; without a matched clause nothing is checked
-    result = table.merge(_rows([60, 60]), on="id", mode=mode)
+    result = (
+        table.merge(_rows([60, 60]), on="id", mode=mode)
+        .when_matched_update()
+        .when_not_matched_insert()
+        .execute()
+    )
     assert result.inserted_rows == 2
     result = table.merge(source, on="id", when_matched_update=False, mode=mode)
     assert result.inserted_rows == 1 and result.updated_rows == 0
@@ -292,11 +308,15 @@ def test_merge_refuses_ambiguous_or_unknown_input(catalog: Catalog) -> None:
     with pytest.raises(ValidationError, match="both updated and deleted"):
         table.merge(_rows([1]), on="id", when_matched_delete=True)
     with pytest.raises(ValidationError, match="MERGE key 'nope'"):
-        table.merge(_rows([1]), on="nope")
+        table.merge(_rows([1]), on="nope").when_matched_update().when_not_matched_insert().execute()
     with pytest.raises(ValidationError, match=r"source columns \['extra'\]"):
-        table.merge(_rows([1]).append_column("extra", pa.array([1])), on="id")
+        table.merge(
+            _rows([1]).append_column("extra", pa.array([1])), on="id"
+        ).when_matched_update().when_not_matched_insert().execute()
     with pytest.raises(ValidationError, match="not a column of the source"):
-        table.merge(pa.table({"v": pa.array([1], pa.int32())}), on="id")
+        table.merge(
+            pa.table({"v": pa.array([1], pa.int32())}), on="id"
+        ).when_matched_update().when_not_matched_insert().execute()
 
 
 # ---------------------------------------------------------------- transactions

@@ -48,12 +48,12 @@ import pyarrow.compute as pc
 import pytest
 
 from icefloe.catalog import load_catalog
-from icefloe.catalog.table import Table
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.transforms import IdentityTransform
 from icefloe.spec.types import LongType, NestedField, StringType
+from icefloe.table.table import Table
 from icefloe.tree.read_seam import live_entries, manifest_refs
 
 MARKER = "crash-test.step"
@@ -191,17 +191,17 @@ def step_of(snapshot: Snapshot | None) -> int:
 # Innermost matching frame wins: (path fragment of the module, function name prefix or "*", phase).
 PHASE_RULES: tuple[tuple[str, str, str], ...] = (
     ("catalog/sql.py", "_swap_metadata_location", "swap"),
-    ("formats/metadata_file.py", "write_table_metadata", "write-metadata-json"),
+    ("formats/metadata/files.py", "write_table_metadata", "write-metadata-json"),
     ("catalog/base.py", "commit_table", "swap"),
     ("catalog/base.py", "load_table", "load"),
     ("txn/transaction.py", "_cleanup", "cleanup"),
     ("txn/validation.py", "*", "validate"),
     ("txn/producers.py", "*", "write-tree"),  # tree/ is not a rule: scans and writers use it too
     ("txn/delete_writer.py", "*", "write-deletes"),
-    ("scan/row_deletes.py", "*", "write-deletes"),
+    ("dml/position_deletes.py", "*", "write-deletes"),
     ("txn/equality_deletes.py", "*", "write-deletes"),
     ("txn/data_writer.py", "*", "write-data"),
-    ("scan/row_changes.py", "write_", "write-data"),
+    ("dml/row_io.py", "write_", "write-data"),
     ("scan/", "*", "read"),
 )
 # The phases of a commit every case must kill at least once, in the order a step runs them.

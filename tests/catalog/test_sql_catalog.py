@@ -137,7 +137,7 @@ def test_create_load_list_tables(catalog: SqlCatalog, schema: Schema, warehouse:
     loaded = catalog.load_table(("db", "inner", "events"))
     assert loaded.metadata_location == table.metadata_location
     assert loaded.metadata == table.metadata
-    assert loaded.catalog is catalog
+    assert loaded.commit_target.catalog is catalog  # type: ignore[attr-defined]
     assert catalog.table_exists("db.inner.events")
     assert not catalog.table_exists("db.inner.nope")
     catalog.create_table("db.inner.alpha", schema)

@@ -16,13 +16,13 @@ import pytest
 
 from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
-from icefloe.catalog.table import Table
 from icefloe.errors import Unsupported, ValidationError
 from icefloe.spec.content import FileContent
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.transforms import IdentityTransform
 from icefloe.spec.types import LongType, NestedField, StringType
+from icefloe.table.table import Table
 from icefloe.tree.read_seam import manifest_refs
 from tests.scan.test_acceptance_fixtures import IcefloeBuilder
 from tests.support.filter_expr import convert

@@ -15,7 +15,6 @@ import pytest
 
 from icefloe.catalog import ENV_CATALOG_URI, ENV_WAREHOUSE, load_catalog
 from icefloe.catalog.base import Catalog
-from icefloe.catalog.table import Table
 from icefloe.cli.describe import relative_path
 from icefloe.cli.main import main, point_in_time
 from icefloe.io.fileio import local_path, normalize_location
@@ -29,6 +28,7 @@ from icefloe.spec.types import (
     StringType,
     StructType,
 )
+from icefloe.table.table import Table
 from icefloe.tree.read_seam import manifest_refs
 from icefloe.tree.v4_read import read_root
 from tests.maintenance.helpers import BY_CAT, SCHEMA, batch, delete_ids, make_table, rows_by_id

@@ -7,14 +7,14 @@ from typing import Any
 import pyarrow as pa
 
 from icefloe.catalog.base import Catalog
-from icefloe.catalog.table import Table
-from icefloe.scan.row_changes import read_for_change
-from icefloe.scan.row_deletes import write_row_deletes
+from icefloe.dml.position_deletes import write_row_deletes
+from icefloe.dml.row_io import read_for_change
 from icefloe.spec.content import FileContent
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.transforms import IdentityTransform
 from icefloe.spec.types import LongType, NestedField, StringType
+from icefloe.table.table import Table
 from icefloe.tree.read_seam import live_entries
 from icefloe.txn.producers import RowDelta
 

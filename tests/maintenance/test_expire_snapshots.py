@@ -13,10 +13,10 @@ import pytest
 
 from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
-from icefloe.catalog.table import Table
 from icefloe.errors import NotFound, ValidationError
 from icefloe.io.fileio import local_path
 from icefloe.maintenance.expire_snapshots import expire_snapshots
+from icefloe.table.table import Table
 from icefloe.tree.reachable import reachable_files
 from icefloe.tree.read_seam import live_entries
 from icefloe.tree.v4_read import read_root

@@ -12,11 +12,11 @@ import pytest
 
 from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
-from icefloe.catalog.table import Table
 from icefloe.errors import ValidationError
 from icefloe.io.fileio import local_path
 from icefloe.maintenance.expire_snapshots import expire_snapshots
 from icefloe.maintenance.remove_orphan_files import remove_orphan_files
+from icefloe.table.table import Table
 from tests.maintenance.helpers import batch, delete_ids, make_table
 
 HOUR_MS = 3600 * 1000

@@ -8,9 +8,17 @@ import pytest
 
 from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
-from icefloe.errors import ValidationError
-from icefloe.maintenance.rewrite_data_files import plan_rewrite, rewrite_data_files
-from icefloe.spec.content import FileContent
+from icefloe.errors import CommitConflict, ValidationError
+from icefloe.maintenance.rewrite_data_files import (
+    LocalGroupWriter,
+    RewritePlan,
+    RewriteRequest,
+    compact,
+    plan_rewrite,
+    rewrite_data_files,
+)
+from icefloe.spec.content import DataFile, FileContent
+from icefloe.table.table import Table
 from icefloe.tree.read_seam import live_entries
 from tests.maintenance.helpers import (
     batch,
@@ -136,7 +144,7 @@ def test_nothing_to_rewrite_commits_nothing(catalog: Catalog) -> None:
 
 
 def test_equality_deletes_are_applied_and_retired(catalog: Catalog) -> None:
-    from icefloe.catalog.equality_upsert import delete_by_key
+    from icefloe.dml.upsert import delete_by_key
 
     table = make_table(catalog, "db.t", 2, partitioned=False)
     delete_by_key(table, batch(10, 5).select(["id"]), on=["id"])  # ids 10..14
@@ -187,3 +195,24 @@ def test_v1_tables_compact_small_files(catalog: Catalog) -> None:
     assert table.current_snapshot().operation == "replace"  # type: ignore[union-attr]
     assert rows_by_id(table) == before
     assert sorted(read_with_pyiceberg(table.metadata_location)["id"].to_pylist()) == sorted(before)
+
+
+def test_a_failed_commit_leaves_none_of_the_rewritten_files(catalog: Catalog) -> None:
+    """The shared flow (``compact``) discards what its group writer wrote when the commit fails."""
+    table = make_table(catalog, "db.t", 3)
+    delete_ids(table, {1})
+    wrote: list[str] = []
+
+    class RacedByADelete(LocalGroupWriter):
+        def write(self, t: Table, plan: RewritePlan) -> list[DataFile]:
+            files = super().write(t, plan)
+            wrote.extend(f.file_path for f in files)
+            delete_ids(catalog.load_table("db.t"), {2})  # a concurrent delete in a rewritten file
+            return files
+
+    with pytest.raises(CommitConflict):
+        compact(table, RewriteRequest(), RacedByADelete())
+    assert len(wrote) == 3
+    assert [p for p in wrote if table.io.exists(p)] == []
+    table.refresh()
+    assert sorted(rows_by_id(table)) == sorted(set(range(90)) - {1, 2})

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from icefloe.catalog import load_catalog
-from icefloe.catalog.table import Table
 from icefloe.expressions import ast
+from icefloe.table.table import Table
 from tests.support.filter_expr import convert
 from tests.support.fixtures import (
     canonical_rows,

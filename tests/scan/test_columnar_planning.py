@@ -20,10 +20,10 @@ import pytest
 
 from icefloe.errors import CorruptMetadata
 from icefloe.expressions import ast
-from icefloe.formats import avro_columnar as ac
-from icefloe.formats.avro_manifest import write_manifest
-from icefloe.formats.avro_manifest_list import write_manifest_list
-from icefloe.formats.metadata_file import read_table_metadata
+from icefloe.formats.avro import columnar as ac
+from icefloe.formats.avro.manifest import write_manifest
+from icefloe.formats.avro.manifest_list import write_manifest_list
+from icefloe.formats.metadata.files import read_table_metadata
 from icefloe.io.fileio import FileIO
 from icefloe.scan.planner import PlanStats, plan_files
 from icefloe.scan.table_scan import TableScan

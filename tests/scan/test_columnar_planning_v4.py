@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from icefloe.expressions import ast
-from icefloe.formats import avro_columnar as ac
-from icefloe.formats import mumbling
-from icefloe.formats.avro_manifest import write_manifest
-from icefloe.formats.content_entry import ContentRow, write_content_entries
+from icefloe.formats.avro import columnar as ac
+from icefloe.formats.avro.manifest import write_manifest
+from icefloe.formats.v4 import mumbling
+from icefloe.formats.v4.content_entry import ContentRow, write_content_entries
 from icefloe.io.fileio import FileIO
 from icefloe.scan.planner import PlanStats, plan_files
 from icefloe.spec.content import (

@@ -11,13 +11,13 @@ import pyarrow as pa
 import pytest
 
 from icefloe.catalog import load_catalog
-from icefloe.catalog.table import Table
 from icefloe.errors import ValidationError
 from icefloe.scan import metadata_tables as mt
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.transforms import BucketTransform, IdentityTransform
 from icefloe.spec.types import DoubleType, LongType, NestedField, StringType
+from icefloe.table.table import Table
 from icefloe.txn.partition_evolution import UpdateSpec
 from icefloe.txn.refs import ManageSnapshots
 
@@ -482,7 +482,7 @@ def test_metadata_tables_of_other_writers_match_pyiceberg(
 ) -> None:
     from pyiceberg.table import StaticTable
 
-    from icefloe.formats.metadata_file import read_table_metadata
+    from icefloe.formats.metadata.files import read_table_metadata
     from icefloe.io.fileio import load_file_io
 
     case = next(c for c in corpus if c["case"] == case_name)
@@ -578,7 +578,7 @@ def test_metadata_tables_of_other_writers_match_pyiceberg(
 
 
 def test_v3_deletion_vectors_and_row_lineage_fields(corpus: list[dict[str, Any]]) -> None:
-    from icefloe.formats.metadata_file import read_table_metadata
+    from icefloe.formats.metadata.files import read_table_metadata
     from icefloe.io.fileio import load_file_io
 
     case = next(c for c in corpus if c["case"] == "p04_v3_deletion_vectors")

@@ -24,7 +24,6 @@ import pyarrow as pa
 import pytest
 
 from icefloe.catalog import load_catalog
-from icefloe.catalog.table import Table
 from icefloe.expressions import ast
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
@@ -53,6 +52,7 @@ from icefloe.spec.types import (
     TimestampType,
     TimestamptzType,
 )
+from icefloe.table.table import Table
 
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1

@@ -9,11 +9,11 @@ import pytest
 
 from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
-from icefloe.catalog.table import Table
 from icefloe.errors import CorruptMetadata, NotFound
 from icefloe.io.fileio import local_path
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField, StringType
+from icefloe.table.table import Table
 from icefloe.txn.delete_writer import write_deletion_vectors_file, write_position_delete_file
 from icefloe.txn.producers import RowDelta
 from tests.support.interop import read_with_duckdb, read_with_pyiceberg

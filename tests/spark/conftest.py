@@ -24,7 +24,7 @@ def spark_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def spark(spark_home: Path) -> Iterator[object]:
-    """The shared SparkSession, configured by ``icefloe.spark.context``."""
+    """The shared SparkSession, configured by ``icefloe.spark.runtime``."""
     from icefloe.spark import session
 
     uri = f"sqlite:///{spark_home}/catalog.db"
@@ -53,7 +53,7 @@ def spark(spark_home: Path) -> Iterator[object]:
 @pytest.fixture(scope="session")
 def catalog(spark: object, spark_home: Path) -> Catalog:
     """The icefloe catalog the Spark session is configured with."""
-    from icefloe.spark.context import resolve_catalog
+    from icefloe.spark.runtime import resolve_catalog
 
     cat = resolve_catalog(spark, None)  # type: ignore[arg-type]
     if not cat.namespace_exists(("db",)):

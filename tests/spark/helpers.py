@@ -8,7 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from icefloe.catalog.table import Table
+from icefloe.table.table import Table
 
 
 def sorted_rows(table: pa.Table, columns: list[str] | None = None) -> list[tuple[Any, ...]]:

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from icefloe.catalog.base import Catalog
-from icefloe.catalog.table import Table
 from icefloe.spark import read_table
+from icefloe.table.table import Table
 from tests.scan.test_acceptance_fixtures import IcefloeBuilder
 from tests.spark.conftest import CI
 from tests.support.filter_expr import convert

@@ -7,7 +7,7 @@ from pyspark.sql import functions as F
 
 from icefloe.catalog.base import Catalog
 from icefloe.spark import create_table, plan_read, write_table
-from icefloe.spark.sql import create_view
+from icefloe.spark.views import create_view
 from tests.spark.helpers import df_rows, icefloe_rows
 
 

@@ -202,7 +202,7 @@ def test_arrow_route_for_lists_maps_and_uuids(spark, catalog: Catalog, table_nam
         NestedField(7, "u", UUIDType()),
         NestedField(8, "st", StructType(NestedField(9, "k", StringType()))),
     )
-    from icefloe.spark.sql import parse_partitioning
+    from icefloe.spark.views import parse_partitioning
 
     table = catalog.create_table(
         table_name, schema, partition_spec=parse_partitioning(schema, ["bucket(2, id)"])

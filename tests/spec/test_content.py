@@ -85,3 +85,58 @@ def test_threads_reading_at_once_all_see_the_same_dict() -> None:
     for t in threads:
         t.join()
     assert seen == [[1000 * r for r in range(50)]] * 8
+
+
+# -- a deletion vector as a delete file: one builder, used by every place that needs one ---------
+
+
+def test_a_deletion_vector_is_one_puffin_delete_file_wherever_it_is_built() -> None:
+    from icefloe.formats.puffin.files import DVBlobRef
+    from icefloe.scan.delete_index import _colocated_dv
+    from icefloe.spec.content import (
+        DeletionVectorRef,
+        EntryStatus,
+        FileContent,
+        ManifestEntry,
+        deletion_vector_file,
+    )
+    from icefloe.txn.delete_writer import PuffinDVs
+
+    data = DataFile("s3://b/t/data/a.parquet", "parquet", 100, 4096, spec_id=2, partition=(7, "x"))
+    dv = DeletionVectorRef("s3://b/t/data/d.puffin", 4, 38, 3, key_metadata=b"\x01\x02")
+    expected = {
+        "file_path": "s3://b/t/data/d.puffin",
+        "file_format": "puffin",
+        "record_count": 3,
+        "file_size_in_bytes": 38,
+        "content": FileContent.POSITION_DELETES,
+        "spec_id": 2,
+        "partition": (7, "x"),
+        "column_sizes": None,
+        "value_counts": None,
+        "null_value_counts": None,
+        "nan_value_counts": None,
+        "lower_bounds": None,
+        "upper_bounds": None,
+        "key_metadata": b"\x01\x02",
+        "split_offsets": None,
+        "equality_ids": None,
+        "sort_order_id": None,
+        "first_row_id": None,
+        "referenced_data_file": "s3://b/t/data/a.parquet",
+        "content_offset": 4,
+        "content_size_in_bytes": 38,
+        "deletion_vector": None,
+    }
+    built = deletion_vector_file(data, dv)
+    assert {f.name: getattr(built, f.name) for f in dataclasses.fields(DataFile)} == expected
+    # the known Puffin file size replaces the blob's; nothing else changes
+    sized = deletion_vector_file(data, dv, puffin_size=900)
+    assert sized == dataclasses.replace(built, file_size_in_bytes=900)
+
+    # v3: the writer's delete-file entry (no key metadata: it writes plaintext Puffin files)
+    written = PuffinDVs(dv.location, 900, {data.file_path: DVBlobRef(data.file_path, 4, 38, 3)})
+    assert written.delete_file(data) == dataclasses.replace(sized, key_metadata=None)
+    # v4: planning sees a colocated DV as the same file, key metadata included
+    entry = ManifestEntry(EntryStatus.ADDED, 1, 5, 5, data.with_changes(deletion_vector=dv))
+    assert _colocated_dv(entry).delete_file == built

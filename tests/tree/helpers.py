@@ -15,8 +15,9 @@ from icefloe.spec.sort_order import UNSORTED
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.transforms import parse_transform
 from icefloe.spec.types import LongType, NestedField, StringType
+from icefloe.tree.changes import TreeChange, TreeResult, TreeWriteRequest
 from icefloe.tree.locations import LocationProvider
-from icefloe.tree.write_seam import TreeChange, TreeResult, write_snapshot_tree
+from icefloe.tree.write_seam import write_snapshot_tree
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=True),
@@ -96,15 +97,17 @@ def commit(
     snapshot_id = 1000 + len(md.snapshots)
     seq = md.last_sequence_number + 1 if md.format_version >= 2 else 0
     result = write_snapshot_tree(
-        io,
-        md,
-        parent,
-        change,
-        snapshot_id=snapshot_id,
-        sequence_number=seq,
-        location_provider=LocationProvider(md),
-        properties=properties,
-        merge=merge,
+        TreeWriteRequest(
+            io,
+            md,
+            parent,
+            change,
+            snapshot_id=snapshot_id,
+            sequence_number=seq,
+            location_provider=LocationProvider(md),
+            properties=properties,
+            merge=merge,
+        )
     )
     snap = Snapshot(
         snapshot_id=snapshot_id,

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from icefloe.formats.metadata_file import write_table_metadata
+from icefloe.formats.metadata.files import write_table_metadata
 from icefloe.io import FileIO
 from icefloe.spec.content import FileContent
+from icefloe.tree.changes import TreeChange
 from icefloe.tree.read_seam import live_entries
-from icefloe.tree.write_seam import TreeChange
 from tests.tree.helpers import commit, data_file, delete_file, new_metadata
 
 

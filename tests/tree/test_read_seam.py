@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from icefloe.formats.metadata_file import read_table_metadata
+from icefloe.errors import CorruptMetadata
+from icefloe.formats.metadata.files import read_table_metadata
 from icefloe.io import FileIO
 from icefloe.spec.content import (
     DataFile,
@@ -18,10 +19,12 @@ from icefloe.spec.content import (
     ManifestEntry,
     ManifestFile,
 )
-from icefloe.tree import read_seam
-from icefloe.tree.read_seam import inherit, live_entries, manifest_refs, read_entries
-from icefloe.tree.write_seam import TreeChange
+from icefloe.tree import v3_read
+from icefloe.tree.changes import TreeChange
+from icefloe.tree.read_seam import live_entries, manifest_refs, read_entries
+from icefloe.tree.v3_read import inherit
 from tests.tree.helpers import commit, data_file, delete_file, new_metadata
+from tests.tree.v4_helpers import commit4
 
 
 def _mf(**kw: object) -> ManifestFile:
@@ -123,7 +126,7 @@ def test_round_trip_through_the_seams(tmp_path: Path) -> None:
 
 
 def test_many_manifests_read_in_parallel_keep_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(read_seam, "PARALLEL_MANIFESTS", 1)
+    monkeypatch.setattr(v3_read, "PARALLEL_MANIFESTS", 1)
     io = FileIO()
     md = new_metadata(tmp_path, 2)
     files = [data_file(str(i)) for i in range(6)]
@@ -216,3 +219,36 @@ def test_read_entries_includes_deleted_entries(cases: list[dict]) -> None:
         for m in manifest_refs(io, md, snap):
             statuses |= {e.status for e in read_entries(io, md, m)}
     assert EntryStatus.DELETED in statuses and EntryStatus.EXISTING in statuses
+
+
+# -- errors name the file and the snapshot ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("fv", [2, 4])
+def test_a_corrupt_manifest_is_reported_with_its_location_and_snapshot(tmp_path: Path, fv: int) -> None:
+    io = FileIO()
+    md = new_metadata(tmp_path, fv, {"write.v4.root.max-inline-entries": "0"})
+    write = commit4 if fv >= 4 else commit
+    md, _ = write(io, md, TreeChange(added_data_files=[data_file("a"), data_file("b")]))
+    snap = md.current_snapshot()
+    assert snap is not None
+    refs = [m for m in manifest_refs(io, md, snap) if m.manifest_path != snap.root_manifest]
+    assert len(refs) == 1
+    broken = refs[0].manifest_path
+    Path(broken.removeprefix("file://")).write_bytes(b"not a manifest at all")
+    with pytest.raises(CorruptMetadata) as caught:
+        list(live_entries(io, md, snap))
+    assert caught.value.location == broken
+    assert caught.value.snapshot_id == snap.snapshot_id
+    assert caught.value.context == {"location": broken, "snapshot_id": snap.snapshot_id}
+
+
+def test_a_corrupt_manifest_list_is_reported_with_its_location_and_snapshot(tmp_path: Path) -> None:
+    io = FileIO()
+    md, _ = commit(io, new_metadata(tmp_path, 2), TreeChange(added_data_files=[data_file("a")]))
+    snap = md.current_snapshot()
+    assert snap is not None and snap.manifest_list is not None
+    Path(snap.manifest_list.removeprefix("file://")).write_bytes(b"Obj\x01garbage")
+    with pytest.raises(CorruptMetadata) as caught:
+        manifest_refs(io, md, snap)
+    assert (caught.value.location, caught.value.snapshot_id) == (snap.manifest_list, snap.snapshot_id)

@@ -15,8 +15,8 @@ from icefloe.io import FileIO
 from icefloe.spec.content import DeletionVectorRef, EntryStatus, FileContent, ManifestContent, ManifestEntry
 from icefloe.spec.snapshots import Operation
 from icefloe.spec.table_metadata import TableMetadata
+from icefloe.tree.changes import TreeChange
 from icefloe.tree.read_seam import dropped_entries, live_entries, manifest_refs, read_entries
-from icefloe.tree.write_seam import TreeChange
 from tests.tree.helpers import commit, data_file, new_metadata
 from tests.tree.v4_helpers import bits, commit4, head, raw_rows
 

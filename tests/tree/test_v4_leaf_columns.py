@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from icefloe.formats import mumbling
-from icefloe.formats.content_entry import ContentRow, write_content_entries
+from icefloe.formats.v4 import mumbling
+from icefloe.formats.v4.content_entry import ContentRow, write_content_entries
 from icefloe.io import FileIO
 from icefloe.spec.content import DataFile, EntryStatus, LazyMap, ManifestEntry, ManifestFile
 from icefloe.spec.conversions import to_bytes

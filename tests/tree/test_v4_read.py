@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from icefloe.expressions.parser import parse
-from icefloe.formats import mumbling
-from icefloe.formats.content_entry import ContentRow, write_content_entries
-from icefloe.formats.content_stats import ColumnStats
+from icefloe.formats.v4 import mumbling
+from icefloe.formats.v4.content_entry import ContentRow, write_content_entries
+from icefloe.formats.v4.content_stats import ColumnStats
 from icefloe.io import FileIO
 from icefloe.scan.planner import PlanStats, plan_files
 from icefloe.spec.content import (
@@ -28,9 +28,9 @@ from icefloe.spec.conversions import to_bytes
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.types import LongType
+from icefloe.tree.changes import TreeChange
 from icefloe.tree.read_seam import live_entries, manifest_refs, read_entries
 from icefloe.tree.v4_read import stats_manifest_filter
-from icefloe.tree.write_seam import TreeChange
 from tests.tree.helpers import SCHEMA, data_file, new_metadata
 from tests.tree.v4_helpers import commit4, head
 

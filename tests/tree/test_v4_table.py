@@ -11,13 +11,13 @@ import pytest
 
 from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
-from icefloe.catalog.table import Table
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.transforms import IdentityTransform
 from icefloe.spec.types import LongType, NestedField, StringType
 from icefloe.spec.updates import TableUpdate, UpgradeFormatVersion
+from icefloe.table.table import Table
 from icefloe.tree.read_seam import manifest_refs
 from icefloe.txn.transaction import AttemptContext, Transaction
 from tests.tree.v4_helpers import head, raw_rows

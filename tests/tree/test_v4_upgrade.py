@@ -8,8 +8,8 @@ from icefloe.io import FileIO
 from icefloe.scan.planner import plan_files
 from icefloe.spec.content import DeletionVectorRef, EntryStatus, ManifestContent
 from icefloe.spec.table_metadata import TableMetadata
+from icefloe.tree.changes import TreeChange
 from icefloe.tree.read_seam import live_entries, manifest_refs, read_entries
-from icefloe.tree.write_seam import TreeChange
 from tests.tree.helpers import commit, data_file, delete_file, new_metadata
 from tests.tree.v4_helpers import commit4, head, raw_rows
 

@@ -18,8 +18,8 @@ from icefloe.spec.conversions import to_bytes
 from icefloe.spec.snapshots import Operation
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.types import LongType
+from icefloe.tree.changes import TreeChange
 from icefloe.tree.read_seam import live_entries, manifest_refs, read_entries
-from icefloe.tree.write_seam import TreeChange
 from tests.tree.helpers import data_file, new_metadata
 from tests.tree.v4_helpers import bits, commit4, field_ids, footer, head, raw_rows, tree_files
 

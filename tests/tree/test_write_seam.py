@@ -7,12 +7,13 @@ from pathlib import Path
 import pytest
 
 from icefloe.errors import ValidationError
-from icefloe.formats.avro_manifest import read_manifest_header
-from icefloe.formats.avro_manifest_list import read_manifest_list_header
+from icefloe.formats.avro.manifest import read_manifest_header
+from icefloe.formats.avro.manifest_list import read_manifest_list_header
 from icefloe.io import FileIO
 from icefloe.spec.content import EntryStatus, FileContent, ManifestContent
+from icefloe.tree.changes import TreeChange, TreeWriteRequest
 from icefloe.tree.read_seam import live_entries, manifest_refs, read_entries
-from icefloe.tree.write_seam import TreeChange, write_snapshot_tree
+from icefloe.tree.write_seam import write_snapshot_tree
 from tests.tree.helpers import commit, data_file, delete_file, new_metadata
 
 MERGE_PROPS = {"commit.manifest.min-count-to-merge": "3"}
@@ -89,7 +90,7 @@ def test_removal_rewrites_only_the_manifest_holding_the_file(tmp_path: Path) -> 
     assert kept.status == EntryStatus.EXISTING and kept.snapshot_id == 1000
     assert (kept.sequence_number, kept.file_sequence_number, kept.data_file.first_row_id) == (1, 1, 30)
     # the rewritten manifest keeps explicit values: nothing is left to inheritance
-    from icefloe.formats.avro_manifest import read_manifest
+    from icefloe.formats.avro.manifest import read_manifest
 
     raw = read_manifest(io.new_input(rewritten.manifest_path))
     assert all(e.sequence_number == 1 and e.snapshot_id is not None for e in raw)
@@ -258,7 +259,9 @@ def test_v1_table_summary_and_missing_parent_totals(tmp_path: Path) -> None:
     parent = md.current_snapshot()
     assert parent is not None
     bare = parent.__class__(**{**{k: getattr(parent, k) for k in parent.__slots__}, "summary": {}})
-    result = write_snapshot_tree(io, md, bare, TreeChange(added_data_files=[data_file("b")]), 9, 0)
+    result = write_snapshot_tree(
+        TreeWriteRequest(io, md, bare, TreeChange(added_data_files=[data_file("b")]), 9, 0)
+    )
     assert "total-records" not in result.summary and result.summary["added-records"] == "10"
     assert len(manifest_refs(io, md, parent)) == 1
 

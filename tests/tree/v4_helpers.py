@@ -8,12 +8,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from icefloe.formats import mumbling
+from icefloe.formats.v4 import mumbling
 from icefloe.io import FileIO
 from icefloe.spec.snapshots import Operation, Snapshot
 from icefloe.spec.table_metadata import TableMetadata
+from icefloe.tree.changes import TreeChange, TreeResult, TreeWriteRequest
 from icefloe.tree.locations import LocationProvider
-from icefloe.tree.write_seam import TreeChange, TreeResult, write_snapshot_tree
+from icefloe.tree.write_seam import write_snapshot_tree
 
 
 def commit4(
@@ -28,14 +29,16 @@ def commit4(
     snapshot_id = 1000 + len(md.snapshots)
     seq = md.last_sequence_number + 1
     result = write_snapshot_tree(
-        io,
-        md,
-        parent,
-        change,
-        snapshot_id=snapshot_id,
-        sequence_number=seq,
-        location_provider=LocationProvider(md),
-        properties=properties,
+        TreeWriteRequest(
+            io,
+            md,
+            parent,
+            change,
+            snapshot_id=snapshot_id,
+            sequence_number=seq,
+            location_provider=LocationProvider(md),
+            properties=properties,
+        )
     )
     snap = Snapshot(
         snapshot_id=snapshot_id,

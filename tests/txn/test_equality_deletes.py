@@ -17,7 +17,6 @@ from pyiceberg.types import LongType as PyIcebergLong
 
 from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
-from icefloe.catalog.table import Table
 from icefloe.errors import ValidationError
 from icefloe.spec.content import FileContent
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
@@ -44,6 +43,7 @@ from icefloe.spec.types import (
     TimeType,
     UUIDType,
 )
+from icefloe.table.table import Table
 from icefloe.txn.equality_deletes import write_equality_delete_files
 from icefloe.txn.producers import RowDelta
 from tests.support.interop import read_with_duckdb, read_with_iceberg_rust

@@ -7,7 +7,6 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from icefloe.catalog.table import Table
 from icefloe.errors import CommitConflict, ValidationError
 from icefloe.spec.partitioning import UNPARTITIONED, PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
@@ -35,6 +34,7 @@ from icefloe.spec.types import (
     TimestampType,
 )
 from icefloe.spec.updates import LAST_ADDED, AddPartitionSpec, SetDefaultSpec, apply_updates
+from icefloe.table.table import Table
 from icefloe.txn.partition_evolution import UpdateSpec, default_partition_name
 from icefloe.txn.schema_evolution import UpdateSchema
 from tests.txn.test_schema_evolution import NOW, commit, ctx, evolve, make_md, new_table

@@ -212,7 +212,7 @@ def test_end_to_end_branches_tags_and_rollback(tmp_path: Path, format_version: i
     evolve(table, ManageSnapshots(table.metadata).create_tag("first", s1).create_branch("audit", s2))
     table.append(pa.table({"id": pa.array([20], pa.int64())}), branch="audit")
     audit_head = table.refs()["audit"].snapshot_id
-    assert table.catalog.load_table("db.t").current_snapshot().snapshot_id == s3  # type: ignore[union-attr]
+    assert table.commit_target.catalog.load_table("db.t").current_snapshot().snapshot_id == s3  # type: ignore[union-attr]
 
     def ids(**scan: Any) -> list[int]:
         return sorted(r["id"] for r in table.scan(**scan).to_arrow().to_pylist())
@@ -225,7 +225,7 @@ def test_end_to_end_branches_tags_and_rollback(tmp_path: Path, format_version: i
         assert sorted(audit.column("id").to_pylist()) == [1, 2, 20]
 
     evolve(table, ManageSnapshots(table.metadata).rollback_to_snapshot(s2))
-    fresh = table.catalog.load_table("db.t")
+    fresh = table.commit_target.catalog.load_table("db.t")
     assert fresh.current_snapshot().snapshot_id == s2  # type: ignore[union-attr]
     assert [e.snapshot_id for e in fresh.history()] == [s1, s2, s3, s2]
     assert ids() == [1, 2]
@@ -238,7 +238,7 @@ def test_end_to_end_branches_tags_and_rollback(tmp_path: Path, format_version: i
         .remove_tag("first")
         .set_max_ref_age_ms("audit", 86_400_000),
     )
-    fresh = table.catalog.load_table("db.t")
+    fresh = table.commit_target.catalog.load_table("db.t")
     assert fresh.current_snapshot().snapshot_id == audit_head  # type: ignore[union-attr]
     assert set(fresh.refs()) == {"main", "audit"}
     assert fresh.refs()["audit"].max_ref_age_ms == 86_400_000
@@ -262,5 +262,5 @@ def test_end_to_end_commit_to_a_branch_keeps_its_retention(tmp_path: Path, forma
         ),
     )
     table.append(pa.table({"id": pa.array([2], pa.int64())}), branch="audit")
-    ref = table.catalog.load_table("db.t").refs()["audit"]
+    ref = table.commit_target.catalog.load_table("db.t").refs()["audit"]
     assert (ref.min_snapshots_to_keep, ref.max_ref_age_ms) == (3, 86_400_000)

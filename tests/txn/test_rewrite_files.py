@@ -9,11 +9,11 @@ import pytest
 
 from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
-from icefloe.catalog.table import Table
 from icefloe.errors import CommitConflict, ValidationError
 from icefloe.io.fileio import local_path
 from icefloe.maintenance.rewrite_data_files import RewritePlan, commit_rewrite, plan_rewrite, write_group
 from icefloe.spec.content import DataFile, FileContent
+from icefloe.table.table import Table
 from icefloe.tree.read_seam import live_entries
 from icefloe.txn.rewrite_files import RewriteFiles
 from tests.maintenance.helpers import batch, data_paths, delete_ids, make_table, rows_by_id
@@ -75,7 +75,7 @@ def test_concurrent_append_is_kept(catalog: Catalog) -> None:
 
 
 def test_concurrent_equality_delete_still_applies_to_rewritten_rows(catalog: Catalog) -> None:
-    from icefloe.catalog.equality_upsert import delete_by_key
+    from icefloe.dml.upsert import delete_by_key
 
     table = make_table(catalog, "db.t", 2, partitioned=False)
     base_seq = table.current_snapshot().sequence_number  # type: ignore[union-attr]

@@ -11,7 +11,6 @@ import pyarrow as pa
 import pytest
 
 from icefloe.catalog import load_catalog
-from icefloe.catalog.table import Table
 from icefloe.errors import CommitConflict, ValidationError
 from icefloe.spec.json_codec import table_metadata_from_json, table_metadata_to_json
 from icefloe.spec.partitioning import UNPARTITIONED, PartitionField, PartitionSpec
@@ -45,6 +44,7 @@ from icefloe.spec.updates import (
     apply_updates,
     new_table_metadata,
 )
+from icefloe.table.table import Table
 from icefloe.txn.schema_evolution import UpdateSchema
 from icefloe.txn.transaction import AttemptContext
 
@@ -674,7 +674,7 @@ def test_end_to_end_evolution_reads_every_snapshot(tmp_path: Path, format_versio
         for snapshot_id, want in ((s1, at_s1), (s2, at_s2), (s3, at_s3)):
             assert rows(read_with_duckdb(table.metadata_location, snapshot_id=snapshot_id)) == want
     # field ids were kept; new ids came after last-column-id
-    fresh = table.catalog.load_table("db.t")
+    fresh = table.commit_target.catalog.load_table("db.t")
     assert [(f.field_id, f.name) for f in fresh.schema().fields] == [
         (6, "email"),
         (1, "id"),
@@ -695,7 +695,7 @@ def test_end_to_end_initial_default_fills_old_rows(tmp_path: Path, format_versio
     table.append(pa.table({"id": pa.array([3], pa.int64()), "level": pa.array([9], pa.int32())}))
     expected = [{"id": 1, "level": 7}, {"id": 2, "level": 7}, {"id": 3, "level": 9}]
     assert rows(table.scan().to_arrow()) == expected
-    assert table.catalog.load_table("db.t").schema().find_field("level") == NestedField(
+    assert table.commit_target.catalog.load_table("db.t").schema().find_field("level") == NestedField(
         2, "level", IntegerType(), True, None, 7, 7
     )
 
@@ -703,17 +703,17 @@ def test_end_to_end_initial_default_fills_old_rows(tmp_path: Path, format_versio
 @pytest.mark.parametrize("format_version", [2, 3, 4])
 def test_end_to_end_concurrent_schema_changes(tmp_path: Path, format_version: int) -> None:
     table = new_table(tmp_path, E2E_SCHEMA, format_version=format_version)
-    stale = table.catalog.load_table("db.t")
+    stale = table.commit_target.catalog.load_table("db.t")
     evolve(table, UpdateSchema(table.metadata).add_column("theirs", StringType()))
     # a builder made from stale metadata retries on the fresh schema: new ids after the concurrent add
     evolve(stale, UpdateSchema(stale.metadata).add_column("mine", StringType()))
-    fresh = table.catalog.load_table("db.t")
+    fresh = table.commit_target.catalog.load_table("db.t")
     assert [(f.field_id, f.name) for f in fresh.schema().fields][-2:] == [(6, "theirs"), (7, "mine")]
     conflicting = UpdateSchema(stale.metadata).rename_column("name", "label")
-    evolve(table, UpdateSchema(table.catalog.load_table("db.t").metadata).delete_column("name"))
+    evolve(table, UpdateSchema(table.commit_target.catalog.load_table("db.t").metadata).delete_column("name"))
     with pytest.raises(CommitConflict, match=r"'name' was deleted by a concurrent commit"):
         evolve(stale, conflicting)
-    assert table.catalog.load_table("db.t").metadata.current_schema_id == 3
+    assert table.commit_target.catalog.load_table("db.t").metadata.current_schema_id == 3
 
 
 @pytest.mark.parametrize("format_version", [3, 4])
@@ -753,11 +753,11 @@ def test_end_to_end_builder_bound_to_a_table_commits_on_exit(tmp_path: Path, for
     table = new_table(tmp_path, E2E_SCHEMA, format_version=format_version)
     with UpdateSchema(table.metadata, on_commit=lambda action: evolve(table, action)) as update:
         update.add_column("email", StringType())
-    assert table.catalog.load_table("db.t").schema().find_field("email").field_id == 6
+    assert table.commit_target.catalog.load_table("db.t").schema().find_field("email").field_id == 6
     with (
         pytest.raises(RuntimeError),
         UpdateSchema(table.metadata, on_commit=lambda action: evolve(table, action)) as update,
     ):
         update.add_column("other", StringType())
         raise RuntimeError("abandon the block")
-    assert "other" not in table.catalog.load_table("db.t").schema().column_names()
+    assert "other" not in table.commit_target.catalog.load_table("db.t").schema().column_names()

@@ -16,21 +16,21 @@ import pytest
 
 from icefloe.catalog import load_catalog
 from icefloe.catalog.base import Catalog
-from icefloe.catalog.table import Table
-from icefloe.catalog.table_writes import TableTransaction
+from icefloe.dml.change_builder import MERGE_ON_READ as MOR
+from icefloe.dml.copy_on_write import plan_copy_on_write
+from icefloe.dml.update import plan_update
 from icefloe.errors import CommitConflict, ValidationError
 from icefloe.expressions.parser import to_expression
-from icefloe.formats.parquet_data import write_parquet_data_file
+from icefloe.formats.parquet.data_files import write_parquet_data_file
 from icefloe.io.fileio import local_path
-from icefloe.scan.cow import plan_copy_on_write
-from icefloe.scan.row_level import MERGE_ON_READ as MOR
-from icefloe.scan.update_rows import plan_update
 from icefloe.spec.content import DataFile, DeletionVectorRef, EntryStatus, FileContent, ManifestEntry
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.snapshots import Operation
 from icefloe.spec.transforms import IdentityTransform
 from icefloe.spec.types import LongType, NestedField, StringType
+from icefloe.table.table import Table
+from icefloe.table.table_transaction import TableTransaction
 from icefloe.tree.locations import LocationProvider
 from icefloe.txn import validation
 from icefloe.txn.data_writer import prepare_arrow_table, write_data_files

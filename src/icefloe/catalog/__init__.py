@@ -49,7 +49,7 @@ def load_catalog(name: str | None = "default", **properties: str) -> Catalog:
 
 
 def __getattr__(attr: str) -> Any:
-    # Lazy so that importing icefloe.catalog.table does not pull in SQLAlchemy.
+    # Lazy so that importing icefloe.table.table does not pull in SQLAlchemy.
     if attr == "SqlCatalog":
         from icefloe.catalog.sql import SqlCatalog
 

@@ -26,6 +26,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 
+import pyarrow as pa
+
 from icefloe.catalog.identifiers import (
     Namespace,
     TableIdentifier,
@@ -43,7 +45,6 @@ from icefloe.catalog.location_rules import (
     table_roots,
     under_any,
 )
-from icefloe.catalog.table import Table
 from icefloe.errors import (
     AlreadyExists,
     IcefloeError,
@@ -53,7 +54,8 @@ from icefloe.errors import (
     ValidationError,
     nothing_committed,
 )
-from icefloe.formats.metadata_file import (
+from icefloe.formats.arrow_schema import schema_from_arrow
+from icefloe.formats.metadata.files import (
     DELETE_AFTER_COMMIT,
     new_metadata_with_log,
     read_table_metadata,
@@ -67,6 +69,7 @@ from icefloe.spec.schema import Schema
 from icefloe.spec.sort_order import UNSORTED, SortOrder
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.updates import new_table_metadata
+from icefloe.table.table import Table
 from icefloe.tree import read_seam
 from icefloe.tree.reachable import content_locations
 from icefloe.txn.partition_evolution import check_redundant_fields
@@ -278,20 +281,27 @@ class Catalog(ABC):
 
     def _table(self, namespace: Namespace, name: str, metadata_location: str, md: TableMetadata) -> Table:
         io = self._file_io(md.properties, md.location)
-        return Table((*namespace, name), md, metadata_location, io, self)
+        identifier = (*namespace, name)
+        return Table(identifier, md, metadata_location, io, CatalogCommitTarget(self, identifier, io))
 
     # ------------------------------------------------------------------ tables
 
     def create_table(
         self,
         identifier: str | Iterable[str],
-        schema: Schema,
+        schema: Schema | pa.Schema,
         partition_spec: PartitionSpec | None = None,
         sort_order: SortOrder | None = None,
         location: str | None = None,
         properties: dict[str, str] | None = None,
     ) -> Table:
-        """Create a table and write its first metadata file (``format-version`` property: 1-4, default 2)."""
+        """Create a table and write its first metadata file (``format-version`` property: 1-4, default 2).
+
+        ``schema``: an icefloe ``Schema``, or a ``pyarrow.Schema`` (fresh field ids are assigned in
+        field order; a partition spec or sort order must then refer to those ids).
+        """
+        if isinstance(schema, pa.Schema):
+            schema = schema_from_arrow(schema)
         namespace, name = parse_table_identifier(identifier)
         self._require_namespace(namespace)
         if self.table_exists((*namespace, name)):
@@ -516,3 +526,29 @@ def purge_table_files(
 
 
 __all__ = ["Catalog", "PropertiesUpdateSummary", "purge_table_files", "warehouse_location"]
+
+
+@dataclass(frozen=True)
+class CatalogCommitTarget:
+    """Where a catalog's table commits: the catalog's compare-and-swap of its metadata pointer."""
+
+    catalog: Catalog
+    identifier: tuple[str, ...]
+    io: FileIO
+
+    def load_for_commit(self) -> tuple[TableMetadata, str | None]:
+        """The table's metadata as the catalog has it now."""
+        fresh = self.catalog.load_table(self.identifier)
+        return fresh.metadata, fresh.metadata_location
+
+    def swap_metadata(
+        self, base_location: str | None, base_metadata: TableMetadata, new_metadata: TableMetadata
+    ) -> str:
+        """Write ``new_metadata`` and swap the catalog's pointer to it (see ``Catalog.commit_table``)."""
+        return self.catalog.commit_table(
+            self.identifier, base_location, new_metadata, base_metadata=base_metadata
+        )
+
+    def other_table_roots(self) -> tuple[str, ...]:
+        """Roots of the catalog's other tables (orphan removal never touches files under them)."""
+        return self.catalog.other_table_roots(self.identifier)

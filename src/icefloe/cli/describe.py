@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 
 from icefloe.catalog.base import Catalog
 from icefloe.catalog.identifiers import Namespace, identifier_to_string
-from icefloe.catalog.table import Table
 from icefloe.errors import NoSuchNamespace
 from icefloe.io.fileio import normalize_location
 from icefloe.spec.content import ManifestContent, ManifestEntry, ManifestFile
@@ -21,6 +20,7 @@ from icefloe.spec.schema import Schema
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.sort_order import SortOrder
 from icefloe.spec.types import IcebergType, ListType, MapType, NestedField, StructType
+from icefloe.table.table import Table
 from icefloe.tree import summary as counters
 from icefloe.tree.read_seam import manifest_refs
 from icefloe.tree.v4_read import dv_codec, read_root

@@ -20,7 +20,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe.catalog import load_catalog
-from icefloe.catalog.table import Table
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.transforms import BucketTransform, DayTransform
@@ -33,6 +32,7 @@ from icefloe.spec.types import (
     StringType,
     TimestamptzType,
 )
+from icefloe.table.table import Table
 
 TRIPS_SCHEMA = Schema(
     NestedField(1, "trip_id", LongType(), True),
@@ -152,17 +152,17 @@ def run(rows: int, batches: int, namespace: str = "demo") -> Report:
     with stage("overwrite day 0 with corrected data", report):
         day0 = "pickup_at >= '2026-01-01T00:00:00+00:00' and pickup_at < '2026-01-02T00:00:00+00:00'"
         corrected = generate_trips(10 * rows, max(rows // 50, 1), seed=999, day_range=(0, 1))
-        table.overwrite(corrected, overwrite_filter=day0)
+        table.overwrite(corrected, filter=day0)
 
     with stage("delete trips with zero distance or fare above 100", report):
         table.delete("distance_km < 0.05 or fare > 100")
 
     with stage("query: rows and revenue per vendor (filter on 3 days)", report):
         recent = table.scan(
-            row_filter="pickup_at >= '2026-01-11T00:00:00+00:00'", selected_fields=("vendor", "fare")
+            filter="pickup_at >= '2026-01-11T00:00:00+00:00'", columns=("vendor", "fare")
         ).to_arrow()
         by_vendor = recent.group_by("vendor").aggregate([("fare", "sum"), ("vendor", "count")])
-        tasks = table.scan(row_filter="pickup_at >= '2026-01-11T00:00:00+00:00'").plan_files()
+        tasks = table.scan(filter="pickup_at >= '2026-01-11T00:00:00+00:00'").plan_files()
     total_files = len(table.scan().plan_files())
     report.add("files read for the 3-day query", f"{len(tasks)} of {total_files}")
     for row in sorted(by_vendor.to_pylist(), key=lambda r: r["vendor"]):
@@ -176,7 +176,7 @@ def run(rows: int, batches: int, namespace: str = "demo") -> Report:
     report.add("snapshots", len(table.snapshots()))
     ops = [s.operation for s in table.snapshots()]
     report.add("operations", ", ".join(f"{op}x{ops.count(op)}" for op in dict.fromkeys(ops)))
-    check = table.scan(selected_fields=("trip_id",)).to_arrow()
+    check = table.scan(columns=("trip_id",)).to_arrow()
     assert pc.count_distinct(check.column("trip_id")).as_py() == check.num_rows, "duplicate trip ids"
     return report
 

@@ -22,7 +22,7 @@ from icefloe.maintenance.expire_snapshots import expire_snapshots
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from icefloe.scan.row_level import RowLevelResult
+    from icefloe.dml.change_builder import RowLevelResult
 
 NAMESPACE = "demo"
 DAY_5 = "pickup_at >= '2026-01-06T00:00:00+00:00' and pickup_at < '2026-01-07T00:00:00+00:00'"
@@ -57,7 +57,7 @@ def merge_trip_corrections(spark: SparkSession, rows: int) -> RowLevelResult:
     from icefloe.spark import merge_into, read_table
 
     corrections = (
-        read_table(spark, IDENT, row_filter=DAY_5)
+        read_table(spark, IDENT, filter=DAY_5)
         .where("trip_id % 100 = 7")
         .withColumn("fare", (F.col("fare") + F.lit(1)).cast("decimal(10,2)"))
     )
@@ -81,7 +81,7 @@ def run(rows: int, batches: int, spark: SparkSession | None = None) -> Report:
     end); a given session is used as it is configured, catalog included, and left running.
     """
     from icefloe.spark import delete_rows, read_table, rewrite_data_files, session, write_table
-    from icefloe.spark.context import resolve_catalog
+    from icefloe.spark.runtime import resolve_catalog
 
     report = Report()
     own_session = spark is None
@@ -120,7 +120,7 @@ def run(rows: int, batches: int, spark: SparkSession | None = None) -> Report:
             generate(spark, 10 * rows, max(rows // 50, 1), 0, 1),
             IDENT,
             mode="overwrite",
-            overwrite_filter=day0,
+            filter=day0,
         )
 
     with stage("delete trips shorter than 50 m (copy-on-write)", report):
@@ -133,7 +133,7 @@ def run(rows: int, batches: int, spark: SparkSession | None = None) -> Report:
 
     with stage("Spark DELETE of unpaid 2-passenger trips on one day (merge-on-read)", report):
         unpaid = f"payment is null and passengers = 2 and {DAY_5}"
-        expected = read_table(spark, IDENT, row_filter=unpaid).count()
+        expected = read_table(spark, IDENT, filter=unpaid).count()
         deleted = delete_rows(spark, IDENT, unpaid, mode="merge-on-read")
         if deleted.deleted_rows != expected:
             raise SystemExit(f"delete removed {deleted.deleted_rows} rows, {expected} matched")
@@ -153,11 +153,11 @@ def run(rows: int, batches: int, spark: SparkSession | None = None) -> Report:
 
     with stage("Spark SQL: trips and revenue per vendor over the last 3 days", report):
         recent = "pickup_at >= '2026-01-12T00:00:00+00:00'"
-        read_table(spark, IDENT, row_filter=recent).createOrReplaceTempView("recent_trips")
+        read_table(spark, IDENT, filter=recent).createOrReplaceTempView("recent_trips")
         query = "SELECT vendor, count(*) AS trips, sum(fare) AS revenue FROM recent_trips GROUP BY vendor"
         by_vendor = spark.sql(query + " ORDER BY vendor").collect()
     table.refresh()
-    files_read = len(table.scan(row_filter=recent).plan_files())
+    files_read = len(table.scan(filter=recent).plan_files())
     report.add("files planned for the 3-day query", f"{files_read} of {len(table.scan().plan_files())}")
     for row in by_vendor:
         report.add(f"  vendor {row['vendor']}", f"{row['trips']:,} trips, {row['revenue']} revenue")

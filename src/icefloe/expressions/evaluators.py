@@ -13,7 +13,7 @@ from typing import Any
 from icefloe.expressions.ast import AlwaysFalse, AlwaysTrue, And, Expression, Not, Op, Or, rewrite_not
 from icefloe.expressions.binding import bind
 from icefloe.expressions.bound import BoundPredicate, evaluate
-from icefloe.expressions.bounds import bounds_may_match, decode_bound
+from icefloe.expressions.bound_evaluation import bounds_may_match, decode_bound
 from icefloe.expressions.metrics import InclusiveMetricsEvaluator
 from icefloe.expressions.projection import inclusive_projection, partition_schema, strict_projection
 from icefloe.expressions.residuals import ResidualEvaluator, residual_for

@@ -12,7 +12,7 @@ from typing import Any
 from icefloe.expressions.ast import AlwaysFalse, AlwaysTrue, And, Expression, Not, Op, Or, rewrite_not
 from icefloe.expressions.binding import bind
 from icefloe.expressions.bound import BoundPredicate
-from icefloe.expressions.bounds import bounds_may_match, decode_bound
+from icefloe.expressions.bound_evaluation import bounds_may_match, decode_bound
 from icefloe.spec.content import DataFile
 from icefloe.spec.schema import Schema
 

@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe.errors import ValidationError
-from icefloe.spec.schema import Schema
+from icefloe.spec.schema import Schema, assign_fresh_ids
 from icefloe.spec.types import (
     BinaryType,
     BooleanType,
@@ -150,6 +150,29 @@ def field_id_of(field: pa.Field) -> int | None:
 def arrow_to_schema(arrow_schema: pa.Schema, schema_id: int = 0) -> Schema:
     """An Iceberg schema from an Arrow schema whose fields carry ``PARQUET:field_id`` metadata."""
     return Schema(*(_field_from_arrow(f, f.name) for f in arrow_schema), schema_id=schema_id)
+
+
+def schema_from_arrow(arrow_schema: pa.Schema) -> Schema:
+    """An Iceberg schema for a new table from any Arrow schema, with fresh field ids (1, 2, ...).
+
+    Field ids already in the Arrow metadata are ignored, as a catalog ignores them on create.
+    """
+    counter = iter(range(1, 1 << 30))
+
+    def numbered(field: pa.Field) -> pa.Field:
+        t = field.type
+        if pa.types.is_struct(t):
+            t = pa.struct([numbered(t.field(i)) for i in range(t.num_fields)])
+        elif pa.types.is_map(t):
+            t = pa.map_(numbered(t.key_field), numbered(t.item_field))
+        elif _is_list_like(t):
+            t = pa.list_(numbered(t.value_field))
+        meta = dict(field.metadata or {})
+        meta[FIELD_ID_KEY] = str(next(counter)).encode()
+        return pa.field(field.name, t, field.nullable, meta)
+
+    temporary = arrow_to_schema(pa.schema([numbered(f) for f in arrow_schema]))
+    return assign_fresh_ids(temporary)[0]
 
 
 def _field_from_arrow(field: pa.Field, path: str, required: bool | None = None) -> NestedField:

@@ -24,13 +24,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from icefloe.catalog.table import Table
 from icefloe.errors import ValidationError
 from icefloe.io.fileio import FileIO, normalize_location
 from icefloe.spec.properties import GC_ENABLED, gc_enabled
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.tree.reachable import live_files, tree_views
-from icefloe.txn.expire_snapshots import ExpireSnapshots, RetentionRequest, select_expired
+from icefloe.txn.handle import TableHandle, commit_action
+from icefloe.txn.snapshot_retention import ExpireSnapshots, RetentionRequest, select_expired
 
 
 @dataclass(frozen=True)
@@ -55,16 +55,16 @@ def to_epoch_ms(value: datetime | int | None) -> int | None:
     raise ValidationError(f"expected a datetime or epoch milliseconds, got {type(value).__name__}")
 
 
-def check_gc_enabled(table: Table, what: str) -> None:
+def check_gc_enabled(table: TableHandle, what: str) -> None:
     """ValidationError unless the table lets icefloe delete files it no longer needs."""
-    if not gc_enabled(table.properties):
+    if not gc_enabled(table.metadata.properties):
         raise ValidationError(
             f"cannot {what}: table {table.name} has {GC_ENABLED}=false (its files may be shared)"
         )
 
 
 def expire_snapshots(
-    table: Table,
+    table: TableHandle,
     *,
     older_than: datetime | int | None = None,
     retain_last: int | None = None,
@@ -89,8 +89,7 @@ def expire_snapshots(
         check_gc_enabled(table, "expire snapshots and delete their files (pass delete_files=False)")
     if select_expired(table.metadata, int(time.time() * 1000), request).is_empty:
         return ExpireResult((), (), (), ())  # nothing to expire: no commit, no new metadata file
-    with table.transaction() as tx:
-        tx.add_action(action)
+    commit_action(table, action)
     expiry, base = action.expiry, action.base
     if expiry.is_empty or base is None or not delete_files:
         return ExpireResult(expiry.snapshot_ids, expiry.removed_refs, (), ())

@@ -27,12 +27,11 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 
-from icefloe.catalog.location_rules import under_any
-from icefloe.catalog.table import Table
 from icefloe.errors import ValidationError
 from icefloe.io.fileio import normalize_location
 from icefloe.maintenance.expire_snapshots import check_gc_enabled, to_epoch_ms
 from icefloe.tree.reachable import reachable_files
+from icefloe.txn.handle import TableHandle
 
 DEFAULT_ORPHAN_AGE_MS = 3 * 24 * 3600 * 1000
 VERSION_HINT = "version-hint.text"
@@ -47,7 +46,7 @@ class OrphanResult:
     failed_deletes: tuple[str, ...] = ()
 
 
-def referenced_locations(table: Table) -> set[str]:
+def referenced_locations(table: TableHandle) -> set[str]:
     """Canonical locations of every file the table's current metadata names."""
     md = table.metadata
     reachable = reachable_files(table.io, md, md.snapshots)
@@ -58,8 +57,18 @@ def referenced_locations(table: Table) -> set[str]:
     return {normalize_location(n) for n in names}
 
 
+def _other_table_roots(table: TableHandle) -> tuple[str, ...]:
+    """Roots of the catalog's other tables, when the table commits to a catalog (which knows them)."""
+    lookup = getattr(getattr(table, "commit_target", None), "other_table_roots", None)
+    return tuple(lookup()) if callable(lookup) else ()
+
+
+def _under_any(location: str, roots: list[str]) -> bool:
+    return any(location == root or location.startswith(root + "/") for root in roots)
+
+
 def remove_orphan_files(
-    table: Table,
+    table: TableHandle,
     *,
     older_than: datetime | int | None = None,
     location: str | None = None,
@@ -72,12 +81,12 @@ def remove_orphan_files(
     cutoff = to_epoch_ms(older_than)
     if cutoff is None:
         cutoff = int(time.time() * 1000) - DEFAULT_ORPHAN_AGE_MS
-    root = location or table.location()
-    table_root = normalize_location(table.location())  # canonical spelling has no trailing slash
+    root = location or table.metadata.location
+    table_root = normalize_location(table.metadata.location)  # canonical spelling has no trailing slash
     if not (normalize_location(root) + "/").startswith(table_root + "/"):
-        raise ValidationError(f"{root} is not inside the table location {table.location()}")
+        raise ValidationError(f"{root} is not inside the table location {table.metadata.location}")
     keep = referenced_locations(table)
-    others = table.catalog.other_table_roots(table.identifier)
+    others = [normalize_location(root).rstrip("/") for root in _other_table_roots(table)]
     orphans = tuple(
         f.location
         for f in table.io.list_files(root)
@@ -85,7 +94,7 @@ def remove_orphan_files(
         and not f.location.endswith("/" + VERSION_HINT)
         and f.modified_ms is not None
         and f.modified_ms < cutoff
-        and not under_any(f.location, others)
+        and not _under_any(normalize_location(f.location), others)
     )
     if dry_run or not orphans:
         return OrphanResult(orphans, deleted=False)

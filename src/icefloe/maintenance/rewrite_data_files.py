@@ -21,22 +21,24 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import pyarrow as pa
 
-from icefloe.catalog.table import Table
-from icefloe.errors import ValidationError
+from icefloe.dml.row_io import prepare_changed_rows, read_for_change
+from icefloe.errors import CommitStateUnknown, ValidationError, nothing_committed
 from icefloe.expressions.ast import AlwaysTrue, Expression
 from icefloe.expressions.binding import bind
 from icefloe.expressions.parser import to_expression
 from icefloe.io.fileio import FileIO
 from icefloe.scan.planner import plan_files
-from icefloe.scan.row_changes import prepare_changed_rows, read_for_change
 from icefloe.scan.tasks import DeleteFileRef, FileScanTask
 from icefloe.spec.content import DataFile, EntryStatus, FileContent, ManifestEntry
 from icefloe.spec.snapshots import MAIN_BRANCH, Snapshot
 from icefloe.spec.table_metadata import TableMetadata
+from icefloe.txn.commit_options import CommitOptions, resolve_options
 from icefloe.txn.data_writer import DEFAULT_TARGET_FILE_SIZE, write_partition_files
+from icefloe.txn.handle import TableHandle, commit_action
 from icefloe.txn.producers import branch_head
 from icefloe.txn.rewrite_files import RewriteFiles
 
@@ -260,7 +262,7 @@ def rewrite_action(
 
 
 def commit_rewrite(
-    table: Table,
+    table: TableHandle,
     plan: RewritePlan,
     added: list[DataFile],
     branch: str = MAIN_BRANCH,
@@ -268,8 +270,7 @@ def commit_rewrite(
 ) -> RewriteResult:
     """Commit the rewrite of ``plan`` as one ``replace`` snapshot (new files deleted if it fails)."""
     action = rewrite_action(plan, added, branch, snapshot_properties)
-    with table.transaction() as tx:
-        tx.add_action(action)
+    commit_action(table, action)
     return RewriteResult(
         rewritten_data_files=len(plan.removed_data),
         added_data_files=len(added),
@@ -279,37 +280,105 @@ def commit_rewrite(
     )
 
 
+@dataclass(frozen=True)
+class RewriteRequest:
+    """What to compact and how: the options of ``rewrite_data_files`` (Python and Spark alike)."""
+
+    filter: Expression | str | None = None
+    target_file_size: int | None = None
+    min_input_files: int = 2
+    rewrite_all: bool = False
+    branch: str = MAIN_BRANCH
+    snapshot_properties: dict[str, str] | None = None
+    case_sensitive: bool = True
+
+
+class GroupWriter(Protocol):
+    """Writes the file groups of a plan: here in this process, or on Spark's executors."""
+
+    def write(self, table: TableHandle, plan: RewritePlan) -> list[DataFile]:
+        """Rewrite every group of ``plan``; the new data files (deleting its own files if it fails)."""
+        ...
+
+    def discard(self) -> None:
+        """The rewrite failed after ``write`` returned: delete what it wrote."""
+        ...
+
+
+class LocalGroupWriter:
+    """Rewrites the groups one after the other in this process."""
+
+    def __init__(self) -> None:
+        self._io: FileIO | None = None
+        self._written: list[DataFile] = []
+
+    def write(self, table: TableHandle, plan: RewritePlan) -> list[DataFile]:
+        """Rewrite each group with ``write_group``."""
+        self._io = table.io
+        try:
+            for group in plan.groups:
+                self._written += write_group(table.io, table.metadata, group, plan.target_file_size)
+        except BaseException:
+            self.discard()
+            raise
+        return list(self._written)
+
+    def discard(self) -> None:
+        """Delete the files written so far."""
+        if self._io is not None:
+            for f in self._written:
+                self._io.delete(f.file_path, missing_ok=True)
+        self._written = []
+
+
+def compact(table: TableHandle, request: RewriteRequest, writer: GroupWriter) -> RewriteResult:
+    """The compaction flow: plan on the branch head, let ``writer`` rewrite the groups, commit once.
+
+    Files written are deleted only when the commit failed for sure (``errors.nothing_committed``):
+    not when its outcome is unknown, nor after an interrupt once the swap may have started.
+    """
+    md = table.metadata
+    plan = plan_rewrite(
+        table.io,
+        md,
+        branch_head(md, request.branch),
+        request.filter,
+        request.target_file_size,
+        min_input_files=request.min_input_files,
+        rewrite_all=request.rewrite_all,
+        case_sensitive=request.case_sensitive,
+    )
+    if not plan.groups:
+        return RewriteResult(0, 0, 0, 0, None)
+    added = writer.write(table, plan)
+    try:
+        return commit_rewrite(table, plan, added, request.branch, request.snapshot_properties)
+    except CommitStateUnknown:
+        raise  # the commit may have happened: keep every file
+    except BaseException as exc:
+        if nothing_committed(exc):
+            writer.discard()
+        raise
+
+
 def rewrite_data_files(
-    table: Table,
+    table: TableHandle,
     filter: Expression | str | None = None,
     target_file_size: int | None = None,
     *,
     min_input_files: int = 2,
     rewrite_all: bool = False,
-    branch: str = MAIN_BRANCH,
-    snapshot_properties: dict[str, str] | None = None,
+    options: CommitOptions | None = None,
     case_sensitive: bool = True,
+    branch: str | None = None,
+    snapshot_properties: dict[str, str] | None = None,
 ) -> RewriteResult:
-    """Compact the files of ``table`` that may hold rows matching ``filter``; one ``replace`` snapshot."""
-    md = table.metadata
-    plan = plan_rewrite(
-        table.io,
-        md,
-        branch_head(md, branch),
-        filter,
-        target_file_size,
-        min_input_files=min_input_files,
-        rewrite_all=rewrite_all,
-        case_sensitive=case_sensitive,
+    """Compact the files of ``table`` that may hold rows matching ``filter``; one ``replace`` snapshot.
+
+    ``branch=`` / ``snapshot_properties=`` are deprecated: pass ``options=CommitOptions(...)``.
+    """
+    opts = resolve_options(options, branch, snapshot_properties)
+    request = RewriteRequest(
+        filter, target_file_size, min_input_files, rewrite_all, opts.branch, opts.properties, case_sensitive
     )
-    if not plan.groups:
-        return RewriteResult(0, 0, 0, 0, None)
-    added: list[DataFile] = []
-    try:
-        for group in plan.groups:
-            added += write_group(table.io, md, group, plan.target_file_size)
-    except BaseException:
-        for f in added:
-            table.io.delete(f.file_path, missing_ok=True)
-        raise
-    return commit_rewrite(table, plan, added, branch, snapshot_properties)
+    return compact(table, request, LocalGroupWriter())

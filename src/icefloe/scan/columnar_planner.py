@@ -19,14 +19,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
 from icefloe.errors import CorruptMetadata
 from icefloe.expressions.ast import AlwaysTrue, Expression
 from icefloe.expressions.evaluators import InclusiveMetricsEvaluator, PartitionEvaluator
-from icefloe.formats import avro_columnar as ac
+from icefloe.io.fileio import FileIO
 from icefloe.scan.arrow_pruning import metrics_may_match, partition_mask
 from icefloe.spec.content import FileContent, ManifestEntry, ManifestFile
 from icefloe.spec.table_metadata import TableMetadata
@@ -93,7 +93,7 @@ class _Selection:
 
 
 def select_entries(
-    io: Any, metadata: TableMetadata, manifests: Sequence[ManifestFile], filters: EntryFilters
+    io: FileIO, metadata: TableMetadata, manifests: Sequence[ManifestFile], filters: EntryFilters
 ) -> SelectedEntries:
     """The live entries of ``manifests`` (any format version) that pass ``filters``, inheritance applied."""
     out = SelectedEntries()
@@ -104,8 +104,10 @@ def select_entries(
     def select(m: ManifestFile) -> _Selection:
         try:
             cols = read_live_columns(io, metadata, m)
+            if cols is None:
+                return _Selection(m, fallback=True)  # not decodable as columns: read as objects
             return _select_rows(cols, m, filters, metrics_expr).without_unused_columns()
-        except (ac.ColumnarUnsupported, CorruptMetadata):
+        except CorruptMetadata:
             return _Selection(m, fallback=True)  # the reference reader decides (and reports a corrupt file)
 
     # Decode everything first, then build objects: building objects is pure Python, and running it
@@ -158,7 +160,7 @@ def _select_rows(
 
 
 def _add_fallback(
-    io: Any, metadata: TableMetadata, m: ManifestFile, filters: EntryFilters, out: SelectedEntries
+    io: FileIO, metadata: TableMetadata, m: ManifestFile, filters: EntryFilters, out: SelectedEntries
 ) -> None:
     """The object path for one manifest: ``read_entries``, then the filters entry by entry."""
     for e in read_entries(io, metadata, m):

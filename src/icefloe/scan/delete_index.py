@@ -18,7 +18,7 @@ from typing import Any
 
 from icefloe.io.fileio import normalize_location
 from icefloe.scan.tasks import DeleteFileRef
-from icefloe.spec.content import DataFile, FileContent, ManifestEntry
+from icefloe.spec.content import FileContent, ManifestEntry, deletion_vector_file
 from icefloe.spec.partitioning import PartitionSpec
 
 _PartitionKey = tuple[int, tuple[Any, ...]]
@@ -119,17 +119,4 @@ def _colocated_dv(entry: ManifestEntry) -> DeleteFileRef:
     f = entry.data_file
     dv = f.deletion_vector
     assert dv is not None
-    as_file = DataFile(
-        file_path=dv.location,
-        file_format="puffin",
-        record_count=dv.cardinality,
-        file_size_in_bytes=dv.size_in_bytes,
-        content=FileContent.POSITION_DELETES,
-        spec_id=f.spec_id,
-        partition=f.partition,
-        referenced_data_file=f.file_path,
-        content_offset=dv.offset,
-        content_size_in_bytes=dv.size_in_bytes,
-        key_metadata=dv.key_metadata,
-    )
-    return DeleteFileRef(as_file, entry.sequence_number or 0)
+    return DeleteFileRef(deletion_vector_file(f, dv), entry.sequence_number or 0)

@@ -10,8 +10,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icefloe.errors import CorruptMetadata, NotFound
-from icefloe.formats.deletion_vector import decode_dv_blob
-from icefloe.formats.parquet_data import read_parquet_data_file
+from icefloe.formats.parquet.data_files import read_parquet_data_file
+from icefloe.formats.puffin.deletion_vector import decode_dv_blob
 from icefloe.io.fileio import FileIO, normalize_location
 from icefloe.spec.content import DataFile
 from icefloe.spec.schema import Schema, prune_columns

@@ -25,7 +25,7 @@ from icefloe.expressions.evaluators import (
     PartitionEvaluator,
 )
 from icefloe.expressions.residuals import residual_for
-from icefloe.formats.avro_columnar import decoder_available
+from icefloe.formats.avro.columnar import decoder_available
 from icefloe.formats.frozen_builders import fast_constructor
 from icefloe.io.fileio import FileIO
 from icefloe.scan.columnar_planner import EntryFilters, select_entries

@@ -15,7 +15,7 @@ from icefloe.expressions.arrow import to_arrow_expression
 from icefloe.expressions.ast import AlwaysTrue, Expression
 from icefloe.expressions.binding import bind, referenced_field_ids
 from icefloe.formats.arrow_schema import schema_to_arrow
-from icefloe.formats.parquet_data import read_parquet_data_file
+from icefloe.formats.parquet.data_files import read_parquet_data_file
 from icefloe.io.fileio import FileIO, normalize_location
 from icefloe.scan.tasks import DeleteFileRef, FileScanTask
 from icefloe.spec.content import FileContent

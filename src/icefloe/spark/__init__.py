@@ -8,18 +8,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from icefloe.spark.context import register, session
+    from icefloe.spark.merge_builder import merge
     from icefloe.spark.read import plan_read, read_table
     from icefloe.spark.rewrite import rewrite_data_files
-    from icefloe.spark.row_level import delete_rows, merge_into, update_rows
-    from icefloe.spark.sql import create_table, create_view
+    from icefloe.spark.row_operations import delete_rows, merge_into, update_rows
+    from icefloe.spark.session import register, session
     from icefloe.spark.streaming import stream_writer
+    from icefloe.spark.views import create_table, create_view
     from icefloe.spark.write import write_table
 
 __all__ = [
     "create_table",
     "create_view",
     "delete_rows",
+    "merge",
     "merge_into",
     "plan_read",
     "read_table",
@@ -32,17 +34,18 @@ __all__ = [
 ]
 
 _EXPORTS = {
-    "session": "icefloe.spark.context",
-    "register": "icefloe.spark.context",
+    "session": "icefloe.spark.session",
+    "register": "icefloe.spark.session",
     "read_table": "icefloe.spark.read",
     "plan_read": "icefloe.spark.read",
     "write_table": "icefloe.spark.write",
-    "create_table": "icefloe.spark.sql",
-    "create_view": "icefloe.spark.sql",
+    "create_table": "icefloe.spark.views",
+    "create_view": "icefloe.spark.views",
     "stream_writer": "icefloe.spark.streaming",
-    "delete_rows": "icefloe.spark.row_level",
-    "update_rows": "icefloe.spark.row_level",
-    "merge_into": "icefloe.spark.row_level",
+    "delete_rows": "icefloe.spark.row_operations",
+    "update_rows": "icefloe.spark.row_operations",
+    "merge_into": "icefloe.spark.row_operations",
+    "merge": "icefloe.spark.merge_builder",
     "rewrite_data_files": "icefloe.spark.rewrite",
 }
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from icefloe.dml.copy_on_write import plan_copy_on_write
 from icefloe.expressions.ast import Expression
 from icefloe.expressions.change_filters import change_filter
-from icefloe.scan.cow import plan_copy_on_write
 from icefloe.spec.content import DataFile, FileContent, ManifestEntry
 from icefloe.spec.snapshots import MAIN_BRANCH, Operation
 from icefloe.spec.table_metadata import TableMetadata
@@ -18,7 +18,7 @@ from icefloe.tree.read_seam import live_entries
 from icefloe.txn.producers import AppendFiles, OverwriteFiles, SnapshotProducer, branch_head
 
 if TYPE_CHECKING:
-    from icefloe.catalog.table import Table
+    from icefloe.table.table import Table
 
 
 def merge_enabled(md: TableMetadata) -> bool:

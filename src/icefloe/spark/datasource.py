@@ -91,7 +91,7 @@ class IcefloeDataSource(DataSource):
         return {str(k).lower(): str(v) for k, v in dict(self.options).items()}
 
     def _load(self) -> Any:
-        from icefloe.spark.context import catalog_from_properties
+        from icefloe.spark.runtime import catalog_from_properties
 
         opts = self._opts()
         return catalog_from_properties(_catalog_props(opts, self.catalog_properties)).load_table(
@@ -173,9 +173,9 @@ class _ReadSetup:
         )
 
     def io(self) -> Any:
-        from icefloe.spark.write import _executor_io
+        from icefloe.spark.runtime import executor_io
 
-        return _executor_io(self.io_properties, self.metadata.location)
+        return executor_io(self.io_properties, self.metadata.location)
 
     def request(self) -> Any:
         from icefloe.scan.reader import ReadRequest
@@ -322,7 +322,7 @@ class _WriteSetup:
         batch_id: str | None = None,
     ) -> None:
         from icefloe.spark.commit import build_action
-        from icefloe.spark.context import catalog_from_properties
+        from icefloe.spark.runtime import catalog_from_properties
         from icefloe.spark.streaming import already_committed
         from icefloe.spark.write import StagedFiles
 
@@ -345,9 +345,9 @@ class _WriteSetup:
             tx.add_action(action)
 
     def abort(self, batch_id: str | None = None) -> None:
-        from icefloe.spark.write import _executor_io, delete_tree
+        from icefloe.spark.runtime import delete_tree, executor_io
 
-        delete_tree(_executor_io(self.job.io_properties, self.job.metadata.location), self.staging(batch_id))
+        delete_tree(executor_io(self.job.io_properties, self.job.metadata.location), self.staging(batch_id))
 
 
 def _check_input_schema(schema: Any, spark_schema: SparkStruct) -> None:

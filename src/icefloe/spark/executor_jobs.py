@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from icefloe import errors
 from icefloe.io.fileio import FileIO
 from icefloe.spark.compat import map_in_arrow
-from icefloe.spark.write import _executor_io, delete_tree
+from icefloe.spark.runtime import delete_tree
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.tree.locations import WRITE_DATA_PATH, LocationProvider
 
@@ -61,11 +61,6 @@ class JobStaging:
     def discard(self) -> None:
         """Delete the whole staging directory (the job or its commit failed)."""
         delete_tree(self.io, self.location)
-
-
-def executor_io(md: TableMetadata, io_properties: dict[str, str]) -> FileIO:
-    """The FileIO an executor uses for ``md``'s table (cached per process)."""
-    return _executor_io(io_properties, md.location)
 
 
 def run_chunks(

@@ -15,7 +15,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from icefloe.formats.metrics import (
+from icefloe.formats.parquet.metrics import (
     MetricsConfig,
     iter_leaves,
     split_offsets,

@@ -22,18 +22,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from icefloe.deprecation import renamed
 from icefloe.errors import ValidationError
 from icefloe.expressions.ast import AlwaysTrue, Expression
 from icefloe.expressions.parser import to_expression
-from icefloe.formats.parquet_data import NAME_MAPPING_PROPERTY
+from icefloe.formats.parquet.data_files import NAME_MAPPING_PROPERTY
 from icefloe.scan.planner import PlanStats
 from icefloe.scan.reader import METADATA_COLUMNS, ReadRequest
 from icefloe.scan.tasks import FileScanTask
 from icefloe.spark.arrow_bridge import spark_arrow_schema, to_spark_arrow
 from icefloe.spark.compat import map_in_arrow
-from icefloe.spark.context import resolve_catalog
+from icefloe.spark.runtime import executor_io, resolve_catalog, session_conf, spark_location
 from icefloe.spark.schema import native_readable, to_spark_field, to_spark_schema
-from icefloe.spark.write import _executor_io, _session_conf, spark_location
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import NestedField
 
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from pyspark.sql import types as T
 
     from icefloe.catalog.base import Catalog
-    from icefloe.catalog.table import Table
+    from icefloe.table.table import Table
 
 READ_CONF = {"spark.sql.parquet.fieldId.read.enabled": "true"}
 _LISTING_CONF = {"spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000"}
@@ -140,7 +140,7 @@ def plan_read(
 
 
 def _has_defaults(schema: Schema) -> bool:
-    from icefloe.formats.metrics import iter_leaves
+    from icefloe.formats.parquet.metrics import iter_leaves
 
     return any(f.initial_default is not None for f in schema.fields) or any(
         leaf.field.initial_default is not None for leaf in iter_leaves(schema.fields)
@@ -152,16 +152,28 @@ def read_table(
     identifier: str | tuple[str, ...],
     snapshot_id: int | None = None,
     as_of_timestamp: int | datetime | None = None,
-    branch: str | None = None,
-    tag: str | None = None,
-    row_filter: Expression | str | None = None,
+    ref: str | None = None,
+    filter: Expression | str | None = None,
     columns: list[str] | tuple[str, ...] | None = None,
     catalog: Catalog | dict[str, str] | None = None,
     case_sensitive: bool = True,
+    *,
+    branch: str | None = None,
+    tag: str | None = None,
+    row_filter: Expression | str | None = None,
 ) -> DataFrame:
-    """A DataFrame of the table (current snapshot, or a snapshot id / timestamp ms / branch / tag)."""
+    """A DataFrame of the table: current snapshot, or a ``snapshot_id`` / ``as_of_timestamp`` (ms)
+    / ``ref`` (branch or tag), with rows matching ``filter`` and the chosen ``columns``.
+
+    ``branch=`` / ``tag=`` (use ``ref=``) and ``row_filter=`` (use ``filter=``) are deprecated.
+    """
+    chosen_ref = renamed(ref, branch, "ref", "branch")
+    chosen_ref = renamed(chosen_ref, tag, "ref", "tag")
+    chosen_filter = renamed(filter, row_filter, "filter", "row_filter")
     table = resolve_catalog(spark, catalog).load_table(identifier)
-    plan = plan_read(table, snapshot_id, as_of_timestamp, branch, tag, row_filter, columns, case_sensitive)
+    plan = plan_read(
+        table, snapshot_id, as_of_timestamp, chosen_ref, None, chosen_filter, columns, case_sensitive
+    )
     return dataframe_for_plan(spark, plan)
 
 
@@ -224,7 +236,7 @@ def _native_frame(spark: SparkSession, plan: ReadPlan) -> DataFrame:
         plan.projected if wanted == plan.projected.field_ids() else prune_columns(plan.table_schema, wanted)
     )
     paths = [spark_location(t.file_path) for t in plan.native]
-    with _session_conf(spark, _LISTING_CONF):
+    with session_conf(spark, _LISTING_CONF):
         df = spark.read.schema(to_spark_schema(read_schema)).option("mergeSchema", "false").parquet(*paths)
     if filtered:
         df = df.filter(to_spark_filter(plan.table_schema, plan.row_filter, plan.case_sensitive))
@@ -267,7 +279,7 @@ def _python_frame(spark: SparkSession, plan: ReadPlan) -> DataFrame:
     def read_partition(batches: Any) -> Any:
         tasks: list[FileScanTask] = pickle.loads(payload.value)
         target = spark_arrow_schema(T.StructType.fromJson(json.loads(schema_json)))
-        io = _executor_io(io_props, location)
+        io = executor_io(io_props, location)
         from icefloe.scan.reader import read_task
 
         for batch in batches:

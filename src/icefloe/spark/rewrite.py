@@ -1,9 +1,9 @@
 """Compaction on Spark: ``rewrite_data_files`` with the file groups rewritten by the executors.
 
-The driver plans exactly as the Python version does (``maintenance.rewrite_data_files``: files
-with deletes or off-target sizes, bin-packed per spec and partition; delete files only they
-use), ships the groups to the executors (one Spark task per group), and commits one ``replace``
-snapshot with what they wrote. Executors read each group with its deletes applied and row lineage
+The flow is the Python version's (``maintenance.rewrite_data_files.compact``: plan files with
+deletes or off-target sizes, bin-packed per spec and partition, delete files only they use; one
+``replace`` snapshot): only the writing differs, the groups go to the executors (one Spark task
+per group). Executors read each group with its deletes applied and row lineage
 materialised and write files near the target size into the job's staging directory; files of
 failed task attempts are deleted after the job, and everything when the job or commit fails.
 """
@@ -14,21 +14,21 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from icefloe.errors import CommitStateUnknown, nothing_committed
 from icefloe.expressions.ast import Expression
 from icefloe.maintenance.rewrite_data_files import (
     FileGroup,
+    RewritePlan,
+    RewriteRequest,
     RewriteResult,
-    commit_rewrite,
-    plan_rewrite,
+    compact,
     write_group,
 )
-from icefloe.spark.context import resolve_catalog
-from icefloe.spark.executor_jobs import JobStaging, executor_io, run_chunks
+from icefloe.spark.executor_jobs import JobStaging, run_chunks
+from icefloe.spark.runtime import executor_io, resolve_catalog
 from icefloe.spec.content import DataFile
-from icefloe.spec.snapshots import MAIN_BRANCH
 from icefloe.spec.table_metadata import TableMetadata
-from icefloe.txn.producers import branch_head
+from icefloe.txn.commit_options import CommitOptions, resolve_options
+from icefloe.txn.handle import TableHandle
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -47,9 +47,36 @@ class RewriteJob:
 
 def rewrite_groups(job: RewriteJob, groups: Sequence[FileGroup]) -> Iterator[list[DataFile]]:
     """Executor side: rewrite each group; one list of new data files per group."""
-    io = executor_io(job.metadata, job.io_properties)
+    io = executor_io(job.io_properties, job.metadata.location)
     for group in groups:
         yield write_group(io, job.metadata, group, job.target_file_size)
+
+
+class ExecutorGroupWriter:
+    """Rewrites the groups on Spark's executors (one task per group) into a job staging directory."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self._spark = spark
+        self._staging: JobStaging | None = None
+
+    def write(self, table: TableHandle, plan: RewritePlan) -> list[DataFile]:
+        """Ship the groups to the executors; files of failed task attempts are deleted after the job."""
+        self._staging = JobStaging.create(table.io, table.metadata)
+        job = RewriteJob(self._staging.metadata, dict(table.io.properties), plan.target_file_size)
+        try:
+            chunks = [[g] for g in plan.groups]
+            written = run_chunks(self._spark, chunks, lambda groups: rewrite_groups(job, groups))
+            added = [f for files in written for f in files]
+            self._staging.tidy({f.file_path for f in added})
+        except BaseException:
+            self.discard()
+            raise
+        return added
+
+    def discard(self) -> None:
+        """Delete everything the job staged."""
+        if self._staging is not None:
+            self._staging.discard()
 
 
 def rewrite_data_files(
@@ -61,41 +88,20 @@ def rewrite_data_files(
     min_input_files: int = 2,
     rewrite_all: bool = False,
     catalog: Catalog | dict[str, str] | None = None,
-    branch: str = MAIN_BRANCH,
-    snapshot_properties: dict[str, str] | None = None,
+    options: CommitOptions | None = None,
     case_sensitive: bool = True,
+    branch: str | None = None,
+    snapshot_properties: dict[str, str] | None = None,
 ) -> RewriteResult:
     """Compact the files that may hold rows matching ``filter`` on the executors; one ``replace`` snapshot.
 
-    Same selection and options as ``icefloe.maintenance.rewrite_data_files.rewrite_data_files``.
+    Same selection and options as ``icefloe.maintenance.rewrite_data_files.rewrite_data_files``:
+    the planning and the commit are that module's ``compact``; only the writing differs.
+    ``branch=`` / ``snapshot_properties=`` are deprecated: pass ``options=CommitOptions(...)``.
     """
+    opts = resolve_options(options, branch, snapshot_properties)
     table = resolve_catalog(spark, catalog).load_table(identifier)
-    md = table.metadata
-    plan = plan_rewrite(
-        table.io,
-        md,
-        branch_head(md, branch),
-        filter,
-        target_file_size,
-        min_input_files=min_input_files,
-        rewrite_all=rewrite_all,
-        case_sensitive=case_sensitive,
+    request = RewriteRequest(
+        filter, target_file_size, min_input_files, rewrite_all, opts.branch, opts.properties, case_sensitive
     )
-    if not plan.groups:
-        return RewriteResult(0, 0, 0, 0, None)
-    staging = JobStaging.create(table.io, md)
-    job = RewriteJob(staging.metadata, dict(table.io.properties), plan.target_file_size)
-    committing = False
-    try:
-        chunks = [[g] for g in plan.groups]
-        written = run_chunks(spark, chunks, lambda groups: rewrite_groups(job, groups))
-        added = [f for files in written for f in files]
-        staging.tidy({f.file_path for f in added})
-        committing = True
-        return commit_rewrite(table, plan, added, branch, snapshot_properties)
-    except CommitStateUnknown:
-        raise  # the commit may have happened: keep every file
-    except BaseException as exc:
-        if not committing or nothing_committed(exc):  # else the swap may have happened
-            staging.discard()
-        raise
+    return compact(table, request, ExecutorGroupWriter(spark))

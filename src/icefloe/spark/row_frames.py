@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from icefloe.dml.row_io import LINEAGE_COLUMNS, POS_COLUMN
 from icefloe.errors import ValidationError
 from icefloe.expressions.ast import AlwaysTrue
-from icefloe.scan.row_changes import LINEAGE_COLUMNS, POS_COLUMN
 from icefloe.scan.tasks import FileScanTask
 from icefloe.spark.read import ReadPlan, dataframe_for_plan
 from icefloe.spark.row_writer import ACTION, FILE_COLUMN

@@ -27,16 +27,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icefloe.dml.delete import matching_positions
+from icefloe.dml.position_deletes import RowDeletes, write_row_deletes
+from icefloe.dml.row_io import LINEAGE_COLUMNS, POS_COLUMN, read_for_change, write_changed_rows
+from icefloe.dml.row_io import write_survivors as write_survivor_file
 from icefloe.expressions.arrow import to_arrow_expression
 from icefloe.expressions.ast import Expression
 from icefloe.io.fileio import FileIO
-from icefloe.scan.delete_rows import matching_positions
-from icefloe.scan.row_changes import LINEAGE_COLUMNS, POS_COLUMN, read_for_change, write_changed_rows
-from icefloe.scan.row_changes import write_survivors as write_survivor_file
-from icefloe.scan.row_deletes import RowDeletes, write_row_deletes
 from icefloe.scan.tasks import FileScanTask
 from icefloe.spark.arrow_bridge import from_spark_arrow
-from icefloe.spark.executor_jobs import executor_io
+from icefloe.spark.runtime import executor_io
 from icefloe.spec.content import DataFile
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.types import NestedField
@@ -106,7 +106,7 @@ class DeleteJob:
 def delete_in_files(job: DeleteJob, tasks: Sequence[FileScanTask]) -> Iterator[ChangeResult]:
     """Delete the rows matching the condition from the tasks' files (one result per Spark task)."""
     md = job.metadata
-    io = executor_io(md, job.io_properties)
+    io = executor_io(job.io_properties, md.location)
     match = to_arrow_expression(job.condition, md.schema(), job.case_sensitive)
     keep = ~match | match.is_null()
     out = ChangeResult()
@@ -157,7 +157,7 @@ def write_changes(
 ) -> Iterator[ChangeResult]:
     """Apply the actions of one Spark partition's rows (clustered by ``_file``); one result."""
     md = job.metadata
-    io = executor_io(md, job.io_properties)
+    io = executor_io(job.io_properties, md.location)
     schema = md.schema()
     out = ChangeResult()
     pending: list[pa.Table] = []

@@ -99,19 +99,6 @@ def to_spark_schema(schema: Schema | StructType, field_ids: bool = True) -> T.St
     return T.StructType([to_spark_field(f, field_ids) for f in schema.fields])
 
 
-def strip_metadata(schema: T.StructType) -> T.StructType:
-    """The same schema without field metadata (for comparisons and the Python data source)."""
-    return T.StructType.fromJson(_strip(schema.jsonValue()))
-
-
-def _strip(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: (dict() if k == "metadata" else _strip(v)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_strip(v) for v in value]
-    return value
-
-
 # ---------------------------------------------------------------------------------------------
 # Spark -> Iceberg (table creation)
 

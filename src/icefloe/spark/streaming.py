@@ -26,16 +26,17 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from icefloe.catalog.base import Catalog
-    from icefloe.catalog.table import Table
     from icefloe.spec.updates import TableUpdate
+    from icefloe.table.table import Table
 
 QUERY_ID_PROPERTY = "spark.streaming.query-id"
 BATCH_ID_PROPERTY = "spark.streaming.batch-id"
 QUERY_ID_LOCAL_PROPERTY = "sql.streaming.queryId"
 
 
-class BatchAlreadyCommitted(IcefloeError):
-    """The micro-batch is already in the table (a replay); nothing was written."""
+class _BatchAlreadyCommitted(Exception):
+    """Signal from ``IdempotentCommit`` to ``commit_batch``: the micro-batch is already in the table
+    (a replay), so nothing is committed. Internal control flow, never seen by a caller."""
 
 
 def last_committed_batch(md: TableMetadata, branch: str, query_id: str) -> int | None:
@@ -76,7 +77,7 @@ class IdempotentCommit:
         """Re-check on the fresh metadata of every commit attempt, then apply the producer."""
         last = last_committed_batch(current, self.branch, self.query_id)
         if last is not None and last >= self.batch_id:
-            raise BatchAlreadyCommitted(
+            raise _BatchAlreadyCommitted(
                 f"batch {self.batch_id} of query {self.query_id} is already committed"
             )
         return self.inner.apply(ctx, current)
@@ -114,7 +115,7 @@ def commit_batch(
     try:
         with table.transaction() as tx:
             tx.add_action(IdempotentCommit(action, branch, query_id, batch_id))
-    except BatchAlreadyCommitted:
+    except _BatchAlreadyCommitted:
         staged.discard()
         return None
     return table.metadata.snapshot_for_ref(branch)
@@ -130,7 +131,7 @@ def stream_writer(
 ) -> Callable[[DataFrame, int], None]:
     """A ``foreachBatch`` function committing each micro-batch once (``query_id`` defaults to Spark's
     query id, which survives restarts from the same checkpoint)."""
-    from icefloe.spark.context import resolve_catalog
+    from icefloe.spark.runtime import resolve_catalog
 
     def write_batch(df: DataFrame, batch_id: int) -> None:
         spark = df.sparkSession

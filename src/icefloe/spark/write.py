@@ -24,24 +24,26 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from icefloe.deprecation import renamed
 from icefloe.errors import ValidationError
 from icefloe.expressions.ast import Expression
-from icefloe.io.fileio import FileIO, split_scheme
+from icefloe.io.fileio import FileIO
 from icefloe.spark.compat import map_in_arrow
-from icefloe.spark.context import resolve_catalog
 from icefloe.spark.footer import data_files_from_footers
 from icefloe.spark.partitioning import parse_partition_dirs, partition_column_name, partition_key_columns
+from icefloe.spark.runtime import delete_tree, executor_io, resolve_catalog, session_conf, spark_location
 from icefloe.spark.schema import native_writable, write_projection
 from icefloe.spec.content import DataFile
 from icefloe.spec.snapshots import MAIN_BRANCH, Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.tree.locations import LocationProvider
+from icefloe.txn.commit_options import CommitOptions, resolve_options
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
     from icefloe.catalog.base import Catalog
-    from icefloe.catalog.table import Table
+    from icefloe.table.table import Table
 
 WRITE_CONF = {
     "spark.sql.parquet.fieldId.write.enabled": "true",
@@ -77,18 +79,25 @@ def write_table(
     df: DataFrame,
     identifier: str | tuple[str, ...],
     mode: str = "append",
-    overwrite_filter: Expression | str | None = None,
+    filter: Expression | str | None = None,
     partition_overwrite: str = "static",
     catalog: Catalog | dict[str, str] | None = None,
-    branch: str = MAIN_BRANCH,
+    options: CommitOptions | None = None,
+    *,
+    overwrite_filter: Expression | str | None = None,
+    branch: str | None = None,
     snapshot_properties: dict[str, str] | None = None,
 ) -> Snapshot | None:
     """Write ``df`` into the table and commit one snapshot; returns it (None when nothing changed).
 
-    ``mode="append"`` adds rows. ``mode="overwrite"`` replaces the rows matching ``overwrite_filter``
+    ``mode="append"`` adds rows. ``mode="overwrite"`` replaces the rows matching ``filter``
     (default: all rows), or with ``partition_overwrite="dynamic"`` every partition that ``df`` has
-    rows for.
+    rows for. ``options``: branch and snapshot properties (``overwrite_filter=``, ``branch=`` and
+    ``snapshot_properties=`` are deprecated names).
     """
+    opts = resolve_options(options, branch, snapshot_properties)
+    overwrite_filter = renamed(filter, overwrite_filter, "filter", "overwrite_filter")
+    branch, snapshot_properties = opts.branch, opts.properties
     _check_mode(mode, partition_overwrite)
     table = resolve_catalog(df.sparkSession, catalog).load_table(identifier)
     check_write_arguments(table, mode, overwrite_filter, branch)
@@ -172,14 +181,6 @@ def commit_staged(
 # native route
 
 
-def spark_location(location: str) -> str:
-    """A location as Spark's Hadoop file systems spell it (``s3://`` -> ``s3a://``)."""
-    scheme, rest = split_scheme(location)
-    if scheme == "s3":
-        return "s3a:" + rest
-    return location
-
-
 def _write_native(df: DataFrame, md: TableMetadata, staged: StagedFiles) -> None:
     schema, spec = md.schema(), md.spec()
     spark = df.sparkSession
@@ -196,7 +197,7 @@ def _write_native(df: DataFrame, md: TableMetadata, staged: StagedFiles) -> None
         writer = writer.option("parquet.block.size", row_group)
     if key_names:
         writer = writer.partitionBy(*key_names)
-    with _session_conf(spark, WRITE_CONF):
+    with session_conf(spark, WRITE_CONF):
         writer.parquet(spark_location(staged.staging))
     staged.route = "native"
     found: list[tuple[str, tuple[Any, ...]]] = []
@@ -220,27 +221,6 @@ def _write_native(df: DataFrame, md: TableMetadata, staged: StagedFiles) -> None
 
 def _spark_codec(codec: str) -> str:
     return {"uncompressed": "none", "none": "none"}.get(codec, codec)
-
-
-class _session_conf:
-    """Temporarily set Spark SQL confs, restoring the previous values afterwards."""
-
-    def __init__(self, spark: SparkSession, conf: dict[str, str]) -> None:
-        self._spark = spark
-        self._conf = conf
-        self._old: dict[str, str | None] = {}
-
-    def __enter__(self) -> None:
-        for key, value in self._conf.items():
-            self._old[key] = self._spark.conf.get(key, None)
-            self._spark.conf.set(key, value)
-
-    def __exit__(self, *exc: object) -> None:
-        for key, value in self._old.items():
-            if value is None:
-                self._spark.conf.unset(key)
-            else:
-                self._spark.conf.set(key, value)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -272,7 +252,7 @@ def write_arrow_batches(job: ArrowWriteJob, batches: Iterator[Any]) -> Iterator[
     """Executor side: write batches (table column names) as data files; yield pickled DataFiles."""
     import pyarrow as pa
 
-    io = _executor_io(job.io_properties, job.metadata.location)
+    io = executor_io(job.io_properties, job.metadata.location)
     pending: list[Any] = []
     rows = 0
     for batch in batches:
@@ -291,7 +271,7 @@ def write_arrow_batches(job: ArrowWriteJob, batches: Iterator[Any]) -> Iterator[
 def write_arrow_table(io: FileIO, job: ArrowWriteJob, data: Any) -> list[DataFile]:
     """Conform an Arrow table (Spark types) to the table schema and write one file per partition."""
     from icefloe.formats.arrow_schema import check_required_no_nulls, to_table_schema
-    from icefloe.formats.parquet_data import write_parquet_data_file
+    from icefloe.formats.parquet.data_files import write_parquet_data_file
     from icefloe.formats.partition_arrow import partition_table
     from icefloe.spark.arrow_bridge import from_spark_arrow
     from icefloe.tree.locations import partition_path
@@ -318,31 +298,3 @@ def _files_batch(files: list[DataFile]) -> Any:
         [pa.array([pickle.dumps(f) for f in files], pa.binary())],
         schema=pa.schema([pa.field("data_file", pa.binary(), nullable=False)]),
     )
-
-
-_EXECUTOR_IO: dict[tuple[tuple[str, str], ...], FileIO] = {}
-
-
-def _executor_io(properties: dict[str, str], location: str) -> FileIO:
-    from icefloe.io.fileio import load_file_io
-
-    key = (*sorted(properties.items()), ("__location", split_scheme(location)[0]))
-    io = _EXECUTOR_IO.get(key)
-    if io is None:
-        io = load_file_io(properties, location)
-        _EXECUTOR_IO[key] = io
-    return io
-
-
-def delete_tree(io: FileIO, location: str) -> None:
-    """Delete a directory tree (best effort: leftovers are orphans, never table data)."""
-    try:
-        fs, base = io.filesystem_and_path(location)
-        fs.delete_dir(base)
-        return
-    except FileNotFoundError:
-        return
-    except OSError:
-        pass
-    for path in io.list_prefix(location):
-        io.delete(path, missing_ok=True)

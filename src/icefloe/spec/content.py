@@ -53,7 +53,7 @@ class LazyMap(Mapping[K, V]):
 
     Why: planning a million files builds a ``DataFile`` for each, and most plans never read the
     metric maps of most files (scan tasks need paths, partitions and counts). Readers that decode
-    manifests column-wise (:mod:`icefloe.formats.avro_columnar`, the v4 leaf decoder) put one of
+    manifests column-wise (:mod:`icefloe.formats.avro.columnar`, the v4 leaf decoder) put one of
     these in the metric fields instead of a dict, with a loader that builds the dict from the
     decoded columns; ``load`` is released once loaded. It compares equal to the dict
     it stands for, and pickles and copies as that plain dict (scan tasks travel to Spark
@@ -175,6 +175,30 @@ class DataFile:
     def with_changes(self, **changes: Any) -> DataFile:
         """A copy with some fields changed."""
         return replace(self, **changes)
+
+
+def deletion_vector_file(
+    data_file: DataFile, dv: DeletionVectorRef, *, puffin_size: int | None = None
+) -> DataFile:
+    """A deletion vector seen as the position-delete file v3 manifests list: one Puffin blob.
+
+    The one place that builds it (v3 delete files, v4 colocated DVs in summaries and scan
+    planning). ``puffin_size`` is the whole Puffin file's size when known (the writer knows it);
+    a v4 colocated reference records only the blob, whose size stands in for it then.
+    """
+    return DataFile(
+        file_path=dv.location,
+        file_format="puffin",
+        record_count=dv.cardinality,
+        file_size_in_bytes=dv.size_in_bytes if puffin_size is None else puffin_size,
+        content=FileContent.POSITION_DELETES,
+        spec_id=data_file.spec_id,
+        partition=data_file.partition,
+        key_metadata=dv.key_metadata,
+        referenced_data_file=data_file.file_path,
+        content_offset=dv.offset,
+        content_size_in_bytes=dv.size_in_bytes,
+    )
 
 
 @dataclass(frozen=True, slots=True)

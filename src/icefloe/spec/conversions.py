@@ -129,13 +129,6 @@ def datetime_to_micros(value: dt.datetime) -> int:
     return days * MICROS_PER_DAY + time_to_micros(value.time())
 
 
-def micros_to_datetime(micros: int, tz: bool = False) -> dt.datetime:
-    """Naive (or UTC-aware when ``tz``) ``datetime`` of a microsecond epoch count."""
-    days, rem = divmod(micros, MICROS_PER_DAY)
-    out = dt.datetime.combine(days_to_date(days), micros_to_time(rem))
-    return out.replace(tzinfo=dt.UTC) if tz else out
-
-
 # ---------------------------------------------------------------------------------------------
 # decimals
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from icefloe.errors import NotFound
+from icefloe.errors import IcefloeError, NotFound, ValidationError
 from icefloe.spec.partitioning import PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.snapshots import (
@@ -21,6 +21,7 @@ from icefloe.spec.snapshots import (
     SnapshotRef,
 )
 from icefloe.spec.sort_order import SortOrder
+from icefloe.spec.types import StructType
 
 SUPPORTED_FORMAT_VERSIONS = (1, 2, 3, 4)
 
@@ -79,6 +80,20 @@ class TableMetadata:
     def specs_by_id(self) -> dict[int, PartitionSpec]:
         """All partition specs keyed by id."""
         return {s.spec_id: s for s in self.partition_specs}
+
+    def partition_type(self, spec: PartitionSpec) -> StructType:
+        """A spec's partition type, bound to the current schema or (for dropped sources) an older one.
+
+        Schemas are tried current first, then newest to oldest; ValidationError when none binds.
+        """
+        error: Exception | None = None
+        current = self.current_schema_id
+        for schema in sorted(self.schemas, key=lambda s: (s.schema_id != current, -s.schema_id)):
+            try:
+                return spec.partition_type(schema)
+            except IcefloeError as exc:
+                error = exc
+        raise ValidationError(f"cannot derive the partition type of spec {spec.spec_id}: {error}")
 
     def sort_order(self) -> SortOrder:
         """The default sort order."""

@@ -1,7 +1,7 @@
 """What columnar scan planning needs from one manifest decoded to Arrow, whatever the format version.
 
 The read seam hands out one :class:`EntryColumns` per manifest (``read_seam.read_live_columns``):
-v1–v3 Avro manifests as :class:`icefloe.formats.avro_columnar.ManifestColumns`, v4 Parquet
+v1–v3 Avro manifests as :class:`icefloe.formats.avro.columnar.ManifestColumns`, v4 Parquet
 leaves as :class:`icefloe.tree.v4_leaf_columns.LeafColumns`. Both already have inheritance
 applied, so the planner prunes rows with numpy masks and builds objects only for the rows it
 keeps, without knowing which tree shape the rows came from.

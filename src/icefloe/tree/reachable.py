@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from icefloe.errors import CorruptMetadata
-from icefloe.formats.avro_columnar import ColumnarUnsupported
+from icefloe.io.fileio import FileIO
 from icefloe.spec.content import DataFile, ManifestContent, ManifestFile
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
@@ -58,7 +58,7 @@ class SnapshotParts:
     inline_live: frozenset[str]
 
 
-def snapshot_parts(io: Any, metadata: TableMetadata, snapshot: Snapshot) -> SnapshotParts:
+def snapshot_parts(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) -> SnapshotParts:
     """The manifests a snapshot references and, for a v4 root, the files its inline entries keep live.
 
     v4 roots: live and non-live (DELETED) references; inline rows are already decoded with the
@@ -93,7 +93,7 @@ class TreeViews:
 
 
 def tree_views(
-    io: Any, metadata: TableMetadata, snapshots: Iterable[Snapshot], workers: int = READ_WORKERS
+    io: FileIO, metadata: TableMetadata, snapshots: Iterable[Snapshot], workers: int = READ_WORKERS
 ) -> TreeViews:
     """The tree files, inline live files and manifest views of ``snapshots`` (roots read in parallel)."""
     out = TreeViews()
@@ -113,7 +113,7 @@ def tree_views(
 
 
 def live_files(
-    io: Any, metadata: TableMetadata, refs: Iterable[ManifestFile], workers: int = READ_WORKERS
+    io: FileIO, metadata: TableMetadata, refs: Iterable[ManifestFile], workers: int = READ_WORKERS
 ) -> set[str]:
     """The content files live in some of the manifest views ``refs`` (read on a thread pool)."""
     chosen = list(refs)
@@ -125,7 +125,7 @@ def live_files(
 
 
 def reachable_files(
-    io: Any, metadata: TableMetadata, snapshots: Iterable[Snapshot], workers: int = READ_WORKERS
+    io: FileIO, metadata: TableMetadata, snapshots: Iterable[Snapshot], workers: int = READ_WORKERS
 ) -> ReachableFiles:
     """The tree files and the live content files of ``snapshots``."""
     views = tree_views(io, metadata, snapshots, workers)
@@ -137,14 +137,14 @@ def _workers(workers: int, items: list[Any]) -> int:
     return max(1, min(workers, len(items)))
 
 
-def live_locations(io: Any, metadata: TableMetadata, ref: ManifestFile) -> list[str]:
+def live_locations(io: FileIO, metadata: TableMetadata, ref: ManifestFile) -> list[str]:
     """The content files live in one manifest view: decoded as columns, else as entry objects."""
     try:
         columns = read_seam.read_live_columns(io, metadata, ref)
-        live = columns.live_mask()
-    except (ColumnarUnsupported, CorruptMetadata):
-        live = None  # inline root entries, or a manifest the object reader must judge
-    if live is not None:
+        live = columns.live_mask() if columns is not None else None
+    except CorruptMetadata:
+        columns = live = None  # a manifest the object reader must judge
+    if columns is not None and live is not None:  # None: inline root entries or not decodable
         return columns.content_locations(np.flatnonzero(live))
     entries = read_seam.read_entries(io, metadata, ref)
     return [loc for e in entries if e.is_live for loc in content_locations(e.data_file)]

@@ -1,273 +1,73 @@
 """The read seam: the live content entries of a snapshot, whatever shape its metadata tree has.
 
-v1–v3: a manifest list (or, in old v1 tables, the snapshot's ``manifests`` list) of Avro
-manifests. Entries come back with inheritance applied, so callers never see the tree's
-compression of repeated values:
-
-- ``snapshot_id`` null → the manifest's ``added_snapshot_id``;
-- data / file sequence number null and status ADDED (or the manifest's sequence number is 0, as
-  for v1 manifests) → the manifest's ``sequence_number``; v1 manifests → 0;
-- ``first_row_id`` null on a non-deleted DATA entry → the manifest's ``first_row_id`` plus the
-  record counts of the preceding such entries (deleted entries neither take nor advance the
-  counter); a manifest without ``first_row_id`` leaves them null.
-
-:func:`inherit_columns` applies the same rules to a manifest decoded to Arrow columns
-(:mod:`icefloe.formats.avro_columnar`), for the columnar planner.
-
-v4 snapshots (``root-manifest``) and v4 leaf references are handled by
-:mod:`icefloe.tree.v4_read` behind the same three functions.
+This module only dispatches: v1–v3 snapshots (a manifest list of Avro manifests) go to
+:mod:`icefloe.tree.v3_read`, v4 snapshots (``root-manifest``) to :mod:`icefloe.tree.v4_read`; a
+single manifest goes by its own format version (a v4 root may still reference v1–v3 Avro
+manifests after an upgrade: ``format_version`` < 4). Either way entries come back with
+inheritance applied, as the same ``ManifestFile`` / ``ManifestEntry`` objects.
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from collections.abc import Iterator, Sequence
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-
-from icefloe.formats import avro_columnar as ac
-from icefloe.formats.avro_manifest import read_manifest_with_header
-from icefloe.formats.avro_manifest_list import read_manifest_list
-from icefloe.spec.content import (
-    EntryStatus,
-    FileContent,
-    ManifestContent,
-    ManifestEntry,
-    ManifestFile,
-)
+from icefloe.io.fileio import FileIO
+from icefloe.spec.content import ManifestContent, ManifestEntry, ManifestFile
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
-from icefloe.tree import v4_read
+from icefloe.tree import v3_read, v4_read
+from icefloe.tree.changes import EntryFilter, EntrySelection, ManifestFilter
 from icefloe.tree.entry_columns import EntryColumns
 
-PARALLEL_MANIFESTS = 4
-"""Read manifests with a thread pool once a snapshot has more than this many."""
-MAX_READ_WORKERS = 8
 
-ManifestFilter = Callable[[ManifestFile], bool]
-EntryFilter = Callable[[ManifestEntry], bool]
-
-
-def manifest_refs(io: Any, metadata: TableMetadata, snapshot: Snapshot) -> list[ManifestFile]:
-    """The manifests a snapshot references, in list order."""
+def manifest_refs(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) -> list[ManifestFile]:
+    """The manifests a snapshot references, in list order (v4: live references, then inline entries)."""
     if snapshot.root_manifest is not None:
         return v4_read.manifest_refs(io, metadata, snapshot)
-    if snapshot.manifest_list is not None:
-        return _cached_manifest_list(io, snapshot.manifest_list)
-    if snapshot.manifests is not None:
-        return [_v1_manifest_ref(io, metadata, path, snapshot) for path in snapshot.manifests]
-    return []
+    return v3_read.manifest_refs(io, metadata, snapshot)
 
 
-MANIFEST_LIST_CACHE_SIZE = 32
-"""Manifest lists kept decoded (they never change once written: a new snapshot writes a new one)."""
-_manifest_lists: OrderedDict[tuple[str, int], tuple[ManifestFile, ...]] = OrderedDict()
-_manifest_lists_lock = threading.Lock()
-
-
-def _cached_manifest_list(io: Any, location: str) -> list[ManifestFile]:
-    """``read_manifest_list``, remembered by location and size for repeated plans of a snapshot."""
-    source = io.new_input(location)
-    length = getattr(source, "length", None)
-    if not isinstance(length, int):
-        return read_manifest_list(source)
-    key = (location, length)
-    with _manifest_lists_lock:
-        cached = _manifest_lists.get(key)
-        if cached is not None:
-            _manifest_lists.move_to_end(key)
-            return list(cached)
-    manifests = read_manifest_list(source)
-    with _manifest_lists_lock:
-        _manifest_lists[key] = tuple(manifests)
-        while len(_manifest_lists) > MANIFEST_LIST_CACHE_SIZE:
-            _manifest_lists.popitem(last=False)
-    return manifests
-
-
-def _v1_manifest_ref(io: Any, metadata: TableMetadata, path: str, snapshot: Snapshot) -> ManifestFile:
-    """A manifest listed directly in an old v1 snapshot: counts come from reading it."""
-    data = io.new_input(path).read()
-    header, entries = read_manifest_with_header(data, metadata.specs_by_id())
-    counts = {s: [0, 0] for s in EntryStatus}
-    added_by: int | None = None
-    for e in entries:
-        c = counts[e.status]
-        c[0] += 1
-        c[1] += e.data_file.record_count
-        if e.status == EntryStatus.ADDED and added_by is None:
-            added_by = e.snapshot_id
-    return ManifestFile(
-        manifest_path=path,
-        manifest_length=len(data),
-        partition_spec_id=header.spec_id if header.spec_id is not None else 0,
-        content=ManifestContent.DATA,
-        sequence_number=0,
-        min_sequence_number=0,
-        added_snapshot_id=added_by if added_by is not None else snapshot.snapshot_id,
-        added_files_count=counts[EntryStatus.ADDED][0],
-        existing_files_count=counts[EntryStatus.EXISTING][0],
-        deleted_files_count=counts[EntryStatus.DELETED][0],
-        added_rows_count=counts[EntryStatus.ADDED][1],
-        existing_rows_count=counts[EntryStatus.EXISTING][1],
-        deleted_rows_count=counts[EntryStatus.DELETED][1],
-        format_version=header.format_version,
-    )
-
-
-def inherit(
-    entries: Sequence[ManifestEntry], manifest: ManifestFile, format_version: int
-) -> list[ManifestEntry]:
-    """Apply snapshot-id, sequence-number and first-row-id inheritance from a manifest's list entry.
-
-    ``format_version`` is the manifest file's own version (v1 manifests carry no sequence numbers:
-    they all become 0).
-    """
-    snap = manifest.added_snapshot_id
-    seq = 0 if format_version == 1 else manifest.sequence_number
-    seq_for_all = format_version == 1 or seq == 0
-    next_row_id = manifest.first_row_id if manifest.content == ManifestContent.DATA else None
-    added, deleted, data = EntryStatus.ADDED, EntryStatus.DELETED, FileContent.DATA
-    out: list[ManifestEntry] = []
-    append = out.append
-    for e in entries:
-        sid, dseq, fseq, df = e.snapshot_id, e.sequence_number, e.file_sequence_number, e.data_file
-        changed = False
-        if sid is None:
-            sid, changed = snap, True
-        if dseq is None and (seq_for_all or e.status == added):
-            dseq, changed = seq, True
-        if fseq is None and (seq_for_all or e.status == added):
-            fseq, changed = seq, True
-        if next_row_id is not None and df.content == data and e.status != deleted and df.first_row_id is None:
-            df = df.with_changes(first_row_id=next_row_id)
-            next_row_id += df.record_count
-            changed = True
-        append(ManifestEntry(e.status, sid, dseq, fseq, df, e.dv_snapshot_id) if changed else e)
-    return out
-
-
-def inherit_columns(columns: ac.ManifestColumns, manifest: ManifestFile) -> ac.ManifestColumns:
-    """:func:`inherit` on a manifest decoded to Arrow columns: the same rules, a column at a time."""
-    n = columns.num_rows
-    status = columns.column(ac.STATUS)
-    if status is None:
-        return columns
-    seq = 0 if columns.header.format_version == 1 else manifest.sequence_number
-    seq_for_all = columns.header.format_version == 1 or seq == 0
-    added = pc.equal(status, int(EntryStatus.ADDED))
-    changes: dict[int, pa.Array] = {
-        ac.SNAPSHOT_ID: _filled(columns.column(ac.SNAPSHOT_ID), manifest.added_snapshot_id, n, None)
-    }
-    for fid in (ac.SEQUENCE_NUMBER, ac.FILE_SEQUENCE_NUMBER):
-        changes[fid] = _filled(columns.column(fid), seq, n, None if seq_for_all else added)
-    if manifest.content == ManifestContent.DATA and manifest.first_row_id is not None:
-        changes[ac.FIRST_ROW_ID] = _inherited_first_row_ids(columns, manifest.first_row_id)
-    return columns.with_columns(changes)
-
-
-def _filled(arr: pa.Array | None, value: int, n: int, only_where: pa.Array | None) -> pa.Array:
-    """``arr`` (all null when missing), nulls replaced by ``value`` (only where ``only_where`` holds)."""
-    if arr is None:
-        arr = pa.nulls(n, pa.int64())
-    if only_where is None:
-        return pc.fill_null(arr, pa.scalar(value, pa.int64()))
-    fill = pc.and_(pc.is_null(arr), only_where)
-    return pc.if_else(fill, pa.scalar(value, pa.int64()), arr)
-
-
-def _inherited_first_row_ids(columns: ac.ManifestColumns, first_row_id: int) -> pa.Array:
-    """First row ids of a data manifest's live DATA entries that have none, counted from the manifest's."""
-    frid = columns.column(ac.FIRST_ROW_ID)
-    n = columns.num_rows
-    if frid is None:
-        frid = pa.nulls(n, pa.int64())
-    status = columns.numpy(ac.STATUS, -1)
-    content = columns.numpy(ac.CONTENT, int(FileContent.DATA))
-    missing = pc.is_null(frid).to_numpy(zero_copy_only=False)
-    assign = (content == int(FileContent.DATA)) & (status != int(EntryStatus.DELETED)) & missing
-    if not assign.any():
-        return frid
-    counts = np.where(assign, columns.numpy(ac.RECORD_COUNT, 0), 0)
-    before = np.cumsum(counts) - counts
-    return pc.if_else(pa.array(assign), pa.array(before + first_row_id, pa.int64()), frid)
-
-
-def read_entries(io: Any, metadata: TableMetadata, manifest_file: ManifestFile) -> list[ManifestEntry]:
+def read_entries(io: FileIO, metadata: TableMetadata, manifest_file: ManifestFile) -> list[ManifestEntry]:
     """Every entry of one manifest (deleted ones included), with inheritance applied."""
     if manifest_file.format_version >= 4:
         return v4_read.read_entries(io, metadata, manifest_file)
-    header, entries = read_manifest_with_header(
-        io.new_input(manifest_file.manifest_path), metadata.specs_by_id(), manifest_file=manifest_file
-    )
-    return inherit(entries, manifest_file, header.format_version)
+    return v3_read.read_entries(io, metadata, manifest_file)
 
 
-def read_live_columns(io: Any, metadata: TableMetadata, manifest_file: ManifestFile) -> EntryColumns:
+def read_live_columns(
+    io: FileIO, metadata: TableMetadata, manifest_file: ManifestFile
+) -> EntryColumns | None:
     """One manifest's entries as columns with inheritance applied, for columnar planning.
 
     v1–v3 Avro manifests (also legacy ones referenced from a v4 root) are decoded by DataFusion,
-    v4 leaves by pyarrow (manifest DV applied by ``live_mask``). Raises
-    ``avro_columnar.ColumnarUnsupported`` when the manifest must be read as objects instead
-    (:func:`read_entries`): the Arrow decoder cannot read it, or it is a v4 root's inline entries.
+    v4 leaves by pyarrow (manifest DV applied by ``live_mask``). None when the manifest must be
+    read as objects instead (:func:`read_entries`): the Arrow decoder cannot read it, or it is a
+    v4 root's inline entries.
     """
     if manifest_file.format_version >= 4:
-        leaf = v4_read.leaf_columns(io, metadata, manifest_file)
-        if leaf is None:
-            raise ac.ColumnarUnsupported(f"{manifest_file.manifest_path}: inline root entries")
-        return leaf
-    columns = ac.read_manifest_columns(
-        io, manifest_file.manifest_path, metadata.specs_by_id(), spec_id=manifest_file.partition_spec_id
-    )
-    return inherit_columns(columns, manifest_file)
+        return v4_read.leaf_columns(io, metadata, manifest_file)
+    return v3_read.read_live_columns(io, metadata, manifest_file)
 
 
 def read_entries_many(
-    io: Any, metadata: TableMetadata, manifests: Sequence[ManifestFile]
+    io: FileIO, metadata: TableMetadata, manifests: Sequence[ManifestFile]
 ) -> Iterator[list[ManifestEntry]]:
-    """``read_entries`` of several manifests, in order, on a thread pool when there are many."""
-    if len(manifests) <= PARALLEL_MANIFESTS:
-        for m in manifests:
-            yield read_entries(io, metadata, m)
-        return
-    with ThreadPoolExecutor(max_workers=min(MAX_READ_WORKERS, len(manifests))) as pool:
-        yield from pool.map(lambda m: read_entries(io, metadata, m), manifests)
+    """:func:`read_entries` of several manifests, in order, on a thread pool when there are many."""
+    return v3_read.map_manifests(lambda m: read_entries(io, metadata, m), manifests)
 
 
-def dropped_entries(io: Any, metadata: TableMetadata, snapshot: Snapshot) -> list[ManifestEntry]:
+def dropped_entries(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) -> list[ManifestEntry]:
     """Entries a v4 snapshot removed from the leaves it dropped from its tree ([] for v1–v3).
 
-    A v4 root lists each leaf it no longer carries once more as a DELETED reference. When the leaf
-    went because its last live rows were removed, the reference's ``deleted_positions`` /
-    ``replaced_positions`` name them and ``read_entries`` shows them as DELETED / REPLACED rows
-    stamped with the snapshot: those rows (and only those) are returned. Scans never need them.
+    See :func:`icefloe.tree.v4_read.dropped_entries`; scans never need them.
     """
     if snapshot.root_manifest is None:
         return []
-    sid = snapshot.snapshot_id
-    root = v4_read.read_root(io, metadata, snapshot.root_manifest)
-    out: list[ManifestEntry] = []
-    for ref in root.refs:
-        if ref.status.is_live or ref.dv_snapshot_id != sid:
-            continue
-        if ref.deleted_positions is None and ref.replaced_positions is None:
-            continue
-        out += [e for e in read_entries(io, metadata, ref) if not e.is_live and e.snapshot_id == sid]
-    return out
-
-
-def may_have_live_entries(manifest: ManifestFile) -> bool:
-    """False only when the counts say the manifest holds no ADDED or EXISTING entries."""
-    return manifest.has_added_files() or manifest.has_existing_files()
+    return v4_read.dropped_entries(io, metadata, snapshot)
 
 
 def live_manifest_refs(
-    io: Any,
+    io: FileIO,
     metadata: TableMetadata,
     snapshot: Snapshot,
     manifest_filter: ManifestFilter | None = None,
@@ -278,34 +78,26 @@ def live_manifest_refs(
     v1–v3 manifests whose counts say they hold no live entry are skipped; v4 references are all
     live already (``manifest_refs`` keeps only live references and inline entries).
     """
-    v4 = snapshot.root_manifest is not None
-    return [
-        m
-        for m in manifest_refs(io, metadata, snapshot)
-        if (content is None or m.content == content)
-        and (v4 or may_have_live_entries(m))
-        and (manifest_filter is None or manifest_filter(m))
-    ]
+    selection = EntrySelection(manifest_filter, None, content)
+    if snapshot.root_manifest is not None:
+        return v4_read.live_manifest_refs(io, metadata, snapshot, selection)
+    return v3_read.live_manifest_refs(io, metadata, snapshot, selection)
 
 
 def live_entries(
-    io: Any,
+    io: FileIO,
     metadata: TableMetadata,
     snapshot: Snapshot,
     manifest_filter: ManifestFilter | None = None,
     entry_filter: EntryFilter | None = None,
     content: ManifestContent | None = None,
 ) -> Iterator[ManifestEntry]:
-    """The live (ADDED/EXISTING) entries of a snapshot, with inheritance applied.
+    """The live (ADDED/EXISTING, v4 also MODIFIED) entries of a snapshot, with inheritance applied.
 
     ``content`` keeps only data or delete manifests; ``manifest_filter`` can skip manifests (e.g. on
     partition summaries) and ``entry_filter`` entries.
     """
+    selection = EntrySelection(manifest_filter, entry_filter, content)
     if snapshot.root_manifest is not None:
-        yield from v4_read.live_entries(io, metadata, snapshot, manifest_filter, entry_filter, content)
-        return
-    refs = live_manifest_refs(io, metadata, snapshot, manifest_filter, content)
-    for entries in read_entries_many(io, metadata, refs):
-        for e in entries:
-            if e.status.is_live and (entry_filter is None or entry_filter(e)):
-                yield e
+        return v4_read.live_entries(io, metadata, snapshot, selection)
+    return v3_read.live_entries(io, metadata, snapshot, selection)

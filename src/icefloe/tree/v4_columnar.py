@@ -19,10 +19,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe.errors import CorruptMetadata
-from icefloe.formats import content_entry_schema as ce
 from icefloe.formats.arrow_schema import arrow_type_to_iceberg, field_id_of
-from icefloe.formats.content_entry_schema import POS_COLUMN, to_python_values
-from icefloe.formats.content_stats import (
+from icefloe.formats.frozen_builders import fast_constructor
+from icefloe.formats.v4 import content_entry_schema as ce
+from icefloe.formats.v4.content_entry_schema import POS_COLUMN, to_python_values
+from icefloe.formats.v4.content_stats import (
     LOWER_BOUND,
     NAN_VALUE_COUNT,
     NULL_VALUE_COUNT,
@@ -31,7 +32,6 @@ from icefloe.formats.content_stats import (
     StatsLayout,
     column_id_for_stats_struct,
 )
-from icefloe.formats.frozen_builders import fast_constructor
 from icefloe.spec.content import (
     DataFile,
     DeletionVectorRef,
@@ -308,10 +308,14 @@ def _partition_tuples(
     unknown = present - set(specs)
     if unknown and specs:
         i = next(i for i in range(n) if spec_of[i] in unknown)
-        raise CorruptMetadata(f"{source}: {location[i]}: unknown partition spec id {spec_of[i]}")
+        raise CorruptMetadata(
+            f"{source}: {location[i]}: unknown partition spec id {spec_of[i]}", location=source
+        )
     if unknown and any(stored_spec_ids[i] is not None for i in range(n) if spec_of[i] in unknown):
         i = next(i for i in range(n) if spec_of[i] in unknown and stored_spec_ids[i] is not None)
-        raise CorruptMetadata(f"{source}: {location[i]}: unknown partition spec id {spec_of[i]}")
+        raise CorruptMetadata(
+            f"{source}: {location[i]}: unknown partition spec id {spec_of[i]}", location=source
+        )
     by_spec: dict[int, list[tuple[Any, ...]]] = {}
     for spec_id in present:
         spec = specs.get(spec_id)

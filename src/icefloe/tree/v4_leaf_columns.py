@@ -19,9 +19,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.formats import content_entry_schema as ce
-from icefloe.formats.content_entry_schema import POS_COLUMN
-from icefloe.formats.content_stats import LOWER_BOUND, UPPER_BOUND, StatsLayout, stats_struct_id
+from icefloe.formats.v4 import content_entry_schema as ce
+from icefloe.formats.v4.content_entry_schema import POS_COLUMN
+from icefloe.formats.v4.content_stats import LOWER_BOUND, UPPER_BOUND, StatsLayout, stats_struct_id
 from icefloe.spec.content import EntryStatus, FileContent, ManifestContent, ManifestEntry, ManifestFile
 from icefloe.spec.partitioning import PartitionSpec
 from icefloe.spec.types import IcebergType

@@ -17,16 +17,17 @@ import math
 from collections.abc import Sequence
 from typing import Any, cast
 
-from icefloe.errors import IcefloeError, ValidationError
-from icefloe.formats.avro_manifest import write_manifest
-from icefloe.formats.content_entry import ContentRow, write_content_entries
-from icefloe.formats.content_stats import (
+from icefloe.errors import ValidationError
+from icefloe.formats.avro.manifest import write_manifest
+from icefloe.formats.v4.content_entry import ContentRow, write_content_entries
+from icefloe.formats.v4.content_stats import (
     NAN_VALUE_COUNT,
     ColumnStats,
     ContentStats,
     StatsLayout,
     content_stats_type,
 )
+from icefloe.io.fileio import FileIO
 from icefloe.spec.content import (
     DataFile,
     EntryStatus,
@@ -36,7 +37,6 @@ from icefloe.spec.content import (
     ManifestFile,
 )
 from icefloe.spec.table_metadata import TableMetadata
-from icefloe.spec.types import StructType
 from icefloe.tree.locations import LocationProvider
 from icefloe.tree.v4_policy import V4Policy
 from icefloe.tree.v4_read import table_location
@@ -132,7 +132,7 @@ class TreeFiles:
 
     def __init__(
         self,
-        io: Any,
+        io: FileIO,
         metadata: TableMetadata,
         locations: LocationProvider,
         snapshot_id: int,
@@ -236,7 +236,7 @@ class TreeFiles:
         spec = self.specs.get(spec_id)
         if spec is None:
             raise ValidationError(f"partition spec {spec_id} is not in the table metadata")
-        ptype = _partition_type(self.md, spec_id)
+        ptype = self.md.partition_type(spec)
         path = self.locations.new_manifest_path()
         mf = write_manifest(
             self.io.new_output(path),
@@ -284,15 +284,3 @@ class TreeFiles:
                 self.io.delete(path)
             except Exception:  # best effort: an orphan file is harmless
                 logger.warning("could not delete %s after a failed v4 tree write", path)
-
-
-def _partition_type(md: TableMetadata, spec_id: int) -> StructType:
-    """A spec's partition type, bound to the current schema or (for dropped sources) an older one."""
-    spec = md.specs_by_id()[spec_id]
-    error: Exception | None = None
-    for schema in sorted(md.schemas, key=lambda s: (s.schema_id != md.current_schema_id, -s.schema_id)):
-        try:
-            return spec.partition_type(schema)
-        except IcefloeError as exc:
-            error = exc
-    raise ValidationError(f"cannot derive the partition type of spec {spec_id}: {error}")

@@ -39,8 +39,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from icefloe.errors import ValidationError
-from icefloe.formats.bitmaps import DEFAULT_MANIFEST_DV_ENCODING
-from icefloe.formats.mumbling import MAX_POSITION
+from icefloe.formats.v4.bitmaps import DEFAULT_MANIFEST_DV_ENCODING
+from icefloe.formats.v4.mumbling import MAX_POSITION
 from icefloe.spec.properties import int_property
 
 ROOT_MAX_INLINE_ENTRIES = "write.v4.root.max-inline-entries"

@@ -27,33 +27,33 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.errors import CorruptMetadata
+from icefloe.errors import CorruptMetadata, IcefloeError
 from icefloe.expressions.ast import Expression
 from icefloe.expressions.evaluators import InclusiveMetricsEvaluator
-from icefloe.formats import content_entry_schema as ce
 from icefloe.formats.arrow_schema import field_id_of
-from icefloe.formats.bitmaps import ManifestDVCodec, manifest_dv_codec
-from icefloe.formats.content_entry import (
+from icefloe.formats.v4 import content_entry_schema as ce
+from icefloe.formats.v4.bitmaps import ManifestDVCodec, manifest_dv_codec
+from icefloe.formats.v4.content_entry import (
     ROOT_CONTENT,
     read_content_entries,
     read_footer_metadata,
     to_positioned_rows,
 )
-from icefloe.formats.content_entry_schema import POS_COLUMN, column_by_field_id, union_partition_type
-from icefloe.formats.content_stats import (
+from icefloe.formats.v4.content_entry_schema import POS_COLUMN, column_by_field_id, union_partition_type
+from icefloe.formats.v4.content_stats import (
     ContentStats,
     StatsLayout,
     content_stats_type,
     metrics_from_content_stats,
 )
+from icefloe.io.fileio import FileIO
 from icefloe.spec.content import (
     DataFile,
     EntryStatus,
@@ -66,15 +66,13 @@ from icefloe.spec.schema import Schema
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.types import IcebergType
+from icefloe.tree import v3_read
+from icefloe.tree.changes import EntrySelection, ManifestFilter
 from icefloe.tree.v4_columnar import decode_leaf_rows
 from icefloe.tree.v4_leaf_columns import LeafColumns
 from icefloe.tree.v4_policy import manifest_dv_encoding
 
-ManifestFilter = Callable[[ManifestFile], bool]
-EntryFilter = Callable[[ManifestEntry], bool]
-
 PARALLEL_LEAVES = 2
-MAX_READ_WORKERS = 8
 _ROOT_CACHE_SIZE = 16
 _LIVE_STATUSES = pa.array([int(s) for s in EntryStatus if s.is_live], pa.int32())
 _REFERENCE_CONTENTS = pa.array([int(FileContent.DATA_MANIFEST), int(FileContent.DELETE_MANIFEST)], pa.int32())
@@ -118,7 +116,7 @@ def positions(codec: ManifestDVCodec, data: bytes | None, source: str) -> set[in
     return set(codec.decode(data, source=source).to_list())
 
 
-def read_root(io: Any, metadata: TableMetadata, location: str) -> RootContents:
+def read_root(io: FileIO, metadata: TableMetadata, location: str) -> RootContents:
     """The rows of a root manifest (cached: root files are immutable)."""
     key = (location, metadata.table_uuid or "", metadata.current_schema_id, len(metadata.partition_specs))
     with _cache_lock:
@@ -207,7 +205,7 @@ def inline_reference(root: RootContents, snapshot: Snapshot, content: ManifestCo
     )
 
 
-def manifest_refs(io: Any, metadata: TableMetadata, snapshot: Snapshot) -> list[ManifestFile]:
+def manifest_refs(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) -> list[ManifestFile]:
     """Live references of a v4 snapshot's root, then one synthetic reference per inline content."""
     assert snapshot.root_manifest is not None
     root = read_root(io, metadata, snapshot.root_manifest)
@@ -249,7 +247,7 @@ def _partition_types(metadata: TableMetadata) -> dict[int, IcebergType]:
 
 
 def _read_leaf_table(
-    io: Any, metadata: TableMetadata, ref: ManifestFile, columns: Any = None, data: bytes | None = None
+    io: FileIO, metadata: TableMetadata, ref: ManifestFile, columns: Any = None, data: bytes | None = None
 ) -> pa.Table:
     if data is None:
         data = io.new_input(ref.manifest_path).read()
@@ -322,7 +320,7 @@ def _inherit(e: ManifestEntry, ref: ManifestFile, first_row_id: int | None) -> M
 
 
 def leaf_rows(
-    io: Any, metadata: TableMetadata, ref: ManifestFile, data: bytes | None = None
+    io: FileIO, metadata: TableMetadata, ref: ManifestFile, data: bytes | None = None
 ) -> list[tuple[int, ManifestEntry]]:
     """``(position, entry)`` for every row of a v4 leaf, inheritance applied, MDV not applied."""
     table = _read_leaf_table(io, metadata, ref, data=data)
@@ -337,7 +335,7 @@ def leaf_rows(
     return [(pos, _inherit(e, ref, first_ids[pos])) for pos, e in rows]
 
 
-def read_entries(io: Any, metadata: TableMetadata, ref: ManifestFile) -> list[ManifestEntry]:
+def read_entries(io: FileIO, metadata: TableMetadata, ref: ManifestFile) -> list[ManifestEntry]:
     """Every entry of a v4 leaf (or a root's inline entries), inheritance and MDV applied."""
     data = io.new_input(ref.manifest_path).read()
     if read_footer_metadata(data, source=ref.manifest_path).get("content") == ROOT_CONTENT:
@@ -360,7 +358,7 @@ def read_entries(io: Any, metadata: TableMetadata, ref: ManifestFile) -> list[Ma
     return out
 
 
-def live_leaf_entries(io: Any, metadata: TableMetadata, ref: ManifestFile) -> list[ManifestEntry]:
+def live_leaf_entries(io: FileIO, metadata: TableMetadata, ref: ManifestFile) -> list[ManifestEntry]:
     """The live rows of a v4 leaf: non-live statuses and MDV positions dropped before decoding."""
     table = _read_leaf_table(io, metadata, ref)
     first_ids = inherited_first_row_ids(table, ref)
@@ -381,7 +379,7 @@ def live_leaf_entries(io: Any, metadata: TableMetadata, ref: ManifestFile) -> li
     return [_inherit(e, ref, first_ids[pos]) for pos, e in rows]
 
 
-def leaf_columns(io: Any, metadata: TableMetadata, ref: ManifestFile) -> LeafColumns | None:
+def leaf_columns(io: FileIO, metadata: TableMetadata, ref: ManifestFile) -> LeafColumns | None:
     """A v4 leaf as columns for planning (inheritance and MDV resolved); None for a root's inline entries."""
     data = io.new_input(ref.manifest_path).read()
     if read_footer_metadata(data, source=ref.manifest_path).get("content") == ROOT_CONTENT:
@@ -392,7 +390,7 @@ def leaf_columns(io: Any, metadata: TableMetadata, ref: ManifestFile) -> LeafCol
     return LeafColumns(table, ref, specs, _layout(metadata), masked, types)
 
 
-def locate(io: Any, metadata: TableMetadata, ref: ManifestFile, paths: set[str]) -> dict[str, int]:
+def locate(io: FileIO, metadata: TableMetadata, ref: ManifestFile, paths: set[str]) -> dict[str, int]:
     """Leaf positions of the live, unmasked rows whose location is in ``paths`` (columnar)."""
     table = _read_leaf_table(io, metadata, ref, columns=(ce.LOCATION, ce.TRACKING))
     if not table.num_rows or not paths:
@@ -409,49 +407,66 @@ def locate(io: Any, metadata: TableMetadata, ref: ManifestFile, paths: set[str])
 
 
 def _entries_of(
-    io: Any, metadata: TableMetadata, ref: ManifestFile, root: RootContents
+    io: FileIO, metadata: TableMetadata, ref: ManifestFile, root: RootContents
 ) -> list[ManifestEntry]:
     if ref.manifest_path == root.location:
         want = _INLINE_CONTENT[ManifestContent(ref.content)]
         return [e for e in root.inline if e.is_live and e.data_file.content == want]
     if ref.format_version < 4:
-        from icefloe.tree.read_seam import read_entries as read_legacy
-
-        return [e for e in read_legacy(io, metadata, ref) if e.is_live]
+        return [e for e in v3_read.read_entries(io, metadata, ref) if e.is_live]
     return live_leaf_entries(io, metadata, ref)
 
 
+def live_manifest_refs(
+    io: FileIO, metadata: TableMetadata, snapshot: Snapshot, selection: EntrySelection
+) -> list[ManifestFile]:
+    """The live references of a v4 snapshot (and its inline entries) that ``selection`` keeps."""
+    return [m for m in manifest_refs(io, metadata, snapshot) if selection.keeps_manifest(m)]
+
+
 def live_entries(
-    io: Any,
-    metadata: TableMetadata,
-    snapshot: Snapshot,
-    manifest_filter: ManifestFilter | None = None,
-    entry_filter: EntryFilter | None = None,
-    content: ManifestContent | None = None,
+    io: FileIO, metadata: TableMetadata, snapshot: Snapshot, selection: EntrySelection
 ) -> Iterator[ManifestEntry]:
     """The live entries of a v4 snapshot (leaf rows, legacy manifests and inline root entries)."""
     assert snapshot.root_manifest is not None
     root = read_root(io, metadata, snapshot.root_manifest)
-    refs = [
-        m
-        for m in manifest_refs(io, metadata, snapshot)
-        if (content is None or m.content == content) and (manifest_filter is None or manifest_filter(m))
-    ]
-    for entries in _map(lambda m: _entries_of(io, metadata, m, root), refs):
-        for e in entries:
-            if entry_filter is None or entry_filter(e):
-                yield e
+    refs = live_manifest_refs(io, metadata, snapshot, selection)
+    try:
+        for entries in v3_read.map_manifests(
+            lambda m: _entries_of(io, metadata, m, root), refs, parallel_above=PARALLEL_LEAVES
+        ):
+            for e in entries:
+                if selection.keeps_entry(e):
+                    yield e
+    except IcefloeError as exc:
+        exc.with_context(snapshot_id=snapshot.snapshot_id)
+        raise
 
 
-def _map(
-    fn: Callable[[ManifestFile], list[ManifestEntry]], refs: Sequence[ManifestFile]
-) -> Iterator[list[ManifestEntry]]:
-    if len(refs) <= PARALLEL_LEAVES:
-        for m in refs:
-            yield fn(m)
-        return
-    with ThreadPoolExecutor(max_workers=min(MAX_READ_WORKERS, len(refs))) as pool:
-        yield from pool.map(fn, refs)
+def dropped_entries(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) -> list[ManifestEntry]:
+    """Entries a v4 snapshot removed from the leaves it dropped from its tree.
+
+    A v4 root lists each leaf it no longer carries once more as a DELETED reference. When the leaf
+    went because its last live rows were removed, the reference's ``deleted_positions`` /
+    ``replaced_positions`` name them and ``read_entries`` shows them as DELETED / REPLACED rows
+    stamped with the snapshot: those rows (and only those) are returned. Scans never need them.
+    """
+    assert snapshot.root_manifest is not None
+    sid = snapshot.snapshot_id
+    root = read_root(io, metadata, snapshot.root_manifest)
+    out: list[ManifestEntry] = []
+    for ref in root.refs:
+        if ref.status.is_live or ref.dv_snapshot_id != sid:
+            continue
+        if ref.deleted_positions is None and ref.replaced_positions is None:
+            continue
+        rows = (
+            v3_read.read_entries(io, metadata, ref)
+            if ref.format_version < 4
+            else read_entries(io, metadata, ref)
+        )
+        out += [e for e in rows if not e.is_live and e.snapshot_id == sid]
+    return out
 
 
 # -- leaf pruning on aggregated stats --------------------------------------------------------------

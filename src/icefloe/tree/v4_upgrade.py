@@ -12,11 +12,12 @@ Manifests without live entries are left out.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from icefloe.io.fileio import FileIO
 from icefloe.spec.content import EntryStatus, ManifestEntry, ManifestFile
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
+from icefloe.tree import v3_read
 from icefloe.tree.v4_read import read_root
 
 
@@ -28,42 +29,11 @@ class ParentTree:
     inline: list[ManifestEntry] = field(default_factory=list)
 
 
-def _counted(io: Any, metadata: TableMetadata, m: ManifestFile) -> ManifestFile:
-    """v1 manifest lists may lack counts, which root references require: count by reading."""
-    counts = (
-        m.added_files_count,
-        m.existing_files_count,
-        m.deleted_files_count,
-        m.added_rows_count,
-        m.existing_rows_count,
-        m.deleted_rows_count,
-    )
-    if None not in counts:
-        return m
-    from icefloe.tree.read_seam import read_entries
-
-    files = dict.fromkeys(EntryStatus, 0)
-    rows = dict.fromkeys(EntryStatus, 0)
-    for e in read_entries(io, metadata, m):
-        files[e.status] += 1
-        rows[e.status] += e.data_file.record_count
-    return m.with_changes(
-        added_files_count=files[EntryStatus.ADDED],
-        existing_files_count=files[EntryStatus.EXISTING],
-        deleted_files_count=files[EntryStatus.DELETED],
-        added_rows_count=rows[EntryStatus.ADDED],
-        existing_rows_count=rows[EntryStatus.EXISTING],
-        deleted_rows_count=rows[EntryStatus.DELETED],
-    )
-
-
-def legacy_references(io: Any, metadata: TableMetadata, snapshot: Snapshot) -> list[ManifestFile]:
+def legacy_references(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) -> list[ManifestFile]:
     """The manifests of a v1–v3 snapshot as root references (format_version 0, tracking copied)."""
-    from icefloe.tree.read_seam import manifest_refs
-
     out: list[ManifestFile] = []
-    for m in manifest_refs(io, metadata, snapshot):
-        m = _counted(io, metadata, m)
+    for m in v3_read.manifest_refs(io, metadata, snapshot):
+        m = v3_read.with_counts(m, lambda ref: v3_read.read_entries(io, metadata, ref))
         if not (m.added_files_count or m.existing_files_count):
             continue
         out.append(
@@ -95,7 +65,7 @@ def carried(ref: ManifestFile) -> ManifestFile:
     return ref.with_changes(status=EntryStatus.EXISTING, deleted_positions=None, replaced_positions=None)
 
 
-def parent_tree(io: Any, metadata: TableMetadata, parent: Snapshot | None) -> ParentTree:
+def parent_tree(io: FileIO, metadata: TableMetadata, parent: Snapshot | None) -> ParentTree:
     """The live part of the parent's tree, as the new root will carry it."""
     if parent is None:
         return ParentTree()

@@ -46,10 +46,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from icefloe.errors import IcefloeError, ValidationError
-from icefloe.formats.bitmaps import manifest_dv_codec
-from icefloe.formats.content_entry import ContentRow
-from icefloe.formats.content_stats import ContentStats, StatsLayout
-from icefloe.formats.roaring64 import PositionBitmap
+from icefloe.formats.puffin.roaring64 import PositionBitmap
+from icefloe.formats.v4.bitmaps import manifest_dv_codec
+from icefloe.formats.v4.content_entry import ContentRow
+from icefloe.formats.v4.content_stats import ContentStats, StatsLayout
 from icefloe.spec.content import (
     DataFile,
     DeletionVectorRef,
@@ -58,16 +58,17 @@ from icefloe.spec.content import (
     ManifestContent,
     ManifestEntry,
     ManifestFile,
+    deletion_vector_file,
 )
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
-from icefloe.tree.locations import LocationProvider
+from icefloe.tree import v3_read
+from icefloe.tree.changes import TreeChange, TreeResult, TreeWriteRequest
 from icefloe.tree.summary import snapshot_summary
 from icefloe.tree.v4_leaves import TreeFiles, materialised
 from icefloe.tree.v4_policy import MODIFIED_KEEPS_SNAPSHOT_ID, V4Policy
 from icefloe.tree.v4_read import leaf_rows, live_leaf_entries, locate, positions
 from icefloe.tree.v4_upgrade import ParentTree, parent_tree
-from icefloe.tree.write_seam import TreeChange, TreeResult
 
 BOUNDS_PRUNING_LIMIT = 1000
 """Removals of more files than this look in every leaf of the right content and spec."""
@@ -98,27 +99,12 @@ class _Commit:
         return self.files.snapshot_id
 
 
-def _dv_file(data_file: DataFile, dv: DeletionVectorRef) -> DataFile:
-    """A colocated DV seen as a Puffin position-delete file (for summary counters)."""
-    return DataFile(
-        file_path=dv.location,
-        file_format="puffin",
-        record_count=dv.cardinality,
-        file_size_in_bytes=dv.size_in_bytes,
-        content=FileContent.POSITION_DELETES,
-        spec_id=data_file.spec_id,
-        partition=data_file.partition,
-        referenced_data_file=data_file.file_path,
-        content_offset=dv.offset,
-        content_size_in_bytes=dv.size_in_bytes,
-    )
-
-
 def _retire_dv(c: _Commit, e: ManifestEntry) -> None:
     """Count the DV of an entry that is removed or gets a new DV as removed."""
     dv = e.data_file.deletion_vector
     if dv is not None:
-        c.superseded.append(e.with_changes(status=EntryStatus.DELETED, data_file=_dv_file(e.data_file, dv)))
+        as_file = deletion_vector_file(e.data_file, dv)
+        c.superseded.append(e.with_changes(status=EntryStatus.DELETED, data_file=as_file))
 
 
 def _dv_pair(c: _Commit, e: ManifestEntry, dv: DeletionVectorRef) -> tuple[ManifestEntry, ManifestEntry]:
@@ -175,8 +161,6 @@ def _loose(stats: dict[int, Any] | None) -> dict[int, Any] | None:
 
 def _locate_all(c: _Commit, refs: list[ManifestFile], pending: set[str]) -> dict[str, dict[str, int]]:
     """For each candidate reference, the pending paths it holds live (leaf position or index)."""
-    from icefloe.tree.read_seam import read_entries
-
     io, md = c.files.io, c.files.md
     out: dict[str, dict[str, int]] = {}
     for ref in refs:
@@ -185,7 +169,7 @@ def _locate_all(c: _Commit, refs: list[ManifestFile], pending: set[str]) -> dict
         if ref.format_version < 4:
             hits = {
                 e.data_file.file_path: i
-                for i, e in enumerate(read_entries(io, md, ref))
+                for i, e in enumerate(v3_read.read_entries(io, md, ref))
                 if e.is_live and e.data_file.file_path in pending
             }
         else:
@@ -295,12 +279,10 @@ def _mark(c: _Commit, ref: ManifestFile, here: dict[str, int], mdv: set[int], dr
 
 def _rewrite(c: _Commit, ref: ManifestFile, mdv: set[int], legacy: bool) -> None:
     """Copy-on-write a leaf: DELETED / REPLACED + MODIFIED rows for this commit, the rest EXISTING."""
-    from icefloe.tree.read_seam import read_entries
-
     files = c.files
     c.dropped[ref.manifest_path] = ref
     if legacy:
-        rows = list(enumerate(read_entries(files.io, files.md, ref)))
+        rows = list(enumerate(v3_read.read_entries(files.io, files.md, ref)))
     else:
         rows = leaf_rows(files.io, files.md, ref)
     out: list[ManifestEntry] = []
@@ -367,8 +349,6 @@ def _small_tier(c: _Commit, ref: ManifestFile) -> int | None:
 
 def _compact(c: _Commit, content: ManifestContent) -> list[ManifestEntry]:
     """Live rows of the small leaves merged away by this commit (their references are dropped)."""
-    from icefloe.tree.read_seam import read_entries
-
     policy = c.files.policy
     if not policy.compaction_enabled:
         return []
@@ -383,7 +363,7 @@ def _compact(c: _Commit, content: ManifestContent) -> list[ManifestEntry]:
     rows: list[ManifestEntry] = []
     for ref in merged:
         if ref.format_version < 4:
-            rows += [materialised(e) for e in read_entries(io, md, ref) if e.is_live]
+            rows += [materialised(e) for e in v3_read.read_entries(io, md, ref) if e.is_live]
         else:
             rows += [materialised(e) for e in live_leaf_entries(io, md, ref)]
     for ref in merged:
@@ -418,12 +398,8 @@ def _deleted_refs(c: _Commit) -> list[ManifestFile]:
 
 
 def _validate(md: TableMetadata, change: TreeChange, dvs: Mapping[str, DeletionVectorRef]) -> None:
-    for f in change.added_data_files:
-        if f.content != FileContent.DATA:
-            raise ValidationError(f"{f.file_path} is a delete file; add it with added_delete_files")
+    change.check_contents()
     for f in change.added_delete_files:
-        if f.content == FileContent.DATA:
-            raise ValidationError(f"{f.file_path} is a data file; add it with added_data_files")
         if f.content == FileContent.POSITION_DELETES:
             raise ValidationError(
                 f"{f.file_path}: format version 4 tables take deletion vectors through "
@@ -460,34 +436,20 @@ def _assign_row_ids(
     return out_refs, out_inline, counter
 
 
-def write_v4_tree(
-    io: Any,
-    metadata: TableMetadata,
-    parent: Snapshot | None,
-    change: TreeChange,
-    snapshot_id: int,
-    sequence_number: int,
-    location_provider: LocationProvider | None = None,
-    properties: Mapping[str, str] | None = None,
-    *,
-    merge: bool = False,
-    attempt: int = 1,
-    first_row_id: int | None = None,
-) -> TreeResult:
+def write_v4_tree(request: TreeWriteRequest) -> TreeResult:
     """Write the root (and any leaves) of a v4 snapshot.
 
-    ``change`` is a ``write_seam.TreeChange`` (its ``added_dvs`` maps data file paths to new
-    colocated deletion vectors). ``merge`` is accepted for symmetry: v4 compaction is governed by
+    ``request.change.added_dvs`` maps data file paths to new colocated deletion vectors.
+    ``request.merge`` is accepted for symmetry: v4 compaction is governed by
     ``write.v4.compaction.*``. On failure every file written by the attempt is deleted.
     """
-    props = {**metadata.properties, **(properties or {})}
-    policy = V4Policy.from_properties(props)
+    io, metadata, parent, change = request.io, request.metadata, request.parent, request.change
+    snapshot_id, first_row_id = request.snapshot_id, request.first_row_id
+    policy = V4Policy.from_properties(request.effective_properties)
     manifest_dv_codec(policy.mdv_encoding)  # fail early on an unknown encoding
     dvs = dict(change.added_dvs)
     _validate(metadata, change, dvs)
-    files = TreeFiles(
-        io, metadata, location_provider or LocationProvider(metadata), snapshot_id, sequence_number, policy
-    )
+    files = TreeFiles(io, metadata, request.locations, snapshot_id, request.sequence_number, policy)
     c = _Commit(files, {e.data_file.file_path: e for e in change.removed_entries}, dvs)
     c.parent_has_root = parent is not None and parent.root_manifest is not None
     added_paths = {f.file_path for f in change.added_data_files}
@@ -509,7 +471,7 @@ def write_v4_tree(
         start = first_row_id if first_row_id is not None else (metadata.next_row_id or 0)
         refs, inline, end = _assign_row_ids(c, [*c.new_refs, *c.refs], root_rows, start)
         rows: list[ContentRow] = [*refs, *_deleted_refs(c), *c.root_replaced, *c.root_deleted, *inline]
-        root_path = files.write_root(rows, parent.snapshot_id if parent else None, attempt)
+        root_path = files.write_root(rows, parent.snapshot_id if parent else None, request.attempt)
     except BaseException:
         files.cleanup()
         raise
@@ -564,7 +526,7 @@ def _summary(parent: Snapshot | None, change: TreeChange, c: _Commit) -> dict[st
     """Standard counters; colocated DVs count as DV delete files (added / superseded)."""
     targets = {f.file_path: f for f in change.added_data_files}
     targets.update(c.dv_targets)
-    added_dvs = [_dv_file(targets[path], dv) for path, dv in c.dvs.items() if path in targets]
+    added_dvs = [deletion_vector_file(targets[path], dv) for path, dv in c.dvs.items() if path in targets]
     return snapshot_summary(
         parent,
         list(change.added_data_files),

@@ -8,7 +8,7 @@ from typing import Any
 import pyarrow as pa
 
 from icefloe.formats.arrow_schema import check_arrow_compatible, check_required_no_nulls, to_table_schema
-from icefloe.formats.parquet_data import write_parquet_data_file
+from icefloe.formats.parquet.data_files import write_parquet_data_file
 from icefloe.formats.partition_arrow import partition_table
 from icefloe.io.fileio import FileIO
 from icefloe.spec.content import DataFile

@@ -14,11 +14,11 @@ import numpy as np
 import pyarrow as pa
 
 from icefloe.formats.arrow_schema import schema_to_arrow
-from icefloe.formats.parquet_data import write_parquet_data_file
-from icefloe.formats.puffin import DVBlobRef, write_deletion_vectors
-from icefloe.formats.roaring64 import PositionBitmap
+from icefloe.formats.parquet.data_files import write_parquet_data_file
+from icefloe.formats.puffin.files import DVBlobRef, write_deletion_vectors
+from icefloe.formats.puffin.roaring64 import PositionBitmap
 from icefloe.io.fileio import FileIO
-from icefloe.spec.content import DataFile, DeletionVectorRef, FileContent
+from icefloe.spec.content import DataFile, DeletionVectorRef, FileContent, deletion_vector_file
 from icefloe.spec.schema import DELETE_FILE_PATH_ID, DELETE_FILE_POS_ID, Schema
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.types import LongType, NestedField, StringType
@@ -45,19 +45,8 @@ class PuffinDVs:
 
     def delete_file(self, data_file: DataFile) -> DataFile:
         """The v3 delete-file entry (Puffin, content offset/size) of one data file's DV."""
-        blob = self.blobs[data_file.file_path]
-        return DataFile(
-            file_path=self.path,
-            file_format="puffin",
-            record_count=blob.cardinality,
-            file_size_in_bytes=self.file_size,
-            content=FileContent.POSITION_DELETES,
-            spec_id=data_file.spec_id,
-            partition=data_file.partition,
-            referenced_data_file=data_file.file_path,
-            content_offset=blob.offset,
-            content_size_in_bytes=blob.length,
-        )
+        dv = self.reference(data_file.file_path)
+        return deletion_vector_file(data_file, dv, puffin_size=self.file_size)
 
 
 def write_dv_puffin(io: FileIO, md: TableMetadata, bitmaps: Mapping[str, PositionBitmap]) -> PuffinDVs:

@@ -43,7 +43,7 @@ import pyarrow as pa
 
 from icefloe.errors import ValidationError
 from icefloe.formats.arrow_schema import check_arrow_compatible, check_required_no_nulls, to_table_schema
-from icefloe.formats.parquet_data import write_parquet_data_file
+from icefloe.formats.parquet.data_files import write_parquet_data_file
 from icefloe.formats.partition_arrow import partition_table, source_column
 from icefloe.io.fileio import FileIO
 from icefloe.spec.content import DataFile, FileContent, ManifestContent, ManifestFile

@@ -1,4 +1,4 @@
-"""Snapshot producers: the actions that add a snapshot (append, overwrite, delete files).
+"""Snapshot producers: the actions that add a snapshot (append, overwrite, row deltas).
 
 Each producer describes *what* changes (files added, live entries removed) and hands that to
 the write seam, which decides *how* the metadata tree changes for the table's format version.
@@ -14,17 +14,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from icefloe.errors import CommitConflict, ValidationError
-from icefloe.expressions.ast import AlwaysTrue, Expression
-from icefloe.expressions.evaluators import strict_partition_evaluators
+from icefloe.expressions.ast import Expression
 from icefloe.spec.content import DataFile, DeletionVectorRef, FileContent, ManifestEntry
 from icefloe.spec.ref_names import check_ref_name
 from icefloe.spec.snapshots import MAIN_BRANCH, Operation, RefType, Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.updates import AddSnapshot, SetSnapshotRef, TableUpdate
+from icefloe.tree.changes import TreeChange, TreeResult, TreeWriteRequest
 from icefloe.tree.locations import LocationProvider
-from icefloe.tree.read_seam import live_entries
 from icefloe.tree.summary import check_snapshot_properties
-from icefloe.tree.write_seam import TreeChange, TreeResult, write_snapshot_tree
+from icefloe.tree.write_seam import write_snapshot_tree
 from icefloe.txn import validation
 from icefloe.txn.isolation import IsolationLevel
 from icefloe.txn.transaction import AttemptContext
@@ -64,26 +63,9 @@ class SnapshotProducer:
         """Data files written on the user's behalf (deleted if the commit finally fails)."""
         return list(self.owned_files)
 
-    def write_tree(
-        self,
-        ctx: AttemptContext,
-        current: TableMetadata,
-        parent: Snapshot | None,
-        change: TreeChange,
-        snapshot_id: int,
-        sequence_number: int,
-    ) -> TreeResult:
+    def write_tree(self, ctx: AttemptContext, request: TreeWriteRequest) -> TreeResult:
         """Hand the change to the write seam (subclasses may translate its errors)."""
-        return write_snapshot_tree(
-            ctx.io,
-            current,
-            parent,
-            change,
-            snapshot_id=snapshot_id,
-            sequence_number=sequence_number,
-            location_provider=LocationProvider(current),
-            merge=self.merge_manifests,
-        )
+        return write_snapshot_tree(request)
 
     def check_written(self, result: TreeResult) -> None:
         """Validate what the write seam did (its files are already registered for cleanup)."""
@@ -97,7 +79,17 @@ class SnapshotProducer:
         change = self.change(ctx, current, parent)
         snapshot_id = new_snapshot_id()
         sequence_number = current.last_sequence_number + 1 if current.format_version >= 2 else 0
-        result = self.write_tree(ctx, current, parent, change, snapshot_id, sequence_number)
+        request = TreeWriteRequest(
+            io=ctx.io,
+            metadata=current,
+            parent=parent,
+            change=change,
+            snapshot_id=snapshot_id,
+            sequence_number=sequence_number,
+            location_provider=LocationProvider(current),
+            merge=self.merge_manifests,
+        )
+        result = self.write_tree(ctx, request)
         ctx.written_files.extend(result.written_files)
         self.check_written(result)
         timestamp_ms = ctx.now_ms if parent is None else max(ctx.now_ms, parent.timestamp_ms + 1)
@@ -305,24 +297,16 @@ class RowDelta(RowLevelProducer):
             known.update(validation.live_data_files(ctx.io, current, base, missing))
         return [known[t.path] for t in targets if t.path in known]
 
-    def write_tree(
-        self,
-        ctx: AttemptContext,
-        current: TableMetadata,
-        parent: Snapshot | None,
-        change: TreeChange,
-        snapshot_id: int,
-        sequence_number: int,
-    ) -> TreeResult:
+    def write_tree(self, ctx: AttemptContext, request: TreeWriteRequest) -> TreeResult:
         """The v4 seam refuses DVs for files that are not live: that is a concurrent removal."""
         try:
-            return super().write_tree(ctx, current, parent, change, snapshot_id, sequence_number)
+            return super().write_tree(ctx, request)
         except ValidationError as exc:
             if not self.added_dvs:
                 raise
             added = {f.file_path for f in self.added_data}
             wanted = [p for p in self.added_dvs if p not in added]
-            missing = validation.missing_live_data_files(ctx.io, current, parent, wanted)
+            missing = validation.missing_live_data_files(ctx.io, request.metadata, request.parent, wanted)
             if not missing:
                 raise
             raise CommitConflict(
@@ -334,24 +318,6 @@ class RowDelta(RowLevelProducer):
     def check_written(self, result: TreeResult) -> None:
         """A retired delete file the seam did not find live was removed concurrently."""
         _check_all_removed(self.removed_deletes, result, self._action(), self.branch)
-
-
-@dataclass
-class DeleteFiles(SnapshotProducer):
-    """Remove whole files whose rows all match a filter (metadata-only delete)."""
-
-    operation: Operation = Operation.DELETE
-    delete_filter: Expression = field(default_factory=AlwaysTrue)
-    case_sensitive: bool = True
-
-    def change(self, ctx: AttemptContext, current: TableMetadata, parent: Snapshot | None) -> TreeChange:
-        """Pick the live files that the filter matches entirely (by partition values)."""
-        if parent is None:
-            return TreeChange()
-        removed = list(
-            _files_matching_strictly(ctx, current, parent, self.delete_filter, self.case_sensitive)
-        )
-        return TreeChange(removed_entries=removed)
 
 
 def _check_specs(md: TableMetadata, files: Iterable[DataFile]) -> None:
@@ -371,14 +337,3 @@ def _check_all_removed(wanted: list[ManifestEntry], result: TreeResult, action: 
                 "(removed by a concurrent commit)",
                 retryable=False,
             )
-
-
-def _files_matching_strictly(
-    ctx: AttemptContext, md: TableMetadata, snapshot: Snapshot, row_filter: Expression, case_sensitive: bool
-) -> Iterable[ManifestEntry]:
-    schema = md.schema()
-    evaluators = strict_partition_evaluators(md.specs_by_id(), schema, row_filter, case_sensitive)
-    for entry in live_entries(ctx.io, md, snapshot):
-        evaluator = evaluators[entry.data_file.spec_id]
-        if evaluator.eval(entry.data_file.partition):
-            yield entry

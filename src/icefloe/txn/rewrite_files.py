@@ -22,7 +22,7 @@ from icefloe.errors import CommitConflict, ValidationError
 from icefloe.spec.content import DataFile, FileContent, ManifestEntry
 from icefloe.spec.snapshots import Operation, Snapshot
 from icefloe.spec.table_metadata import TableMetadata
-from icefloe.tree.write_seam import TreeChange, TreeResult
+from icefloe.tree.changes import TreeChange, TreeResult
 from icefloe.txn import validation
 from icefloe.txn.producers import RowLevelProducer
 from icefloe.txn.transaction import AttemptContext

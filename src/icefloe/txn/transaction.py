@@ -62,9 +62,12 @@ class Action(Protocol):
 
 
 class CommitTarget(Protocol):
-    """Where a transaction commits: a catalog table (``catalog.table.Table`` implements this)."""
+    """Where a transaction commits (``table.Table`` implements this by delegating to its own)."""
 
-    io: FileIO
+    @property
+    def io(self) -> FileIO:
+        """Where the transaction writes its files."""
+        ...
 
     def load_for_commit(self) -> tuple[TableMetadata, str | None]:
         """Fresh metadata and its location (None for a table being created)."""

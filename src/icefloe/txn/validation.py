@@ -41,9 +41,9 @@ import pyarrow.compute as pc
 
 from icefloe.errors import CommitConflict, IcefloeError, NotFound
 from icefloe.expressions.ast import Expression
-from icefloe.expressions.bounds import decode_bound
+from icefloe.expressions.bound_evaluation import decode_bound
 from icefloe.expressions.evaluators import InclusiveMetricsEvaluator, PartitionEvaluator
-from icefloe.formats.parquet_data import read_parquet_data_file
+from icefloe.formats.parquet.data_files import read_parquet_data_file
 from icefloe.spec.content import (
     DataFile,
     EntryStatus,

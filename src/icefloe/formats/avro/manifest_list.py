@@ -1,0 +1,276 @@
+"""v1–v3 Avro manifest lists: write and read the ``manifest_file`` entries of one snapshot.
+
+Writing assigns what only the commit knows: the snapshot's sequence number for manifests written
+by this snapshot (``sequence_number``/``min_sequence_number`` of ``UNASSIGNED_SEQ``) and, in v3,
+``first_row_id`` for data manifests that lack one (a counter starting at the snapshot's
+``first-row-id``, advanced by each assigned manifest's added + existing row counts).
+Reading resolves fields by id and defaults v1 lists to content DATA and sequence numbers 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from icefloe.errors import CorruptMetadata, ValidationError
+from icefloe.formats.avro import schemas as avs
+from icefloe.formats.avro.manifest import UNASSIGNED_SEQ
+from icefloe.spec.content import ManifestContent, ManifestFile, PartitionFieldSummary
+
+
+@dataclass(frozen=True)
+class ManifestListResult:
+    """What writing a manifest list produced: the entries as written and the row-id counter."""
+
+    manifests: list[ManifestFile]
+    length: int
+    first_row_id: int | None = None
+    next_row_id: int | None = None
+
+    @property
+    def added_rows(self) -> int | None:
+        """Row ids assigned by this list (v3 snapshot ``added-rows``), None before v3."""
+        if self.first_row_id is None or self.next_row_id is None:
+            return None
+        return self.next_row_id - self.first_row_id
+
+
+@dataclass(frozen=True)
+class ManifestListHeader:
+    """The key-value metadata of a manifest list (missing keys are None)."""
+
+    format_version: int
+    snapshot_id: int | None
+    parent_snapshot_id: int | None
+    sequence_number: int | None
+    first_row_id: int | None
+    metadata: dict[str, str]
+
+
+def assign_commit_values(
+    manifests: Iterable[ManifestFile],
+    format_version: int,
+    sequence_number: int,
+    first_row_id: int | None,
+) -> tuple[list[ManifestFile], int | None]:
+    """Fill unassigned sequence numbers and (v3) data manifests' ``first_row_id``.
+
+    Returns the updated manifests and the row-id counter after the last assignment (None below v3).
+    """
+    out: list[ManifestFile] = []
+    next_row_id = first_row_id
+    if format_version >= 3 and first_row_id is None:
+        raise ValidationError("a v3 manifest list needs the snapshot's first-row-id")
+    for m in manifests:
+        changes: dict[str, Any] = {}
+        if format_version >= 2:
+            if m.sequence_number is None or m.sequence_number == UNASSIGNED_SEQ:
+                changes["sequence_number"] = sequence_number
+            if m.min_sequence_number is None or m.min_sequence_number == UNASSIGNED_SEQ:
+                changes["min_sequence_number"] = sequence_number
+        if format_version >= 3:
+            if m.content != ManifestContent.DATA:
+                if m.first_row_id is not None:
+                    changes["first_row_id"] = None
+            elif m.first_row_id is None:
+                assert next_row_id is not None
+                changes["first_row_id"] = next_row_id
+                next_row_id += (m.added_rows_count or 0) + (m.existing_rows_count or 0)
+        out.append(m.with_changes(**changes) if changes else m)
+    return out, (next_row_id if format_version >= 3 else None)
+
+
+def _summary_records(parts: Sequence[PartitionFieldSummary] | None) -> list[dict] | None:
+    if parts is None:
+        return None
+    return [
+        {
+            "contains_null": bool(p.contains_null),
+            "contains_nan": p.contains_nan,
+            "lower_bound": p.lower_bound,
+            "upper_bound": p.upper_bound,
+        }
+        for p in parts
+    ]
+
+
+def _record(m: ManifestFile, format_version: int) -> dict[str, Any]:
+    counts = {
+        "added_files_count": m.added_files_count,
+        "existing_files_count": m.existing_files_count,
+        "deleted_files_count": m.deleted_files_count,
+        "added_rows_count": m.added_rows_count,
+        "existing_rows_count": m.existing_rows_count,
+        "deleted_rows_count": m.deleted_rows_count,
+    }
+    if format_version >= 2:
+        missing = [k for k, v in counts.items() if v is None]
+        if missing:
+            raise ValidationError(f"manifest {m.manifest_path} lacks {', '.join(missing)} (required in v2+)")
+    rec: dict[str, Any] = {
+        "manifest_path": m.manifest_path,
+        "manifest_length": m.manifest_length,
+        "partition_spec_id": m.partition_spec_id,
+        "added_snapshot_id": m.added_snapshot_id,
+        **counts,
+        "partitions": _summary_records(m.partitions),
+        "key_metadata": m.key_metadata,
+    }
+    if format_version >= 2:
+        rec["content"] = int(m.content)
+        rec["sequence_number"] = m.sequence_number
+        rec["min_sequence_number"] = m.min_sequence_number
+    if format_version >= 3:
+        rec["first_row_id"] = m.first_row_id
+    return rec
+
+
+def write_manifest_list(
+    output: Any,
+    manifests: Iterable[ManifestFile],
+    format_version: int,
+    snapshot_id: int,
+    parent_snapshot_id: int | None,
+    sequence_number: int,
+    first_row_id: int | None = None,
+    *,
+    codec: str = avs.DEFAULT_CODEC,
+) -> ManifestListResult:
+    """Write a v1–v3 manifest list to an ``OutputFile`` or binary stream.
+
+    Unassigned sequence numbers become ``sequence_number``; in v3, data manifests without a
+    ``first_row_id`` are assigned one starting at ``first_row_id``. The result carries the
+    manifests as written and the counter end, so ``added_rows`` is the snapshot's ``added-rows``.
+    """
+    if format_version not in (1, 2, 3):
+        raise ValidationError(f"manifest lists are written for format versions 1-3, not {format_version}")
+    assigned, next_row_id = assign_commit_values(manifests, format_version, sequence_number, first_row_id)
+    meta = {
+        "snapshot-id": str(snapshot_id),
+        "parent-snapshot-id": "null" if parent_snapshot_id is None else str(parent_snapshot_id),
+        "format-version": str(format_version),
+    }
+    if format_version >= 2:
+        meta["sequence-number"] = str(sequence_number)
+    if format_version >= 3:
+        meta["first-row-id"] = str(first_row_id)
+    records = [_record(m, format_version) for m in assigned]
+    data = avs.avro_bytes(avs.manifest_list_schema(format_version), records, meta, codec)
+    avs.write_to(output, data)
+    return ManifestListResult(
+        manifests=assigned,
+        length=len(data),
+        first_row_id=first_row_id if format_version >= 3 else None,
+        next_row_id=next_row_id,
+    )
+
+
+def read_manifest_list_header(source: Any) -> ManifestListHeader:
+    """Only the key-value metadata of a manifest list."""
+    data = avs.source_bytes(source)
+    schema, metadata, _ = avs.open_avro(data, avs.source_location(source))
+    return _list_header(schema, metadata)
+
+
+def _list_header(schema: dict, metadata: dict[str, str]) -> ManifestListHeader:
+    version = avs.int_or_none(metadata.get("format-version"))
+    if version is None:
+        ids = avs.fields_by_id(schema)
+        version = 3 if 520 in ids else (2 if 517 in ids else 1)
+    return ManifestListHeader(
+        format_version=version,
+        snapshot_id=avs.int_or_none(metadata.get("snapshot-id")),
+        parent_snapshot_id=avs.int_or_none(metadata.get("parent-snapshot-id")),
+        sequence_number=avs.int_or_none(metadata.get("sequence-number")),
+        first_row_id=avs.int_or_none(metadata.get("first-row-id")),
+        metadata=metadata,
+    )
+
+
+def read_manifest_list(source: Any) -> list[ManifestFile]:
+    """The manifests of a v1–v3 manifest list (bytes, binary stream or ``InputFile``), in order."""
+    location = avs.source_location(source)
+    data = avs.source_bytes(source)
+    schema, metadata, records = avs.open_avro(data, location)
+    header = _list_header(schema, metadata)
+    n = {fid: avs.field_name(schema, fid, default) for fid, default in _LIST_FIELDS.items()}
+    if n[500] is None:
+        raise CorruptMetadata(f"{location}: manifest list has no manifest_path field", location=location)
+    part_type = n[507] and avs.non_null_branch(avs.fields_by_id(schema).get(507, {}).get("type"))
+    summary_record = None
+    if isinstance(part_type, dict) and part_type.get("type") == "array":
+        summary_record = avs.record_of(part_type.get("items"))
+    s_null = avs.field_name(summary_record, 509, "contains_null") or "contains_null"
+    s_nan = avs.field_name(summary_record, 518, "contains_nan")
+    s_lo = avs.field_name(summary_record, 510, "lower_bound")
+    s_hi = avs.field_name(summary_record, 511, "upper_bound")
+
+    def get(rec: dict, fid: int) -> Any:
+        name = n[fid]
+        return None if name is None else rec.get(name)
+
+    out: list[ManifestFile] = []
+    try:
+        for rec in records:
+            parts = get(rec, 507)
+            summaries = None
+            if parts is not None:
+                summaries = tuple(
+                    PartitionFieldSummary(
+                        contains_null=bool(p.get(s_null)),
+                        contains_nan=p.get(s_nan) if s_nan else None,
+                        lower_bound=p.get(s_lo) if s_lo else None,
+                        upper_bound=p.get(s_hi) if s_hi else None,
+                    )
+                    for p in parts
+                )
+            seq = get(rec, 515)
+            min_seq = get(rec, 516)
+            content = get(rec, 517)
+            out.append(
+                ManifestFile(
+                    manifest_path=rec[n[500]],
+                    manifest_length=get(rec, 501) or 0,
+                    partition_spec_id=get(rec, 502) or 0,
+                    content=ManifestContent(content or 0),
+                    sequence_number=seq if seq is not None else 0,
+                    min_sequence_number=min_seq if min_seq is not None else 0,
+                    added_snapshot_id=get(rec, 503) or 0,
+                    added_files_count=get(rec, 504),
+                    existing_files_count=get(rec, 505),
+                    deleted_files_count=get(rec, 506),
+                    added_rows_count=get(rec, 512),
+                    existing_rows_count=get(rec, 513),
+                    deleted_rows_count=get(rec, 514),
+                    partitions=summaries,
+                    key_metadata=get(rec, 519),
+                    first_row_id=get(rec, 520),
+                    format_version=header.format_version,
+                )
+            )
+    except (KeyError, TypeError, ValueError, EOFError) as exc:
+        raise CorruptMetadata(
+            f"{location}: cannot decode manifest list entry ({exc!r})", location=location
+        ) from exc
+    return out
+
+
+_LIST_FIELDS: dict[int, str] = {
+    500: "manifest_path",
+    501: "manifest_length",
+    502: "partition_spec_id",
+    517: "content",
+    515: "sequence_number",
+    516: "min_sequence_number",
+    503: "added_snapshot_id",
+    504: "added_files_count",
+    505: "existing_files_count",
+    506: "deleted_files_count",
+    512: "added_rows_count",
+    513: "existing_rows_count",
+    514: "deleted_rows_count",
+    507: "partitions",
+    519: "key_metadata",
+    520: "first_row_id",
+}

@@ -1,0 +1,1 @@
+"""Table metadata files: JSON (plain or gzip), the metadata log and the read cache."""

@@ -1,0 +1,331 @@
+"""Table metadata files: read and write ``<NNNNN>-<uuid>.metadata.json`` and keep the metadata-log.
+
+File names follow Iceberg Java and PyIceberg: a zero-padded version number, one more than the
+version of the file being replaced, then a random UUID. Files are created exclusively and never
+overwritten. ``write.metadata.compression-codec=gzip`` writes ``*.gz.metadata.json`` (deflate
+level 6, as Java's ``GZIPOutputStream``, recompressing only what changed since the table's last
+write: ``metadata_gzip``); readers recognise gzip content by its magic bytes, whatever the name.
+
+Parsed metadata is cached by location: metadata files are immutable, and a commit re-reads the
+file the same process has just written or read. A cache hit still checks the file's size and
+modification time (one ``stat``), so a file replaced in place is parsed again. The cache holds
+the most recently used files up to ``ICEFLOE_METADATA_CACHE_BYTES`` bytes of JSON (default
+32 MiB, 0 disables it; the newest file is always kept).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import threading
+import zlib
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+from uuid import uuid4
+
+import pyarrow.fs as pafs
+
+from icefloe.errors import AlreadyExists, CorruptMetadata, NotFound, Unsupported
+from icefloe.formats.metadata.incremental_gzip import gzip_chunks
+from icefloe.io.fileio import FileIO, local_path
+from icefloe.spec.json_codec import (
+    table_metadata_from_json,
+    table_metadata_json_chunks,
+    table_metadata_to_json,
+)
+from icefloe.spec.snapshots import MetadataLogEntry
+from icefloe.spec.table_metadata import TableMetadata
+
+METADATA_PATH = "write.metadata.path"
+METADATA_COMPRESSION = "write.metadata.compression-codec"
+PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
+PREVIOUS_VERSIONS_MAX_DEFAULT = 100
+DELETE_AFTER_COMMIT = "write.metadata.delete-after-commit.enabled"
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_VERSIONED_NAME = re.compile(r"^(\d+)-.*\.metadata\.json$")
+_HADOOP_NAME = re.compile(r"^v(\d+)(?:\.gz)?\.metadata\.json$")
+_MAX_UUID_RETRIES = 3
+CACHE_BYTES_ENV = "ICEFLOE_METADATA_CACHE_BYTES"
+DEFAULT_CACHE_BYTES = 32 * 1024 * 1024
+
+
+def metadata_directory(table_location: str, properties: dict[str, str]) -> str:
+    """Where metadata files of a table go: ``write.metadata.path`` or ``<location>/metadata``."""
+    custom = properties.get(METADATA_PATH)
+    if custom:
+        return custom.rstrip("/")
+    return f"{table_location.rstrip('/')}/metadata"
+
+
+def parse_metadata_version(metadata_location: str | None) -> int | None:
+    """The version number in a metadata file name (``00042-<uuid>.metadata.json`` -> 42), or None."""
+    if not metadata_location:
+        return None
+    name = metadata_location.rstrip("/").rsplit("/", 1)[-1]
+    match = _VERSIONED_NAME.match(name) or _HADOOP_NAME.match(name)
+    return int(match.group(1)) if match else None
+
+
+def new_metadata_location(table_location: str, properties: dict[str, str], version: int) -> str:
+    """A fresh metadata file location for ``version`` (random UUID, codec suffix from properties)."""
+    codec = _codec(properties)
+    suffix = ".gz.metadata.json" if codec == "gzip" else ".metadata.json"
+    return f"{metadata_directory(table_location, properties)}/{version:05d}-{uuid4()}{suffix}"
+
+
+def _codec(properties: dict[str, str]) -> str:
+    codec = properties.get(METADATA_COMPRESSION, "none").strip().lower()
+    if codec not in ("none", "gzip"):
+        raise Unsupported(f"{METADATA_COMPRESSION}={codec!r} is not supported (use 'none' or 'gzip')")
+    return codec
+
+
+def decode_table_metadata(data: bytes, location: str) -> TableMetadata:
+    """Parse metadata file bytes (plain or gzip JSON); errors name ``location``."""
+    if data[:2] == _GZIP_MAGIC:
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise CorruptMetadata(
+                f"metadata file {location} is not valid gzip: {exc}", location=location
+            ) from exc
+    try:
+        document: Any = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CorruptMetadata(
+            f"metadata file {location} is not valid JSON: {exc}", location=location
+        ) from exc
+    if not isinstance(document, dict):
+        raise CorruptMetadata(f"metadata file {location} does not hold a JSON object", location=location)
+    try:
+        return table_metadata_from_json(document)
+    except CorruptMetadata as exc:
+        raise CorruptMetadata(f"metadata file {location}: {exc}", location=location) from exc
+    except Unsupported as exc:
+        raise Unsupported(f"metadata file {location}: {exc}", location=location) from exc
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CorruptMetadata(
+            f"metadata file {location}: {type(exc).__name__}: {exc}", location=location
+        ) from exc
+
+
+def read_table_metadata(io: FileIO, location: str) -> TableMetadata:
+    """Read and parse a metadata file; NotFound when it is missing, CorruptMetadata when unparsable.
+
+    A file this process wrote or parsed before, unchanged since (size and modification time), is
+    not read again (see the module docstring).
+    """
+    stamp = _stamp(io, location) if _cache.enabled else None
+    if stamp is not None:
+        hit = _cache.get(location, stamp)
+        if hit is not None:
+            return hit
+    try:
+        data = io.new_input(location).read()
+    except FileNotFoundError as exc:
+        raise NotFound(f"metadata file {location} does not exist", location=location) from exc
+    except NotFound as exc:
+        raise NotFound(f"metadata file {location} does not exist", location=location) from exc
+    md = decode_table_metadata(data, location)
+    if stamp is not None and stamp.size == len(data):
+        _cache.put(location, stamp, md)
+    return md
+
+
+def encode_table_metadata(md: TableMetadata) -> bytes:
+    """The bytes of a metadata file for ``md`` (gzip when the table's codec property says so)."""
+    if _codec(md.properties) == "gzip":
+        return gzip_chunks(table_metadata_json_chunks(md), md.table_uuid or md.location)
+    return table_metadata_to_json(md).encode("utf-8")
+
+
+def write_table_metadata(
+    io: FileIO,
+    table_location: str,
+    md: TableMetadata,
+    previous_location: str | None = None,
+) -> str:
+    """Write ``md`` to a new, never-before-used metadata file and return its location.
+
+    The version number is one more than the version in ``previous_location``'s name (0 for a new
+    table). The file is created exclusively: an existing file is never overwritten.
+    """
+    previous_version = parse_metadata_version(previous_location)
+    version = 0 if previous_version is None else previous_version + 1
+    data = encode_table_metadata(md)
+    for attempt in range(_MAX_UUID_RETRIES):
+        location = new_metadata_location(table_location, md.properties, version)
+        try:
+            io.new_output(location).write_bytes(data, overwrite=False)
+        except (AlreadyExists, FileExistsError):
+            if attempt == _MAX_UUID_RETRIES - 1:
+                raise
+            continue
+        if _cache.enabled:
+            stamp = _written_stamp(io, location, len(data))
+            if stamp is not None:
+                _cache.put(location, stamp, md)
+        return location
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+# ---------------------------------------------------------------------------------------------
+# the parsed-metadata cache
+
+
+@dataclass(frozen=True)
+class _Stamp:
+    """What identifies one state of a file: its size and, where known, its modification time."""
+
+    size: int
+    mtime_ns: int | None
+
+
+def _stamp(io: FileIO, location: str) -> _Stamp | None:
+    """The file's current stamp (None: cannot tell, do not use the cache; NotFound when missing)."""
+    try:
+        fs, path = io.filesystem_and_path(location)
+        info = fs.get_file_info(path)
+    except Exception:  # no stamp means no caching; the read below reports real errors
+        return None
+    if info.type == pafs.FileType.NotFound:
+        raise NotFound(f"metadata file {location} does not exist", location=location)
+    if info.type != pafs.FileType.File or info.size is None:
+        return None
+    return _Stamp(int(info.size), info.mtime_ns)
+
+
+def _written_stamp(io: FileIO, location: str, size: int) -> _Stamp | None:
+    """The stamp of a file just written: a local ``stat``; elsewhere the size alone (no extra request)."""
+    path = local_path(location)
+    if path is None:
+        return _Stamp(size, None)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return _Stamp(st.st_size, st.st_mtime_ns) if st.st_size == size else None
+
+
+class _MetadataCache:
+    """Parsed metadata by location, least recently used first out, bounded by the files' sizes."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[str, tuple[_Stamp, TableMetadata]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    @property
+    def enabled(self) -> bool:
+        """Whether anything is cached at all."""
+        return self.max_bytes > 0
+
+    def get(self, location: str, stamp: _Stamp) -> TableMetadata | None:
+        """The cached metadata when the file still has ``stamp`` (a file without a known
+        modification time matches on its size)."""
+        with self._lock:
+            entry = self._entries.get(location)
+            if entry is None:
+                return None
+            cached = entry[0]
+            same = cached.size == stamp.size and (
+                cached.mtime_ns is None or stamp.mtime_ns is None or cached.mtime_ns == stamp.mtime_ns
+            )
+            if not same:
+                self._drop(location)
+                return None
+            self._entries.move_to_end(location)
+            return entry[1]
+
+    def put(self, location: str, stamp: _Stamp, md: TableMetadata) -> None:
+        """Remember ``md`` as the content of ``location`` in state ``stamp``."""
+        with self._lock:
+            self._drop(location)
+            self._entries[location] = (stamp, md)
+            self._bytes += stamp.size
+            while self._bytes > self.max_bytes and len(self._entries) > 1:
+                self._drop(next(iter(self._entries)))
+
+    def clear(self) -> None:
+        """Forget everything."""
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _drop(self, location: str) -> None:
+        entry = self._entries.pop(location, None)
+        if entry is not None:
+            self._bytes -= entry[0].size
+
+
+def _cache_limit_from_env() -> int:
+    raw = os.environ.get(CACHE_BYTES_ENV, "").strip()
+    try:
+        return max(0, int(raw)) if raw else DEFAULT_CACHE_BYTES
+    except ValueError:
+        return DEFAULT_CACHE_BYTES
+
+
+_cache = _MetadataCache(_cache_limit_from_env())
+
+
+def set_metadata_cache_limit(max_bytes: int) -> None:
+    """Bound the parsed-metadata cache to ``max_bytes`` bytes of metadata files (0 turns it off)."""
+    _cache.max_bytes = max(0, int(max_bytes))
+    if _cache.max_bytes == 0:
+        _cache.clear()
+
+
+def clear_metadata_cache() -> None:
+    """Forget every cached parsed metadata file."""
+    _cache.clear()
+
+
+def metadata_cache_size() -> int:
+    """How many parsed metadata files are cached."""
+    return len(_cache)
+
+
+def previous_versions_max(md: TableMetadata) -> int:
+    """How many previous metadata files the metadata-log keeps (at least 1)."""
+    try:
+        value = md.int_property(PREVIOUS_VERSIONS_MAX, PREVIOUS_VERSIONS_MAX_DEFAULT)
+    except ValueError:
+        value = PREVIOUS_VERSIONS_MAX_DEFAULT
+    return max(1, value)
+
+
+def new_metadata_with_log(
+    md: TableMetadata,
+    previous_location: str | None,
+    previous_md: TableMetadata | None,
+) -> TableMetadata:
+    """``md`` with ``previous_location`` appended to its metadata-log, trimmed to the configured max.
+
+    The entry's timestamp is ``previous_md.last_updated_ms`` (as Iceberg Java records it). Appending
+    is idempotent: nothing is added when the log already ends with ``previous_location``.
+    """
+    entries = list(md.metadata_log)
+    if previous_location is not None and (not entries or entries[-1].metadata_file != previous_location):
+        timestamp = previous_md.last_updated_ms if previous_md is not None else md.last_updated_ms
+        entries.append(MetadataLogEntry(timestamp_ms=timestamp, metadata_file=previous_location))
+    limit = previous_versions_max(md)
+    if len(entries) > limit:
+        entries = entries[-limit:]
+    if tuple(entries) == md.metadata_log:
+        return md
+    return md.with_changes(metadata_log=tuple(entries))
+
+
+def removed_metadata_files(previous_md: TableMetadata, new_md: TableMetadata) -> list[str]:
+    """Metadata files that were in ``previous_md``'s log and fell off ``new_md``'s log."""
+    kept = {entry.metadata_file for entry in new_md.metadata_log}
+    return [e.metadata_file for e in previous_md.metadata_log if e.metadata_file not in kept]

@@ -1,0 +1,1 @@
+"""Puffin files and the deletion vectors (64-bit Roaring bitmaps) they carry."""

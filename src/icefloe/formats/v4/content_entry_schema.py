@@ -1,0 +1,514 @@
+"""The v4 ``content_entry`` row schema (root and leaf manifests) and projection by field id.
+
+Struct order follows Iceberg Java (``TrackedFile``/``Tracking``/``DeletionVector``/``ManifestInfo``);
+field ids, names and required-ness follow ``shared/spec/iceberg-v4-and-v3-facts.md`` §2. Two
+columns depend on the table: ``partition`` (102) is the union of the partition fields of every
+spec, and ``content_stats`` (146) has one struct per column (``icefloe.formats.v4.content_stats``).
+Either column is left out of the file when its struct would be empty (decisions Q7/Q8).
+
+``manifest_info`` file counts are written as ``int`` and read as ``long`` (decision Q1), so the
+write type and the read type of an entry differ only there.
+
+The Arrow-level helpers used by ``icefloe.formats.v4.content_entry`` live here too: projection by
+field id, location relativising / resolution (facts §5.1), entry validation, and conversion of
+entry columns to icefloe's internal Python values.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, cast
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icefloe.errors import CorruptMetadata, ValidationError
+from icefloe.formats.arrow_schema import FIELD_ID_KEY, field_id_of, field_to_arrow, to_internal_values
+from icefloe.formats.v4.content_stats import CONTENT_STATS_ID, content_stats_type
+from icefloe.spec.partitioning import PartitionSpec
+from icefloe.spec.schema import POS_COLUMN_ID, Schema
+from icefloe.spec.types import (
+    BinaryType,
+    IcebergType,
+    IntegerType,
+    ListType,
+    LongType,
+    NestedField,
+    StringType,
+    StructType,
+    UnknownType,
+)
+
+__all__ = [
+    "CONTENT_ENTRY_FIELD_IDS",
+    "POS_COLUMN",
+    "ContentEntrySchema",
+    "column_by_field_id",
+    "content_entry_schema",
+    "fill_required_members",
+    "filter_positions",
+    "has_scheme",
+    "project_by_field_id",
+    "prune_null_columns",
+    "relativize_location",
+    "resolve_location",
+    "resolve_table_locations",
+    "specs_by_id",
+    "to_python_values",
+    "union_partition_type",
+    "validate_entries",
+]
+
+# top-level ids
+TRACKING = 147
+CONTENT_TYPE = 134
+FORMAT_VERSION = 157
+LOCATION = 100
+FILE_FORMAT = 101
+PARTITION = 102
+RECORD_COUNT = 103
+FILE_SIZE = 104
+KEY_METADATA = 131
+SPLIT_OFFSETS, SPLIT_OFFSET_ELEMENT = 132, 133
+EQUALITY_IDS, EQUALITY_ID_ELEMENT = 135, 136
+SORT_ORDER_ID = 140
+SPEC_ID = 141
+CONTENT_STATS = CONTENT_STATS_ID
+DELETION_VECTOR = 148
+MANIFEST_INFO = 150
+# tracking members
+STATUS, SNAPSHOT_ID, SEQUENCE_NUMBER, FILE_SEQUENCE_NUMBER, DV_SNAPSHOT_ID = 0, 1, 3, 4, 5
+FIRST_ROW_ID, DELETED_POSITIONS, REPLACED_POSITIONS = 142, 6, 7
+# deletion_vector members
+DV_LOCATION, DV_OFFSET, DV_SIZE, DV_CARDINALITY, DV_KEY_METADATA = 155, 144, 145, 156, 149
+# manifest_info members
+ADDED_FILES, EXISTING_FILES, DELETED_FILES, REPLACED_FILES, MODIFIED_FILES = 504, 505, 506, 520, 524
+ADDED_ROWS, EXISTING_ROWS, DELETED_ROWS, REPLACED_ROWS, MODIFIED_ROWS = 512, 513, 514, 521, 525
+MIN_SEQUENCE_NUMBER, MDV, MDV_CARDINALITY = 516, 522, 523
+
+FILE_COUNT_IDS = (ADDED_FILES, EXISTING_FILES, DELETED_FILES, REPLACED_FILES, MODIFIED_FILES)
+ROW_COUNT_IDS = (ADDED_ROWS, EXISTING_ROWS, DELETED_ROWS, REPLACED_ROWS, MODIFIED_ROWS)
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+_SCHEME_PATTERN = r"^[A-Za-z][A-Za-z0-9+.\-]*:"
+
+MAX_FORMAT_VERSION = 4
+
+POS_COLUMN = "_pos"
+"""Name of the 0-based row position column added by the reader (field id 2147483645)."""
+
+TRACKING_TYPE = StructType(
+    NestedField(STATUS, "status", IntegerType(), True),
+    NestedField(SNAPSHOT_ID, "snapshot_id", LongType()),
+    NestedField(SEQUENCE_NUMBER, "sequence_number", LongType()),
+    NestedField(FILE_SEQUENCE_NUMBER, "file_sequence_number", LongType()),
+    NestedField(DV_SNAPSHOT_ID, "dv_snapshot_id", LongType()),
+    NestedField(FIRST_ROW_ID, "first_row_id", LongType()),
+    NestedField(DELETED_POSITIONS, "deleted_positions", BinaryType()),
+    NestedField(REPLACED_POSITIONS, "replaced_positions", BinaryType()),
+)
+
+TRACKING_IDS = tuple(f.field_id for f in TRACKING_TYPE.fields)
+
+DELETION_VECTOR_TYPE = StructType(
+    NestedField(DV_LOCATION, "location", StringType(), True),
+    NestedField(DV_OFFSET, "offset", LongType(), True),
+    NestedField(DV_SIZE, "size_in_bytes", LongType(), True),
+    NestedField(DV_CARDINALITY, "cardinality", LongType(), True),
+    NestedField(DV_KEY_METADATA, "key_metadata", BinaryType()),
+)
+
+
+def manifest_info_type(file_count_type: IcebergType) -> StructType:
+    """The ``manifest_info`` struct with file counts of the given type (int to write, long to read)."""
+    files = ("added", "existing", "deleted", "replaced", "modified")
+    return StructType(
+        *(
+            NestedField(i, f"{n}_files_count", file_count_type, True)
+            for i, n in zip(FILE_COUNT_IDS, files, strict=True)
+        ),
+        *(
+            NestedField(i, f"{n}_rows_count", LongType(), True)
+            for i, n in zip(ROW_COUNT_IDS, files, strict=True)
+        ),
+        NestedField(MIN_SEQUENCE_NUMBER, "min_sequence_number", LongType(), True),
+        NestedField(MDV, "dv", BinaryType()),
+        NestedField(MDV_CARDINALITY, "dv_cardinality", LongType()),
+    )
+
+
+def specs_by_id(specs: Mapping[int, PartitionSpec] | Iterable[PartitionSpec]) -> dict[int, PartitionSpec]:
+    """Partition specs keyed by spec id, from a mapping or an iterable of specs."""
+    if isinstance(specs, Mapping):
+        return dict(specs)
+    return {s.spec_id: s for s in specs}
+
+
+def union_partition_type(
+    specs: Mapping[int, PartitionSpec] | Iterable[PartitionSpec], schema: Schema
+) -> StructType:
+    """The union partition struct of all specs: every partition field once, by field id, sorted.
+
+    All fields are optional and typed by their transform's result type. A field whose source
+    column is gone from the schema has no known type and is left out (its values cannot be
+    stored). When two fields share a name the later id gets a ``_<field id>`` suffix.
+    """
+    by_id: dict[int, NestedField] = {}
+    source_ids = schema.field_ids()
+    for spec in sorted(specs_by_id(specs).values(), key=lambda s: s.spec_id):
+        for pf in spec.fields:
+            if pf.field_id in by_id:
+                continue
+            if pf.source_id not in source_ids:
+                continue
+            result = pf.transform.result_type(schema.find_type(pf.source_id))
+            if isinstance(result, UnknownType):
+                continue
+            by_id[pf.field_id] = NestedField(pf.field_id, pf.name, result)
+    fields: list[NestedField] = []
+    names: set[str] = set()
+    for fid in sorted(by_id):
+        f = by_id[fid]
+        name = f.name if f.name not in names else f"{f.name}_{fid}"
+        names.add(name)
+        fields.append(NestedField(fid, name, f.field_type))
+    return StructType(*fields)
+
+
+class ContentEntrySchema:
+    """The content-entry schema of one table: Iceberg struct types and Arrow schemas to write/read."""
+
+    def __init__(self, partition_type: StructType, stats_type: StructType) -> None:
+        self.partition_type = partition_type
+        self.stats_type = stats_type
+        self.write_type = self._entry_type(IntegerType())
+        self.read_type = self._entry_type(LongType())
+        self.write_arrow = pa.schema([field_to_arrow(f) for f in self.write_type.fields])
+        read_fields = [field_to_arrow(f) for f in self.read_type.fields]
+        pos = pa.field(POS_COLUMN, pa.int64(), False, {FIELD_ID_KEY: str(POS_COLUMN_ID).encode()})
+        self.read_arrow = pa.schema([*read_fields, pos])
+
+    @property
+    def has_partition(self) -> bool:
+        """True when the partition column is stored (some spec has a partition field)."""
+        return bool(self.partition_type.fields)
+
+    @property
+    def has_stats(self) -> bool:
+        """True when the content_stats column is stored."""
+        return bool(self.stats_type.fields)
+
+    def _entry_type(self, file_count_type: IcebergType) -> StructType:
+        fields = [
+            NestedField(TRACKING, "tracking", TRACKING_TYPE, True),
+            NestedField(CONTENT_TYPE, "content_type", IntegerType(), True),
+            NestedField(FORMAT_VERSION, "format_version", IntegerType(), True),
+            NestedField(LOCATION, "location", StringType(), True),
+            NestedField(FILE_FORMAT, "file_format", StringType(), True),
+            NestedField(RECORD_COUNT, "record_count", LongType(), True),
+            NestedField(FILE_SIZE, "file_size_in_bytes", LongType(), True),
+            NestedField(SPEC_ID, "spec_id", IntegerType()),
+        ]
+        if self.has_partition:
+            fields.append(NestedField(PARTITION, "partition", self.partition_type))
+        if self.has_stats:
+            fields.append(NestedField(CONTENT_STATS, "content_stats", self.stats_type))
+        fields += [
+            NestedField(SORT_ORDER_ID, "sort_order_id", IntegerType()),
+            NestedField(DELETION_VECTOR, "deletion_vector", DELETION_VECTOR_TYPE),
+            NestedField(MANIFEST_INFO, "manifest_info", manifest_info_type(file_count_type)),
+            NestedField(KEY_METADATA, "key_metadata", BinaryType()),
+            NestedField(SPLIT_OFFSETS, "split_offsets", ListType(SPLIT_OFFSET_ELEMENT, LongType(), True)),
+            NestedField(EQUALITY_IDS, "equality_ids", ListType(EQUALITY_ID_ELEMENT, IntegerType(), True)),
+        ]
+        return StructType(*fields)
+
+
+CONTENT_ENTRY_FIELD_IDS = frozenset(
+    f.field_id for f in ContentEntrySchema(StructType(), StructType()).write_type.fields
+) | {PARTITION, CONTENT_STATS}
+
+
+def content_entry_schema(
+    table_schema: Schema,
+    specs: Mapping[int, PartitionSpec] | Iterable[PartitionSpec],
+    *,
+    row_lineage: bool = True,
+) -> ContentEntrySchema:
+    """The content-entry schema of a table with these specs (union partition, per-table stats)."""
+    spec_list = specs.values() if isinstance(specs, Mapping) else specs
+    return _cached_entry_schema(table_schema, tuple(sorted(spec_list, key=lambda s: s.spec_id)), row_lineage)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_entry_schema(
+    table_schema: Schema, specs: tuple[PartitionSpec, ...], row_lineage: bool
+) -> ContentEntrySchema:
+    """Built once per (schema, specs): every root and leaf read or written asks for it."""
+    return ContentEntrySchema(
+        union_partition_type(specs, table_schema), content_stats_type(table_schema, row_lineage=row_lineage)
+    )
+
+
+# -- projection by field id ----------------------------------------------------------------------
+
+
+def _ids(fields: Iterable[pa.Field]) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for i, f in enumerate(fields):
+        fid = field_id_of(f)
+        if fid is not None and fid not in out:
+            out[fid] = i
+    return out
+
+
+def _project(arr: pa.Array, target: pa.Field, path: str, source: str) -> pa.Array:
+    t = target.type
+    if pa.types.is_struct(t):
+        if not isinstance(arr, pa.StructArray):
+            raise CorruptMetadata(f"{source}: {path} is {arr.type}, expected a struct", location=path)
+        src_ids = _ids(arr.type)
+        children = arr.flatten()
+        out = []
+        for child in t:
+            fid = field_id_of(child)
+            idx = src_ids.get(fid) if fid is not None else None
+            if idx is None:
+                out.append(pa.nulls(len(arr), child.type))
+            else:
+                out.append(_project(children[idx], child, f"{path}.{child.name}", source))
+        mask = arr.is_null() if arr.null_count else None
+        return pa.StructArray.from_arrays(out, fields=list(t), mask=mask)
+    if pa.types.is_list(t):
+        if not isinstance(arr, pa.ListArray | pa.LargeListArray):
+            raise CorruptMetadata(f"{source}: {path} is {arr.type}, expected a list", location=path)
+        values = _project(arr.values, t.value_field, f"{path}.element", source)
+        offsets = arr.offsets.cast(pa.int32())
+        mask = arr.is_null() if arr.null_count else None
+        return pa.ListArray.from_arrays(offsets, values, type=t, mask=mask)
+    if arr.type == t:
+        return arr
+    try:
+        return arr.cast(t)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise CorruptMetadata(
+            f"{source}: {path} has type {arr.type}, which cannot be read as {t}", location=path
+        ) from exc
+
+
+def project_by_field_id(
+    table: pa.Table, target: pa.Schema, *, source: str, required_ids: Iterable[int] = ()
+) -> pa.Table:
+    """Project a table onto ``target`` by ``PARQUET:field_id``: missing fields read as null,
+    unknown ones are dropped, primitive types are widened (int to long, float to double, ...).
+
+    Raises CorruptMetadata naming ``source`` when a field in ``required_ids`` is missing or a
+    type cannot be converted.
+    """
+    src_ids = _ids(table.schema)
+    missing = [i for i in required_ids if i not in src_ids]
+    if missing:
+        raise CorruptMetadata(
+            f"{source}: not a content-entry file, required field ids {missing} are missing", location=source
+        )
+    columns: list[pa.Array] = []
+    for f in target:
+        fid = field_id_of(f)
+        idx = src_ids.get(fid) if fid is not None else None
+        if idx is None:
+            columns.append(pa.nulls(table.num_rows, f.type))
+        else:
+            col: Any = table.column(idx).combine_chunks()
+            columns.append(_project(col, f, f.name, source))
+    return pa.Table.from_arrays(columns, schema=target)
+
+
+# -- locations (facts §5.1) ----------------------------------------------------------------------
+
+
+def has_scheme(location: str) -> bool:
+    """True when a location starts with an RFC 3986 scheme (and so is absolute)."""
+    return _SCHEME.match(location) is not None
+
+
+def relativize_location(location: str, table_location: str | None) -> str:
+    """The location relative to the table location when it lies under it, else unchanged."""
+    if not table_location:
+        return location
+    prefix = table_location + "/"
+    if location.startswith(prefix) and len(location) > len(prefix):
+        relative = location[len(prefix) :]
+        if not has_scheme(relative):
+            return relative
+    return location
+
+
+def resolve_location(location: str, table_location: str | None) -> str:
+    """An absolute location: unchanged when it has a scheme, else ``table_location + "/" + location``.
+
+    No normalisation is done (a table location ending in ``/`` yields ``//``, as the spec says).
+    Without a table location relative paths are returned as they are.
+    """
+    if has_scheme(location) or not table_location:
+        return location
+    return f"{table_location}/{location}"
+
+
+def _resolve_array(arr: pa.Array, table_location: str) -> pa.Array:
+    absolute = pc.match_substring_regex(arr, _SCHEME_PATTERN)
+    joined = pc.binary_join_element_wise(pa.scalar(table_location), arr, "/")
+    return pc.if_else(absolute, arr, joined)
+
+
+def _zero(t: pa.DataType) -> pa.Scalar:
+    if pa.types.is_string(t):
+        return pa.scalar("", t)
+    if pa.types.is_binary(t):
+        return pa.scalar(b"", t)
+    if pa.types.is_boolean(t):
+        return pa.scalar(False, t)
+    return pa.scalar(0, t)
+
+
+def fill_required_members(arr: pa.Array, t: pa.DataType, path: str) -> pa.Array:
+    """Fill required struct members under null parents (Parquet rejects nulls there).
+
+    Raises ValidationError naming the member when it is null under a non-null parent.
+    """
+    if not pa.types.is_struct(t):
+        return arr
+    struct = cast(pa.StructArray, arr)
+    parent_null = struct.is_null()
+    children = []
+    for i, f in enumerate(t):
+        child = struct.field(i)
+        if not f.nullable and child.null_count:
+            if pc.any(pc.and_(child.is_null(), pc.invert(parent_null))).as_py():
+                raise ValidationError(f"content entry field {path}.{f.name} is required but missing")
+            child = child.fill_null(_zero(f.type))
+        children.append(fill_required_members(child, f.type, f"{path}.{f.name}"))
+    mask = parent_null if struct.null_count else None
+    return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
+
+
+def column_by_field_id(table: pa.Table, field_id: int) -> pa.Array | None:
+    """The (combined) top-level column with this field id, or None."""
+    for i, f in enumerate(table.schema):
+        if field_id_of(f) == field_id:
+            return cast(pa.Array, table.column(i).combine_chunks())
+    return None
+
+
+def resolve_table_locations(table: pa.Table, table_location: str) -> pa.Table:
+    """Resolve relative ``location`` and ``deletion_vector.location`` values (facts §5.1)."""
+    for i, f in enumerate(table.schema):
+        fid = field_id_of(f)
+        if fid == LOCATION:
+            col = table.column(i).combine_chunks()
+            table = table.set_column(i, f, _resolve_array(col, table_location))
+        elif fid == DELETION_VECTOR:
+            dv = cast(pa.StructArray, table.column(i).combine_chunks())
+            children = dv.flatten()
+            for j, child in enumerate(f.type):
+                if field_id_of(child) == DV_LOCATION:
+                    children[j] = _resolve_array(children[j], table_location)
+            mask = dv.is_null() if dv.null_count else None
+            table = table.set_column(
+                i, f, pa.StructArray.from_arrays(children, fields=list(f.type), mask=mask)
+            )
+    return table
+
+
+def _prune(arr: pa.Array, f: pa.Field) -> tuple[pa.Array, pa.Field] | None:
+    """An array without its all-null optional struct members (None when it is all null itself)."""
+    if f.nullable and arr.null_count == len(arr) and len(arr):
+        return None
+    if not pa.types.is_struct(f.type):
+        return arr, f
+    struct = cast(pa.StructArray, arr)
+    members = (_prune(struct.field(i), f.type.field(i)) for i in range(f.type.num_fields))
+    kept = [r for r in members if r is not None]
+    if not kept:
+        return None if f.nullable else (arr, f)
+    mask = struct.is_null() if struct.null_count else None
+    out = pa.StructArray.from_arrays([a for a, _ in kept], fields=[g for _, g in kept], mask=mask)
+    return out, pa.field(f.name, out.type, f.nullable, f.metadata)
+
+
+def prune_null_columns(table: pa.Table) -> pa.Table:
+    """The table without optional columns (and struct members) that hold only nulls."""
+    arrays, fields = [], []
+    for f, col in zip(table.schema, table.columns, strict=True):
+        kept = _prune(col.combine_chunks(), f)
+        if kept is not None:
+            arrays.append(kept[0])
+            fields.append(kept[1])
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=table.schema.metadata))
+
+
+def filter_positions(table: pa.Table, positions: Iterable[int]) -> pa.Table:
+    """The rows whose ``_pos`` is not in ``positions`` (e.g. applying a manifest DV)."""
+    drop = pa.array(sorted(set(positions)), pa.int64())
+    if not len(drop):
+        return table
+    return table.filter(pc.invert(pc.is_in(table.column(POS_COLUMN), value_set=drop)))
+
+
+def to_python_values(arr: pa.Array, t: IcebergType) -> list[Any]:
+    """Internal Python values of an array of Iceberg type ``t`` (structs as dicts by field id)."""
+    if isinstance(t, StructType):
+        struct = cast(pa.StructArray, arr)
+        children = struct.flatten()
+        cols = [to_python_values(children[i], f.field_type) for i, f in enumerate(t.fields)]
+        ids = [f.field_id for f in t.fields]
+        valid = struct.is_valid().to_pylist()
+        return [
+            dict(zip(ids, vals, strict=True)) if ok else None for ok, *vals in zip(valid, *cols, strict=True)
+        ]
+    if isinstance(t, ListType):
+        return list(arr.to_pylist())
+    return to_internal_values(arr, t)
+
+
+def validate_entries(table: pa.Table, source: str, kind: str | None) -> None:
+    """Raise CorruptMetadata naming ``source`` when projected entries break the v4 rules.
+
+    Checks required values, content_type (never 1, at most 4, no manifest references in a
+    ``"leaf"``), format_version <= 4 and, for a ``"root"``, explicit snapshot id and sequence number.
+    """
+    for i, f in enumerate(table.schema):
+        col = table.column(i)
+        if not f.nullable and col.null_count:
+            raise CorruptMetadata(f"{source}: required field {f.name} has null values", location=source)
+    tracking = column_by_field_id(table, TRACKING)
+    if tracking is not None:
+        members = dict(zip(TRACKING_IDS, cast(pa.StructArray, tracking).flatten(), strict=True))
+        required = (STATUS, SNAPSHOT_ID, SEQUENCE_NUMBER) if kind == "root" else (STATUS,)
+        for fid in required:
+            if members[fid].null_count:
+                name = {f.field_id: f.name for f in TRACKING_TYPE.fields}[fid]
+                raise CorruptMetadata(
+                    f"{source}: tracking.{name} must be set on every {kind or 'entry'} row", location=source
+                )
+    content = column_by_field_id(table, CONTENT_TYPE)
+    if content is not None and len(content):
+        if pc.any(pc.equal(content, 1)).as_py():
+            raise CorruptMetadata(
+                f"{source}: content_type 1 (position deletes) is not allowed in v4 entries", location=source
+            )
+        if pc.any(pc.greater(content, 4)).as_py() or pc.any(pc.less(content, 0)).as_py():
+            raise CorruptMetadata(
+                f"{source}: unknown content_type values in {sorted(set(content.to_pylist()))}"
+            )
+        if kind == "leaf" and pc.any(pc.greater_equal(content, 3)).as_py():
+            raise CorruptMetadata(
+                f"{source}: a leaf manifest must not reference other manifests", location=source
+            )
+    version = column_by_field_id(table, FORMAT_VERSION)
+    if version is not None and len(version) and pc.max(version).as_py() > MAX_FORMAT_VERSION:
+        raise CorruptMetadata(
+            f"{source}: entries written by format version {pc.max(version).as_py()} are not supported "
+            f"(at most {MAX_FORMAT_VERSION})"
+        )

@@ -1,0 +1,589 @@
+"""Row-level changes from PySpark: ``delete_rows``, ``update_rows``, ``merge_into``.
+
+Each plans the candidate data files on the driver (icefloe's planner), lets the executors find the
+affected rows and write the new data files and delete files, collects what they wrote, and
+commits **one** snapshot from the driver:
+
+- copy-on-write (``write.<op>.mode``, the default): changed files are rewritten with their
+  surviving rows, committed as an ``OverwriteFiles`` that also retires their delete files;
+- merge-on-read: changed rows get v2 position deletes / v3 deletion vectors / v4 colocated DVs
+  (one Puffin file per Spark task), replacement rows are new data files; a ``RowDelta``.
+
+Row lineage (v3+): rows moved into new files keep ``_row_id``; updated rows get a null
+``_last_updated_sequence_number`` (so they take the new snapshot's sequence number); copied rows
+keep theirs; inserted rows get fresh ids. Conflicts are validated against the table's isolation
+level (``write.<op>.isolation-level``) with the condition as the conflict filter.
+
+Executors write into a job-unique staging directory; files of failed task attempts are deleted
+after the job, and everything the job wrote is deleted when it or its commit fails. Bad input
+(unknown column, lossy type, duplicate source keys) fails before any file is written.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Mapping, Sequence
+from functools import reduce
+from typing import TYPE_CHECKING, Any
+
+from icefloe.deprecation import renamed
+from icefloe.dml.change_builder import COPY_ON_WRITE, RowLevelChange, RowLevelResult, write_mode
+from icefloe.dml.copy_on_write import retired_deletes
+from icefloe.errors import CommitStateUnknown, ValidationError, nothing_committed
+from icefloe.expressions.ast import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    Expression,
+    GreaterThanOrEqual,
+    LessThanOrEqual,
+)
+from icefloe.expressions.binding import bind
+from icefloe.expressions.change_filters import change_filter
+from icefloe.expressions.evaluators import strict_partition_evaluators
+from icefloe.scan.planner import plan_files
+from icefloe.scan.tasks import FileScanTask
+from icefloe.spark.commit import merge_enabled
+from icefloe.spark.compat import map_in_arrow
+from icefloe.spark.executor_jobs import (
+    JobStaging,
+    chunked,
+    collect_results,
+    result_batch,
+    result_schema,
+    run_chunks,
+)
+from icefloe.spark.row_frames import (
+    Assignments,
+    assignment_exprs,
+    change_frame_columns,
+    cluster_by_file,
+    conform_assignments,
+    metadata_columns,
+    quote,
+    resolve_columns,
+    target_frame,
+)
+from icefloe.spark.row_writer import (
+    ACTION,
+    DELETE,
+    INSERT,
+    KEEP,
+    UPDATE,
+    ChangeJob,
+    ChangeResult,
+    DeleteJob,
+    delete_in_files,
+    merge_results,
+    write_changes,
+)
+from icefloe.spark.runtime import resolve_catalog
+from icefloe.spec.schema import Schema
+from icefloe.spec.table_metadata import TableMetadata
+from icefloe.spec.types import IntegerType, LongType, StringType
+from icefloe.txn.commit_options import CommitOptions, resolve_options
+from icefloe.txn.producers import branch_head
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+    from icefloe.catalog.base import Catalog
+    from icefloe.table.table import Table
+
+SOURCE, TARGET = "source", "target"
+_SOURCE_MARKER = "__icefloe_source_row"
+
+
+# ---------------------------------------------------------------------------------------------
+# delete
+
+
+def delete_rows(
+    spark: SparkSession,
+    identifier: str | tuple[str, ...],
+    filter: Expression | str | bool | None = None,
+    mode: str | None = None,
+    catalog: Catalog | dict[str, str] | None = None,
+    options: CommitOptions | None = None,
+    case_sensitive: bool = True,
+    *,
+    condition: Expression | str | None = None,
+    branch: str | None = None,
+    snapshot_properties: dict[str, str] | None = None,
+) -> RowLevelResult:
+    """``DELETE FROM table WHERE filter`` (an icefloe filter); one snapshot, none when nothing matches.
+
+    An empty condition is refused: pass True or ``"true"`` to delete every row.
+
+    Files whose partition proves every row matches are dropped without being read (metadata-only
+    when that covers every candidate file). ``mode``: None uses ``write.delete.mode``.
+    ``condition=`` is the deprecated name of ``filter=``.
+    """
+    opts = resolve_options(options, branch, snapshot_properties)
+    branch_name, properties = opts.branch, opts.properties
+    chosen_filter = renamed(filter, condition, "filter", "condition")
+    if chosen_filter is None:
+        raise ValidationError("delete_rows needs a filter (True deletes every row)")
+    table = resolve_catalog(spark, catalog).load_table(identifier)
+    md = table.metadata
+    expr = change_filter(chosen_filter, "delete")
+    bind(md.schema(), expr, case_sensitive)
+    chosen = write_mode(md, "delete", mode)
+    base = branch_head(md, branch_name)
+    change = RowLevelChange(
+        "delete",
+        chosen,
+        base_snapshot_id=base.snapshot_id if base else None,
+        conflict_filter=expr,
+        case_sensitive=case_sensitive,
+    )
+    tasks = plan_files(table.io, md, base, expr, case_sensitive=case_sensitive) if base else []
+    if not tasks:
+        return change.result()
+    whole = _wholly_matching(md, tasks, expr, case_sensitive)
+    if len(whole) == len(tasks):  # metadata-only in both modes
+        change.removed = [t.entry for t in tasks]
+        change.deleted_rows = sum(t.data_file.record_count for t in tasks)
+        return _commit(table, change, branch_name, properties, None)
+    cow = chosen == COPY_ON_WRITE
+    to_read = [t for t in tasks if not (cow and t.file_path in whole)]
+    if cow:
+        for t in tasks:
+            if t.file_path in whole:
+                change.removed.append(t.entry)
+                change.deleted_rows += t.data_file.record_count
+    staging = JobStaging.create(table.io, md)
+    job = DeleteJob(staging.metadata, dict(table.io.properties), expr, case_sensitive, cow, frozenset(whole))
+    try:
+        chunks = chunked(to_read, spark.sparkContext.defaultParallelism)
+        total = merge_results(run_chunks(spark, chunks, lambda chunk: delete_in_files(job, chunk)))
+        staging.tidy(total.written_paths())
+    except BaseException:
+        staging.discard()
+        raise
+    _absorb(change, total, {t.file_path: t for t in tasks}, table)
+    return _commit(table, change, branch_name, properties, staging)
+
+
+def _wholly_matching(
+    md: TableMetadata, tasks: list[FileScanTask], row_filter: Expression, case_sensitive: bool
+) -> set[str]:
+    """Paths of the files (without deletes) whose partition proves every row matches."""
+    schema = md.schema()
+    evaluators = strict_partition_evaluators(md.specs_by_id(), schema, row_filter, case_sensitive)
+    return {
+        t.file_path
+        for t in tasks
+        if not t.deletes and evaluators[t.data_file.spec_id].eval(t.data_file.partition)
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# update
+
+
+def update_rows(
+    spark: SparkSession,
+    identifier: str | tuple[str, ...],
+    set: Assignments,
+    filter: Expression | str | bool | None = None,
+    mode: str | None = None,
+    catalog: Catalog | dict[str, str] | None = None,
+    options: CommitOptions | None = None,
+    case_sensitive: bool = True,
+    *,
+    condition: Expression | str | None = None,
+    branch: str | None = None,
+    snapshot_properties: dict[str, str] | None = None,
+) -> RowLevelResult:
+    """``UPDATE table SET column = value WHERE filter`` (True or ``"true"``: every row); one snapshot.
+
+    ``set`` maps column names to Spark SQL expression strings over the row's current values
+    (``"price * 2"``, ``"'sale'"``), Columns, or Python literals. ``filter`` is an icefloe
+    filter (``condition=`` is its deprecated name). ``mode``: None uses ``write.update.mode``.
+    """
+    opts = resolve_options(options, branch, snapshot_properties)
+    branch_name, properties = opts.branch, opts.properties
+    condition = renamed(filter, condition, "filter", "condition")
+    table = resolve_catalog(spark, catalog).load_table(identifier)
+    md = table.metadata
+    schema = md.schema()
+    if not set:
+        raise ValidationError("update: set at least one column")
+    expr = change_filter(condition, "update")
+    bind(schema, expr, case_sensitive)
+    chosen = write_mode(md, "update", mode)
+    base = branch_head(md, branch_name)
+    tasks = plan_files(table.io, md, base, expr, case_sensitive=case_sensitive) if base else []
+    target = target_frame(spark, md, dict(table.io.properties), tasks, case_sensitive)
+    fields, exprs = assignment_exprs(schema, set, case_sensitive, "update", "__icefloe_set_")
+    stage = _select(target, ["*", *exprs], "update")
+    values = conform_assignments(stage.schema, fields, "update", "__icefloe_set_")
+    change = RowLevelChange(
+        "update",
+        chosen,
+        base_snapshot_id=base.snapshot_id if base else None,
+        conflict_filter=expr,
+        case_sensitive=case_sensitive,
+    )
+    if not tasks:
+        return change.result()
+    from pyspark.sql import functions as F
+
+    from icefloe.spark.filters import to_spark_filter
+
+    matched = F.coalesce(to_spark_filter(schema, expr, case_sensitive), F.lit(False))
+    action = F.when(matched, F.lit(UPDATE)).otherwise(F.lit(KEEP))
+    old = {f.name: F.col(quote(f.name)) for f in schema.fields}
+    meta = {n: F.col(quote(n)) for n in metadata_columns(md)}
+    changes = stage.select(*change_frame_columns(md, old, values, action, meta))
+    return _run_changes(spark, table, change, tasks, changes, branch_name, properties)
+
+
+# ---------------------------------------------------------------------------------------------
+# merge
+
+
+def merge_into(
+    source: DataFrame,
+    identifier: str | tuple[str, ...],
+    on: str | Sequence[str],
+    when_matched_update: bool | Assignments = True,
+    when_matched_delete: bool | str | Column = False,
+    when_not_matched_insert: bool | Assignments = True,
+    when_not_matched_by_source_delete: bool | str | Column = False,
+    mode: str | None = None,
+    catalog: Catalog | dict[str, str] | None = None,
+    options: CommitOptions | None = None,
+    case_sensitive: bool = True,
+    *,
+    branch: str | None = None,
+    snapshot_properties: dict[str, str] | None = None,
+) -> RowLevelResult:
+    """``MERGE INTO table USING source ON keys``: update or delete matched rows, insert the others.
+
+    Keys (``on``) are column names both sides have; they compare with SQL equality (a null key
+    matches nothing). Expressions are Spark SQL over the pair, with the target row's columns as
+    ``target.x`` and the source row's as ``source.x``:
+
+    - ``when_matched_update``: True sets every table column the source has; or ``{column: expr}``;
+    - ``when_matched_delete``: True, or a condition: matched rows where it holds are deleted (the
+      others are updated when ``when_matched_update`` is set);
+    - ``when_not_matched_insert``: True inserts source rows without a match (columns by name), or
+      ``{column: expr}`` over ``source.*`` (unset columns get their write default or null);
+    - ``when_not_matched_by_source_delete``: True or a condition over ``target.*``: target rows no
+      source row matches are deleted (this reads the whole table).
+
+    A target row matched by several source rows is a ``ValidationError`` (nothing written).
+    ``mode``: None uses ``write.merge.mode``.
+    """
+    opts = resolve_options(options, branch, snapshot_properties)
+    branch_name, properties = opts.branch, opts.properties
+    from pyspark.sql import functions as F
+
+    spark = source.sparkSession
+    table = resolve_catalog(spark, catalog).load_table(identifier)
+    md = table.metadata
+    schema = md.schema()
+    chosen = write_mode(md, "merge", mode)
+    keys = resolve_columns(schema, [on] if isinstance(on, str) else list(on), case_sensitive, "merge")
+    if not keys:
+        raise ValidationError("merge: give at least one key column in 'on'")
+    source_keys = [_source_column(source, k.name, case_sensitive) for k in keys]
+    has_matched = bool(when_matched_update) or _is_set(when_matched_delete)
+    deletes_unmatched = _is_set(when_not_matched_by_source_delete)
+    base = branch_head(md, branch_name)
+    scan_filter: Expression = (
+        AlwaysTrue() if deletes_unmatched else _key_filter(source, schema, keys, source_keys)
+    )
+    tasks = plan_files(table.io, md, base, scan_filter, case_sensitive=case_sensitive) if base else []
+    target = target_frame(spark, md, dict(table.io.properties), tasks, case_sensitive)
+
+    preserve_target = chosen == COPY_ON_WRITE or deletes_unmatched
+    preserve_source = bool(when_not_matched_insert)
+    how = {(True, True): "full_outer", (True, False): "left_outer", (False, True): "right_outer"}.get(
+        (preserve_target, preserve_source), "inner"
+    )
+    marked = source.withColumn(_SOURCE_MARKER, F.lit(True)).alias(SOURCE)
+    on_pairs = [
+        F.col(f"{TARGET}.{quote(k.name)}") == F.col(f"{SOURCE}.{quote(sk)}")
+        for k, sk in zip(keys, source_keys, strict=True)
+    ]
+    joined = target.alias(TARGET).join(marked, reduce(lambda a, b: a & b, on_pairs), how)
+    action = _merge_action(
+        when_matched_update, when_matched_delete, when_not_matched_insert, when_not_matched_by_source_delete
+    )
+    updates = _default_assignments(source, schema, when_matched_update, case_sensitive)
+    inserts = _default_assignments(source, schema, when_not_matched_insert, case_sensitive)
+    upd_fields, upd_exprs = assignment_exprs(
+        schema, updates, case_sensitive, "merge update", "__icefloe_upd_"
+    )
+    ins_fields, ins_exprs = assignment_exprs(
+        schema, inserts, case_sensitive, "merge insert", "__icefloe_ins_"
+    )
+    stage = _select(
+        joined,
+        [
+            *[
+                F.col(f"{TARGET}.{quote(f.name)}").alias(f"__icefloe_old_{i}")
+                for i, f in enumerate(schema.fields)
+            ],
+            *[F.col(f"{TARGET}.{quote(n)}").alias(n) for n in metadata_columns(md)],
+            action.alias(ACTION),
+            *upd_exprs,
+            *ins_exprs,
+        ],
+        "merge",
+    )
+    upd_values = conform_assignments(stage.schema, upd_fields, "merge update", "__icefloe_upd_")
+    ins_values = conform_assignments(stage.schema, ins_fields, "merge insert", "__icefloe_ins_")
+    old = {f.name: F.col(f"__icefloe_old_{i}") for i, f in enumerate(schema.fields)}
+    meta = {n: F.col(quote(n)) for n in metadata_columns(md)}
+    insert_values = ins_values if preserve_source else None
+    changes = stage.where(F.col(ACTION).isNotNull()).select(
+        *change_frame_columns(md, old, upd_values, F.col(ACTION), meta, insert_values)
+    )
+    if has_matched and tasks:
+        _check_single_match(source, target, keys, source_keys)
+    change = RowLevelChange(
+        "merge",
+        chosen,
+        base_snapshot_id=base.snapshot_id if base else None,
+        conflict_filter=scan_filter,
+        case_sensitive=case_sensitive,
+    )
+    return _run_changes(spark, table, change, tasks, changes, branch_name, properties)
+
+
+def _is_set(clause: Any) -> bool:
+    return clause is not None and not (isinstance(clause, bool) and not clause)
+
+
+def _condition(clause: Any) -> Column:
+    from pyspark.sql import functions as F
+
+    if clause is True:
+        return F.lit(True)
+    col = F.expr(clause) if isinstance(clause, str) else clause
+    return F.coalesce(col, F.lit(False))
+
+
+def _merge_action(matched_update: Any, matched_delete: Any, insert: Any, unmatched_delete: Any) -> Column:
+    """Per joined row: update / delete / keep for target rows, insert for source-only rows, else null."""
+    from pyspark.sql import functions as F
+
+    is_target = F.col(f"{TARGET}.`_file`").isNotNull()
+    is_source = F.col(f"{SOURCE}.{quote(_SOURCE_MARKER)}").isNotNull()
+    matched = is_target & is_source
+    chain = None
+
+    def add(cond: Column, value: str) -> None:
+        nonlocal chain
+        chain = F.when(cond, F.lit(value)) if chain is None else chain.when(cond, F.lit(value))
+
+    if _is_set(matched_delete):
+        add(matched & _condition(matched_delete), DELETE)
+    if matched_update:
+        add(matched, UPDATE)
+    add(matched, KEEP)
+    if _is_set(unmatched_delete):
+        add(is_target & _condition(unmatched_delete), DELETE)
+    add(is_target, KEEP)
+    if insert:
+        add(is_source, INSERT)
+    assert chain is not None
+    return chain.otherwise(F.lit(None).cast("string"))
+
+
+def _source_column(source: DataFrame, name: str, case_sensitive: bool) -> str:
+    for c in source.columns:
+        if c == name or (not case_sensitive and c.lower() == name.lower()):
+            return c
+    raise ValidationError(
+        f"merge: key column {name!r} is not in the source (columns: {', '.join(source.columns)})"
+    )
+
+
+def _default_assignments(
+    source: DataFrame, schema: Schema, clause: bool | Assignments, case_sensitive: bool
+) -> Assignments:
+    """``True``: every table column the source has, from the source; a mapping as given; else none."""
+    if isinstance(clause, Mapping):
+        return clause
+    if not clause:
+        return {}
+    out: dict[str, Any] = {}
+    for f in schema.fields:
+        for c in source.columns:
+            if c == f.name or (not case_sensitive and c.lower() == f.name.lower()):
+                out[f.name] = f"{SOURCE}.{quote(c)}"
+                break
+    return out
+
+
+def _key_filter(
+    source: DataFrame, schema: Schema, keys: Sequence[Any], source_keys: Sequence[str]
+) -> Expression:
+    """Prune target files to those that may hold a source key (min/max of int, long, string keys)."""
+    from pyspark.sql import functions as F
+
+    ranged = [
+        (k, sk)
+        for k, sk in zip(keys, source_keys, strict=True)
+        if isinstance(k.field_type, IntegerType | LongType | StringType)
+    ]
+    if not ranged:
+        return AlwaysTrue()
+    aggs = []
+    for i, (_, sk) in enumerate(ranged):
+        col = F.col(quote(sk))
+        aggs += [F.min(col).alias(f"lo{i}"), F.max(col).alias(f"hi{i}")]
+    row = source.agg(*aggs).collect()[0]
+    out: Expression = AlwaysTrue()
+    for i, (k, _) in enumerate(ranged):
+        lo, hi = row[f"lo{i}"], row[f"hi{i}"]
+        if lo is None:
+            return AlwaysFalse()  # no non-null key: nothing in the target can match
+        predicate = And(GreaterThanOrEqual(k.name, lo), LessThanOrEqual(k.name, hi))
+        out = predicate if isinstance(out, AlwaysTrue) else And(out, predicate)
+    return out
+
+
+def _check_single_match(
+    source: DataFrame, target: DataFrame, keys: Sequence[Any], source_keys: Sequence[str]
+) -> None:
+    """ValidationError when several source rows share a key that some target row has."""
+    from pyspark.sql import functions as F
+
+    named = [F.col(quote(sk)).alias(f"__icefloe_d{i}") for i, sk in enumerate(source_keys)]
+    present = reduce(lambda a, b: a & b, [F.col(f"__icefloe_d{i}").isNotNull() for i in range(len(keys))])
+    dups = (
+        source.select(*named)
+        .where(present)
+        .groupBy(*[f"__icefloe_d{i}" for i in range(len(keys))])
+        .count()
+        .where(F.col("count") > 1)
+    )
+    target_keys = target.select(*[F.col(quote(k.name)).alias(f"__icefloe_t{i}") for i, k in enumerate(keys)])
+    cond = reduce(
+        lambda a, b: a & b,
+        [dups[f"__icefloe_d{i}"] == target_keys[f"__icefloe_t{i}"] for i in range(len(keys))],
+    )
+    hits = dups.join(target_keys, cond, "left_semi").limit(3).collect()
+    if hits:
+        shown = ", ".join(
+            "("
+            + ", ".join(f"{k.name}={r[f'__icefloe_d{i}']!r}" for i, k in enumerate(keys))
+            + f"): {r['count']} rows"
+            for r in hits
+        )
+        raise ValidationError(
+            f"merge: several source rows match the same target row, e.g. key {shown}; "
+            "each target row may be matched by one source row at most (deduplicate the source)"
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# running and committing
+
+
+def _select(frame: DataFrame, columns: list[Any], what: str) -> DataFrame:
+    """``frame.select(columns)``, with analysis errors (unknown column, bad expression) as ValidationError."""
+    from pyspark.errors import AnalysisException, ParseException
+
+    try:
+        return frame.select(*columns)
+    except (AnalysisException, ParseException) as exc:
+        text = str(exc).strip().splitlines()
+        raise ValidationError(f"{what}: {text[0] if text else type(exc).__name__}") from None
+
+
+def _run_changes(
+    spark: SparkSession,
+    table: Table,
+    change: RowLevelChange,
+    tasks: list[FileScanTask],
+    changes: DataFrame,
+    branch: str,
+    snapshot_properties: dict[str, str] | None,
+) -> RowLevelResult:
+    """Run the change frame through the executors and commit what they wrote."""
+    from pyspark.sql import functions as F
+
+    md = table.metadata
+    cow = change.mode == COPY_ON_WRITE
+    if not cow:
+        changes = changes.where(F.col(ACTION) != F.lit(KEEP))
+    # one group of output files (and, merge-on-read, one Puffin file) per partition: no more
+    # partitions than files to change, unless the cluster is wider (inserted rows spread too)
+    shuffle = int(spark.conf.get("spark.sql.shuffle.partitions") or "200")
+    partitions = max(1, min(shuffle, max(len(tasks), spark.sparkContext.defaultParallelism)))
+    clustered = cluster_by_file(changes, md.schema(), partitions)
+    staging = JobStaging.create(table.io, md)
+    job = ChangeJob(staging.metadata, dict(table.io.properties), cow)
+    by_path = {t.file_path: t for t in tasks}
+    payload = spark.sparkContext.broadcast(pickle.dumps(by_path))
+
+    def work(batches: Any) -> Any:
+        planned: dict[str, FileScanTask] = pickle.loads(payload.value)
+        for result in write_changes(job, planned, batches):
+            yield result_batch(result)
+
+    try:
+        total = merge_results(collect_results(map_in_arrow(clustered, work, result_schema())))
+        staging.tidy(total.written_paths())
+    except BaseException:
+        staging.discard()
+        raise
+    finally:
+        payload.destroy()
+    _absorb(change, total, by_path, table)
+    return _commit(table, change, branch, snapshot_properties, staging)
+
+
+def _absorb(
+    change: RowLevelChange, total: ChangeResult, tasks: Mapping[str, FileScanTask], table: Table
+) -> None:
+    """Add the executors' results to the change (removed files with the delete files they retire)."""
+    for path in total.removed:
+        task = tasks[path]
+        change.removed.append(task.entry)
+        change.removed.extend(retired_deletes(table.io, table.metadata, task))
+    change.added.extend(total.added)
+    change.deletes = change.deletes.merge(total.deletes)
+    change.deleted_rows += total.deleted_rows
+    change.updated_rows += total.updated_rows
+    change.inserted_rows += total.inserted_rows
+
+
+def _commit(
+    table: Table,
+    change: RowLevelChange,
+    branch: str,
+    snapshot_properties: dict[str, str] | None,
+    staging: JobStaging | None,
+) -> RowLevelResult:
+    """Commit the change as one snapshot (nothing when it is empty); clean up on failure."""
+    md = table.metadata
+    result = change.result()
+    committing = False
+    try:
+        options = CommitOptions(branch=branch, snapshot_properties=dict(snapshot_properties or {}))
+        producer = change.producer(md, options, merge_enabled(md))
+        if producer is None:
+            if staging is not None:
+                staging.discard()
+            return result
+        committing = True
+        with table.transaction() as tx:
+            tx.add_action(producer)
+    except CommitStateUnknown:
+        raise  # the commit may have happened: keep every file
+    except BaseException as exc:
+        known_clean = not committing or nothing_committed(exc)  # else the swap may have happened
+        if staging is not None and known_clean:
+            staging.discard()
+        raise
+    snapshot = table.metadata.snapshot_for_ref(branch)
+    result.snapshot_id = snapshot.snapshot_id if snapshot else None
+    return result

@@ -1,0 +1,46 @@
+"""Tables opened from a metadata file alone, with no catalog: read-only.
+
+``open_static_table("s3://bucket/wh/db/t/metadata/00003-....metadata.json")`` reads the table as
+that file describes it (every snapshot, ref and metadata table); any write raises
+``ValidationError``, since no catalog pointer exists to swap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from icefloe.errors import ValidationError
+from icefloe.formats.metadata.files import read_table_metadata
+from icefloe.io.fileio import FileIO, load_file_io
+from icefloe.spec.table_metadata import TableMetadata
+from icefloe.table.table import Table
+
+
+@dataclass(frozen=True)
+class ReadOnlyTarget:
+    """A commit target that reloads the same metadata file and refuses every commit."""
+
+    io: FileIO
+    metadata_location: str
+
+    def load_for_commit(self) -> tuple[TableMetadata, str | None]:
+        """The metadata file, read again."""
+        return read_table_metadata(self.io, self.metadata_location), self.metadata_location
+
+    def swap_metadata(
+        self, base_location: str | None, base_metadata: TableMetadata, new_metadata: TableMetadata
+    ) -> str:
+        """Always refused."""
+        raise ValidationError(
+            f"table opened from {self.metadata_location} is read-only: load it from a catalog to change it"
+        )
+
+
+def open_static_table(
+    metadata_location: str, io: FileIO | None = None, properties: dict[str, str] | None = None
+) -> Table:
+    """Open the table a metadata file describes, read-only, without a catalog."""
+    io = io or load_file_io(dict(properties or {}), metadata_location)
+    metadata = read_table_metadata(io, metadata_location)
+    name = metadata_location.rstrip("/").rsplit("/", 3)[-3] if metadata_location.count("/") >= 3 else "static"
+    return Table(("static", name), metadata, metadata_location, io, ReadOnlyTarget(io, metadata_location))
