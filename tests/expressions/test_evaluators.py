@@ -402,7 +402,14 @@ def test_metrics_float_bounds_compare_exactly() -> None:
 def test_metrics_zero_signs() -> None:
     f = data_file(lower={4: to_bytes(DoubleType(), -0.0)}, upper={4: to_bytes(DoubleType(), 0.0)})
     assert may_match("f = 0", f) is True
-    assert may_match("f < 0", f) is False
+    assert may_match("f < 0", f) is True  # -0.0 < 0.0, as Java's Double.compare orders them
+    assert may_match("f < -0.0", f) is False
+    only_negative_zero = data_file(
+        lower={4: to_bytes(DoubleType(), -0.0)}, upper={4: to_bytes(DoubleType(), -0.0)}
+    )
+    assert may_match("f = 0.0", only_negative_zero) is False
+    assert may_match("f = -0.0", only_negative_zero) is True
+    assert may_match("f >= 0.0", only_negative_zero) is False
 
 
 def test_partition_evaluator_on_projected_filters() -> None:

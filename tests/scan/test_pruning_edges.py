@@ -286,14 +286,14 @@ def test_pruned_scans_equal_unpruned_scans(tmp_path: Path, case: Case, transform
         for op in OPS:
             expected = sorted(i for i, v in rows.items() if _matches(op, v, literal, pair))
             got = sorted(
-                table.scan(row_filter=_predicate(op, literal, pair)).to_arrow().column("id").to_pylist()
+                table.scan(filter=_predicate(op, literal, pair)).to_arrow().column("id").to_pylist()
             )
             if got != expected:
                 failures.append(f"v {op} {literal!r}: got {got}, expected {expected}")
     assert failures == []
     null_ids = [i for i, v in rows.items() if v is None]
     assert (
-        sorted(table.scan(row_filter=ast.IsNull(ast.Reference("v"))).to_arrow().column("id").to_pylist())
+        sorted(table.scan(filter=ast.IsNull(ast.Reference("v"))).to_arrow().column("id").to_pylist())
         == null_ids
     )
 
@@ -311,7 +311,7 @@ def test_truncate_partitions_hold_javas_wrapped_values(tmp_path: Path) -> None:
     (tmp_path / "long").mkdir()
     table, _ = _table(tmp_path / "long", CASES[1], TruncateTransform(10))
     assert _partitions(table)[9223372036854775806] == 3  # Long.MIN_VALUE (+1, +7) wrap the same way
-    got = sorted(table.scan(row_filter="v < 0").to_arrow().column("id").to_pylist())
+    got = sorted(table.scan(filter="v < 0").to_arrow().column("id").to_pylist())
     assert got[:3] == [0, 1, 2]  # still found by a range filter
 
 
@@ -323,7 +323,7 @@ def test_hour_partitions_hold_javas_wrapped_values(tmp_path: Path) -> None:
     # Long.MAX_VALUE (-1, -9) micros: the (int) cast of 2562047788 hours
     assert partitions[-1732919508] == 3
     lowest = min(i for i, v in rows.items() if v is not None)
-    assert lowest in table.scan(row_filter="v < '1970-01-01T00:00:00'").to_arrow().column("id").to_pylist()
+    assert lowest in table.scan(filter="v < '1970-01-01T00:00:00'").to_arrow().column("id").to_pylist()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -390,12 +390,12 @@ def test_float_edges_pruned_equal_unpruned(
             for op in OPS:
                 expected = [i for i, v in enumerate(values) if _float_matches(op, v, literal, pair)]
                 got = sorted(
-                    table.scan(row_filter=_predicate(op, literal, pair)).to_arrow().column("id").to_pylist()
+                    table.scan(filter=_predicate(op, literal, pair)).to_arrow().column("id").to_pylist()
                 )
                 if got != expected:
                     failures.append(f"v {op} {literal!r} (pair {pair}): got {got}, expected {expected}")
     assert failures == []
     nan_ids = [i for i, v in enumerate(values) if v is not None and math.isnan(v)]
-    assert table.scan(row_filter="v is nan").to_arrow().column("id").to_pylist() == nan_ids
-    not_nan = sorted(table.scan(row_filter="v is not nan").to_arrow().column("id").to_pylist())
+    assert table.scan(filter="v is nan").to_arrow().column("id").to_pylist() == nan_ids
+    not_nan = sorted(table.scan(filter="v is not nan").to_arrow().column("id").to_pylist())
     assert not_nan == [i for i in range(len(values)) if i not in nan_ids]

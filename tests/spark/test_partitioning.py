@@ -142,6 +142,18 @@ ROWS = [
         False,
         float("nan"),
     ),
+    (  # the int/long minimum: truncate wraps as Iceberg Java's arithmetic does
+        -(2**63),
+        -(2**31),
+        dt.datetime(2000, 1, 1, tzinfo=UTC),
+        dt.datetime(2000, 1, 1),
+        dt.date(2000, 1, 1),
+        "z",
+        Decimal("9999999.99"),
+        b"\x01",
+        True,
+        1.5,
+    ),
     (None, None, None, None, None, None, None, None, None, None),
 ]
 

@@ -210,6 +210,8 @@ def test_merge_upsert_defaults_on_empty_table(spark, catalog: Catalog, table_nam
         (lambda spark, name: update_rows(spark, name, {"val": "missing_col + 1"}, "true"), "missing_col"),
         (lambda spark, name: update_rows(spark, name, {"id": "cast(null as bigint)"}, "id = 3"), "'id'"),
         (lambda spark, name: delete_rows(spark, name, "nope = 1"), "nope"),
+        (lambda spark, name: delete_rows(spark, name, "  "), "to delete every row"),
+        (lambda spark, name: update_rows(spark, name, {"val": "1"}), "to update every row"),
         (
             lambda spark, name: merge_into(_source(spark, [(3, "a", 1), (3, "a", 2)]), name, on="id"),
             "several source rows",
@@ -230,6 +232,8 @@ def test_merge_upsert_defaults_on_empty_table(spark, catalog: Catalog, table_nam
         "unknown-reference",
         "required-null",
         "bad-delete",
+        "blank-delete-filter",
+        "missing-update-filter",
         "duplicate-source-keys",
         "unknown-key",
         "null-key-insert",

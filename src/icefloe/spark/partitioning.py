@@ -23,6 +23,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from icefloe.errors import Unsupported, ValidationError
+from icefloe.expressions.wrap_zones import wrap_zones
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.transforms import (
@@ -189,7 +190,15 @@ def _bucket_udf(source_type: IcebergType, n: int) -> Any:
 
 def _truncate(col: Column, source_type: IcebergType, width: int) -> Column:
     if isinstance(source_type, IntegerType | LongType):
-        return col - F.pmod(col, F.lit(width).cast("int" if isinstance(source_type, IntegerType) else "long"))
+        spark_type = "int" if isinstance(source_type, IntegerType) else "long"
+        truncated = col - F.pmod(col, F.lit(width).cast(spark_type))
+        zones = wrap_zones(TruncateTransform(width), source_type)
+        if zones is not None and zones.low_end is not None and zones.low_wrapped is not None:
+            # Java's arithmetic wraps below the minimum (and Spark's ANSI mode would raise there):
+            # every value of that zone has the same wrapped partition value
+            wrapped = F.lit(zones.low_wrapped[0]).cast(spark_type)
+            return F.when(col <= F.lit(zones.low_end).cast(spark_type), wrapped).otherwise(truncated)
+        return truncated
     if isinstance(source_type, DecimalType):
         step = Decimal(width).scaleb(-source_type.scale)
         spark_type = f"decimal(38,{source_type.scale})"  # truncating down may need one more digit

@@ -83,4 +83,5 @@ def resolve_options(
         DeprecationWarning,
         stacklevel=stacklevel,
     )
-    return CommitOptions(branch=branch or MAIN_BRANCH, snapshot_properties=dict(snapshot_properties or {}))
+    branch = MAIN_BRANCH if branch is None else branch  # a blank name is refused, not main
+    return CommitOptions(branch=branch, snapshot_properties=dict(snapshot_properties or {}))
