@@ -75,3 +75,13 @@ def test_bench_maintenance_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[st
     rows = {line.split()[0]: line for line in part_a if line}
     assert set(rows) == {"v2", "v3", "v4"} and "cannot write v3+" in rows["v3"]
     assert "(b) metadata file and Table.append latency" in out
+
+
+def test_bench_s3_tiny(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import bench_s3
+
+    assert bench_s3.main(["--appends", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "command:  python -m bench.bench_s3 --appends 2" in out
+    for name in ("icefloe v3", "icefloe v4", "pyiceberg v2"):
+        assert f"  {name} " in out
