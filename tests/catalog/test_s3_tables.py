@@ -190,3 +190,22 @@ def test_secrets_stay_out_of_metadata_and_logs(
         assert secret.encode() not in io.new_input(location).read(), location
     assert secret not in caplog.text
     assert secret not in repr(table.io) and secret not in repr(table)
+
+
+def test_command_line_on_object_storage(
+    s3_catalog: SqlCatalog, s3: S3Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from icefloe.cli.main import main
+
+    table = s3_catalog.create_table("db.cli", SCHEMA, properties={"format-version": "4"})
+    table.append(_batch([1, 2], "a"))
+    table.append(_batch([3], "b"))
+    props = [f"--property={key}={value}" for key, value in s3.properties.items()]
+    base = ["--uri", f"sqlite:///{tmp_path / 'catalog.db'}", "--catalog", "s3cat", *props]
+    assert main([*base, "snapshots", "db.cli"]) == 0
+    assert capsys.readouterr().out.count("append") == 2
+    assert main([*base, "expire-snapshots", "db.cli", "--retain-last", "1", "--older-than", "0s"]) == 0
+    capsys.readouterr()
+    assert main([*base, "remove-orphan-files", "db.cli", "--dry-run"]) == 0
+    assert len(s3_catalog.load_table("db.cli").snapshots()) == 1
+    assert _rows(s3_catalog.load_table("db.cli")) == [(1, "a"), (2, "a"), (3, "b")]
