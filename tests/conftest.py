@@ -13,6 +13,10 @@ server (one server per test run; tests share its database, so every catalog gets
 ``spark`` is the one SparkSession of the test run (``local[2,4]``: 2 cores, tasks retried up to 4
 times), over a catalog database and warehouse of its own (``spark_home``).
 
+``s3_server`` is the session's S3-compatible server (moto on 127.0.0.1, see ``tests/support/s3server.py``);
+``s3`` is the same server with its request counts and faults cleared for the test, and
+``s3_warehouse`` a fresh ``s3://bucket/wh/<unique>`` location on it.
+
 ``catalog_uri`` / ``catalog_backend`` give the same database to tests that open catalogs of their
 own (in other processes, say); ``postgres_uri`` and ``sqlite_uri`` name one backend explicitly.
 """
@@ -27,6 +31,7 @@ import pytest
 
 from icefloe.catalog.sql import SqlCatalog
 from tests.support.postgres import PostgresServer, PostgresUnavailable, postgres_required, start_postgres
+from tests.support.s3server import S3Server, running_s3_server
 
 SQLITE = "sqlite"
 POSTGRES = "postgres"
@@ -131,7 +136,7 @@ def spark_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def spark(spark_home: Path) -> Iterator[object]:
     """The shared SparkSession, configured by ``icefloe.spark.runtime``."""
-    from icefloe.spark import session
+    from icefloe.spark.session import session  # the package attribute may be the submodule
 
     uri = f"sqlite:///{spark_home}/catalog.db"
     warehouse = str(spark_home / "warehouse")
@@ -157,3 +162,24 @@ def spark(spark_home: Path) -> Iterator[object]:
     s.sparkContext.setLogLevel("ERROR")
     yield s
     s.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """The S3-compatible server of the test run (moto's S3 over HTTP on a free loopback port)."""
+    yield from running_s3_server()
+
+
+@pytest.fixture
+def s3(s3_server: S3Server) -> Iterator[S3Server]:
+    """The session's S3 server with request counts and faults cleared before and after the test."""
+    s3_server.clear_faults()
+    s3_server.reset_counts()
+    yield s3_server
+    s3_server.clear_faults()
+
+
+@pytest.fixture
+def s3_warehouse(s3: S3Server) -> str:
+    """A warehouse location of this test's own on the S3 server."""
+    return f"s3://{s3.bucket}/wh/{uuid.uuid4().hex[:12]}"

@@ -97,6 +97,8 @@ def test_bench_changelog_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     rows = [line for line in out.splitlines() if line.startswith(("default", "64 KiB"))]
     assert [r.split()[0] for r in rows] == ["default", "64"]
     assert all(r.split()[r.split().index("KiB" if "KiB" in r else "MB)") + 1] == "20" for r in rows)
+
+
 REST = "--appends 2 --writers 3 --per-writer 2"
 
 
@@ -108,3 +110,13 @@ def test_bench_rest_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert "0 lost (target 0)" in out
     assert "(d) client metadata files per append: 1 (target 1)" in out
     assert "(!)" not in out
+
+
+def test_bench_s3_tiny(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import bench_s3
+
+    assert bench_s3.main(["--appends", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "command:  python -m bench.bench_s3 --appends 2" in out
+    for name in ("icefloe v3", "icefloe v4", "pyiceberg v2"):
+        assert f"  {name} " in out

@@ -171,6 +171,8 @@ def test_s3_options_from_properties() -> None:
             "s3.path-style-access": "true",
         }
     )
+    retry = opts.pop("retry_strategy")
+    assert isinstance(retry, pafs.AwsStandardS3RetryStrategy)
     assert opts == {
         "endpoint_override": "localhost:9000",
         "scheme": "http",
@@ -178,6 +180,7 @@ def test_s3_options_from_properties() -> None:
         "secret_key": "password",
         "region": "us-east-1",
         "force_virtual_addressing": False,
+        "allow_delayed_open": True,
     }
     fio = FileIO({"s3.endpoint": "http://localhost:9000", "s3.region": "us-east-1"})
     fs, path = fio.filesystem_and_path("s3a://bucket/t/data/x.parquet")

@@ -73,16 +73,30 @@ def run(args: argparse.Namespace, extra: list[str]) -> int:
     if args.command == "pipeline":
         return run_pipeline(args.uri, args.warehouse, extra)
     handler: Handler = args.handler
-    with open_catalog(args.uri, args.warehouse, args.catalog) as catalog:
+    with open_catalog(args.uri, args.warehouse, args.catalog, catalog_properties(args.property)) as catalog:
         lines = handler(catalog, args)
     if lines:
         print("\n".join(lines))
     return 0
 
 
-def open_catalog(uri: str | None, warehouse: str | None, name: str = "default") -> Catalog:
+def catalog_properties(pairs: Sequence[str] | None) -> dict[str, str]:
+    """``KEY=VALUE`` pairs (``--property s3.endpoint=http://...``) as catalog properties."""
+    props: dict[str, str] = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValidationError(f"--property expects KEY=VALUE, got {pair.split('=')[0]!r}")
+        props[key.strip()] = value
+    return props
+
+
+def open_catalog(
+    uri: str | None, warehouse: str | None, name: str = "default", properties: dict[str, str] | None = None
+) -> Catalog:
     """Catalog ``name`` at ``uri`` / ``warehouse``, each defaulting as ``load_catalog()`` does."""
     options = {key: value for key, value in (("uri", uri), ("warehouse", warehouse)) if value}
+    options = {**(properties or {}), **options}
     try:
         return load_catalog(name, **options)
     except ArgumentError as exc:  # SQLAlchemy cannot parse the URI or has no such dialect
@@ -110,6 +124,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--warehouse",
         metavar="LOCATION",
         help=f"warehouse for new tables (default: ${ENV_WAREHOUSE}, else ./.icefloe/warehouse)",
+    )
+    parser.add_argument(
+        "--property",
+        action="append",
+        metavar="KEY=VALUE",
+        help="catalog property, repeatable (e.g. s3.endpoint=http://127.0.0.1:9000; "
+        "prefer AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY for secrets)",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_tables(commands)

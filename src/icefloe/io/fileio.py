@@ -41,6 +41,9 @@ S3_REGION = "s3.region"
 S3_PATH_STYLE_ACCESS = "s3.path-style-access"
 S3_CONNECT_TIMEOUT = "s3.connect-timeout"
 S3_REQUEST_TIMEOUT = "s3.request-timeout"
+S3_RETRY_NUM_RETRIES = "s3.retry.num-retries"
+DEFAULT_S3_RETRIES = 5
+"""Retries of a throttled or failed S3 request (Iceberg Java's S3FileIO default), with backoff."""
 
 _LOCAL_SCHEMES = ("", "file")
 _S3_SCHEMES = ("s3", "s3a", "s3n")
@@ -174,11 +177,14 @@ class OutputFile:
         path = local_path(self.location)
         if path is not None:
             return _AtomicLocalWriter(path, self.location, overwrite)
-        if not overwrite and self.exists():
-            raise AlreadyExists(f"file already exists: {self.location}")
         fs, fs_path = self._io.filesystem_and_path(self.location)
+        is_object_store = isinstance(fs, pafs.S3FileSystem)
+        if not overwrite and (_object_exists(fs, fs_path) if is_object_store else self.exists()):
+            raise AlreadyExists(f"file already exists: {self.location}")
         parent = posixpath.dirname(fs_path)
-        if parent:
+        if parent and not is_object_store:
+            # An object store has no directories: a key is created with its object, and a
+            # directory marker would cost a request per write.
             with contextlib.suppress(OSError):
                 fs.create_dir(parent, recursive=True)
         return _RemoteWriter(fs.open_output_stream(fs_path), fs, fs_path)
@@ -347,6 +353,19 @@ def _fsync_dir(directory: str) -> None:
         os.close(fd)
 
 
+def _object_exists(fs: pafs.FileSystem, path: str) -> bool:
+    """True when an object exists at ``path``: one HEAD request (``get_file_info`` adds a LIST)."""
+    try:
+        with fs.open_input_file(path):
+            return True
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        if _is_missing(exc):
+            return False
+        raise
+
+
 def _is_missing(exc: OSError) -> bool:
     text = str(exc).lower()
     return "not found" in text or "no such file" in text or "does not exist" in text
@@ -394,6 +413,8 @@ class FileIO:
     def exists(self, location: str) -> bool:
         """True when a file exists at ``location``."""
         fs, path = self.filesystem_and_path(location)
+        if isinstance(fs, pafs.S3FileSystem):
+            return _object_exists(fs, path)
         return bool(fs.get_file_info(path).type == pafs.FileType.File)
 
     def delete(self, location: str, missing_ok: bool = False) -> None:
@@ -407,6 +428,13 @@ class FileIO:
                     raise NotFound(f"file does not exist: {location}") from None
             return
         fs, fs_path = self.filesystem_and_path(location)
+        if isinstance(fs, pafs.S3FileSystem):
+            if not missing_ok and not _object_exists(fs, fs_path):
+                raise NotFound(f"file does not exist: {location}")
+            # DeleteObject of a missing key succeeds; pyarrow's delete_file would HEAD and LIST first.
+            with contextlib.suppress(FileNotFoundError):
+                fs.delete_file(fs_path)
+            return
         if fs.get_file_info(fs_path).type != pafs.FileType.File:
             if missing_ok:
                 return
@@ -516,6 +544,14 @@ def s3_options(properties: Mapping[str, str]) -> dict[str, Any]:
         opts["region"] = region
     if S3_PATH_STYLE_ACCESS in properties:
         opts["force_virtual_addressing"] = not _truthy(properties[S3_PATH_STYLE_ACCESS])
+    retries = int(properties.get(S3_RETRY_NUM_RETRIES, DEFAULT_S3_RETRIES))
+    if retries < 0:
+        raise ValidationError(f"{S3_RETRY_NUM_RETRIES} must be >= 0, got {retries}")
+    # The AWS SDK's standard strategy: throttling answers (503 SlowDown) and transient errors are
+    # retried with exponential backoff and jitter.
+    opts["retry_strategy"] = pafs.AwsStandardS3RetryStrategy(max_attempts=retries + 1)
+    # Small files become one PutObject instead of a three-request multipart upload.
+    opts["allow_delayed_open"] = True
     for prop, arg in ((S3_CONNECT_TIMEOUT, "connect_timeout"), (S3_REQUEST_TIMEOUT, "request_timeout")):
         if prop in properties:
             opts[arg] = float(properties[prop])

@@ -34,6 +34,7 @@ from icefloe.spark.arrow_bridge import spark_arrow_schema, to_spark_arrow
 from icefloe.spark.compat import map_in_arrow
 from icefloe.spark.runtime import executor_io, resolve_catalog, session_conf, spark_location
 from icefloe.spark.schema import native_readable, to_spark_field, to_spark_schema
+from icefloe.spark.storage import spark_native_storage
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import NestedField
 
@@ -139,7 +140,7 @@ def plan_read(
         # Spark's Parquet reader resolves Parquet field ids; Avro and ORC files (written by other
         # Iceberg writers) go through icefloe's reader, which finds their columns by Iceberg id.
         parquet = task.data_file.file_format.lower() == "parquet"
-        if all_native and parquet and not task.deletes:
+        if all_native and parquet and not task.deletes and spark_native_storage(task.file_path):
             plan.native.append(task)
         else:
             plan.python.append(task)

@@ -33,6 +33,7 @@ from icefloe.spark.footer import data_files_from_footers
 from icefloe.spark.partitioning import parse_partition_dirs, partition_column_name, partition_key_columns
 from icefloe.spark.runtime import delete_tree, executor_io, resolve_catalog, session_conf, spark_location
 from icefloe.spark.schema import native_writable, write_projection
+from icefloe.spark.storage import spark_native_storage
 from icefloe.spec.content import DataFile
 from icefloe.spec.snapshots import MAIN_BRANCH, Snapshot
 from icefloe.spec.table_metadata import TableMetadata
@@ -140,7 +141,7 @@ def stage_dataframe(df: DataFrame, table: Table) -> StagedFiles:
     staging = f"{LocationProvider(md).data_location}/spark-{uuid.uuid4().hex}"
     staged = StagedFiles(table.io, staging)
     try:
-        if native_writable(schema.as_struct):
+        if native_writable(schema.as_struct) and spark_native_storage(staging):
             _write_native(conformed, md, staged)
         else:
             _write_arrow(conformed, md, staged, table.io)

@@ -1,0 +1,208 @@
+"""A real S3-compatible server for the tests: moto's S3 on 127.0.0.1, with request counting and faults.
+
+``start_s3_server()`` serves moto's S3 implementation (the same WSGI application as the ``moto_server``
+command) with werkzeug on a free loopback port, in a thread of the test process, and creates a
+bucket. Clients talk to it over real HTTP with SigV4 signatures, exactly as they would to AWS.
+
+Between the HTTP server and moto sits ``_CountingFaultyApp``, a WSGI middleware (a real hook in the
+request path, not a mock): it counts every request by S3 operation (``PUT``, ``GET``, ``HEAD``,
+``LIST``, ``DELETE``, ``POST``) and can answer the next N PUTs with an error (503 ``SlowDown`` by
+default, what S3 answers when it throttles) or delay the next N requests.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs
+
+BUCKET = "icefloe-test"
+ACCESS_KEY = "icefloe-test-key"
+SECRET_KEY = "icefloe-test-secret-do-not-log"
+REGION = "us-east-1"
+
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+_SLOW_DOWN = (
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code>'
+    b"<Message>Please reduce your request rate.</Message><RequestId>icefloe-fault</RequestId></Error>"
+)
+
+
+def s3_operation(method: str, path: str, query: str) -> str:
+    """The operation a request performs: PUT, GET, HEAD, LIST, DELETE or POST.
+
+    Path-style addressing: ``/bucket`` or ``/bucket/`` names the bucket (a GET there lists), and
+    ``/bucket/key`` names an object.
+    """
+    method = method.upper()
+    key = path.lstrip("/").partition("/")[2]
+    if method == "GET" and (not key or "list-type" in parse_qs(query)):
+        return "LIST"
+    return method
+
+
+@dataclass
+class _Faults:
+    failing_puts: int = 0
+    put_status: int = 503
+    slow_requests: int = 0
+    slow_seconds: float = 0.0
+
+
+@dataclass
+class S3Server:
+    """A running S3-compatible server; ``properties`` are the Iceberg ``s3.*`` settings to reach it."""
+
+    host: str
+    port: int
+    bucket: str = BUCKET
+    _app: _CountingFaultyApp | None = field(default=None, repr=False)
+    _stop: Callable[[], None] | None = field(default=None, repr=False)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def properties(self) -> dict[str, str]:
+        return {
+            "s3.endpoint": self.endpoint,
+            "s3.region": REGION,
+            "s3.access-key-id": ACCESS_KEY,
+            "s3.secret-access-key": SECRET_KEY,
+            "s3.path-style-access": "true",
+        }
+
+    def counts(self) -> dict[str, int]:
+        """Requests served since the last ``reset_counts``, by operation (operations seen only)."""
+        assert self._app is not None
+        with self._app.lock:
+            return dict(self._app.counts)
+
+    def reset_counts(self) -> None:
+        assert self._app is not None
+        with self._app.lock:
+            self._app.counts.clear()
+
+    def fail_next_puts(self, n: int, status: int = 503) -> None:
+        """Answer the next ``n`` PUT requests with ``status`` (503 SlowDown: S3's throttling answer)."""
+        assert self._app is not None
+        with self._app.lock:
+            self._app.faults.failing_puts = n
+            self._app.faults.put_status = status
+
+    def slow_next(self, n: int, seconds: float) -> None:
+        """Delay the next ``n`` requests by ``seconds`` each before serving them."""
+        assert self._app is not None
+        with self._app.lock:
+            self._app.faults.slow_requests = n
+            self._app.faults.slow_seconds = seconds
+
+    def clear_faults(self) -> None:
+        assert self._app is not None
+        with self._app.lock:
+            self._app.faults = _Faults()
+
+    def stop(self) -> None:
+        if self._stop is not None:
+            self._stop()
+            self._stop = None
+
+
+class _CountingFaultyApp:
+    """WSGI middleware in front of moto: counts requests by operation and injects faults."""
+
+    def __init__(self, inner: WsgiApp) -> None:
+        self.inner = inner
+        self.lock = threading.Lock()
+        self.counts: collections.Counter[str] = collections.Counter()
+        self.faults = _Faults()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        op = s3_operation(
+            environ["REQUEST_METHOD"], environ.get("PATH_INFO", "/"), environ.get("QUERY_STRING", "")
+        )
+        delay = 0.0
+        fail_status = 0
+        with self.lock:
+            self.counts[op] += 1
+            if self.faults.slow_requests > 0:
+                self.faults.slow_requests -= 1
+                delay = self.faults.slow_seconds
+            if op == "PUT" and self.faults.failing_puts > 0:
+                self.faults.failing_puts -= 1
+                fail_status = self.faults.put_status
+        if delay:
+            time.sleep(delay)
+        if fail_status:
+            _drain(environ)
+            start_response(
+                f"{fail_status} Injected",
+                [("Content-Type", "application/xml"), ("Content-Length", str(len(_SLOW_DOWN)))],
+            )
+            return [_SLOW_DOWN]
+        return self.inner(environ, start_response)
+
+
+def _drain(environ: dict[str, Any]) -> None:
+    """Read the request body so the connection stays usable after an early answer."""
+    length = int(environ.get("CONTENT_LENGTH") or 0)
+    stream = environ.get("wsgi.input")
+    if stream is not None and length:
+        stream.read(length)
+
+
+def start_s3_server(bucket: str = BUCKET) -> S3Server:
+    """Start moto's S3 on a free 127.0.0.1 port in a daemon thread and create ``bucket``."""
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from werkzeug.serving import make_server
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
+    app = _CountingFaultyApp(DomainDispatcherApplication(create_backend_app))
+    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, name="s3-test-server", daemon=True)
+    thread.start()
+
+    def stop() -> None:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+    host, port = server.server_address[:2]
+    s3 = S3Server(host=str(host), port=int(port), bucket=bucket, _app=app, _stop=stop)
+    _create_bucket(s3)
+    s3.reset_counts()
+    return s3
+
+
+def _create_bucket(server: S3Server) -> None:
+    import pyarrow.fs as pafs
+
+    fs = pafs.S3FileSystem(
+        access_key=ACCESS_KEY,
+        secret_key=SECRET_KEY,
+        region=REGION,
+        endpoint_override=f"{server.host}:{server.port}",
+        scheme="http",
+        allow_bucket_creation=True,
+    )
+    fs.create_dir(server.bucket)
+
+
+def running_s3_server() -> Iterator[S3Server]:
+    """Generator for a pytest fixture: one server, stopped afterwards."""
+    server = start_s3_server()
+    try:
+        yield server
+    finally:
+        server.stop()
