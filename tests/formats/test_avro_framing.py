@@ -19,7 +19,7 @@ from icefloe.formats.avro import schemas as avs
 from icefloe.formats.avro.manifest import read_manifest
 from icefloe.io.fileio import FileIO
 from icefloe.spec.content import ManifestContent
-from tests.formats.test_avro_columnar import SPEC, VALUES, _entries, _write
+from tests.formats.avro.test_columnar import SPEC, VALUES, _entries, _write
 from tests.support.mutation import avro_fields, zigzag
 
 SCHEMA = {
