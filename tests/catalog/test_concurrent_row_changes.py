@@ -53,6 +53,8 @@ SCHEMA = Schema(
 WAIT_TIMEOUT_S = 600.0  # only reached when a peer died
 MAX_ATTEMPTS_PER_ROUND = 200
 
+pytestmark = pytest.mark.sql_catalog_only  # writer processes open the catalog database by its URI
+
 
 @dataclass(frozen=True)
 class Scenario:

@@ -186,6 +186,7 @@ def test_plain_unicode_identifiers_still_work(catalog: SqlCatalog) -> None:
         (HourTransform(), YearTransform()),
     ],
 )
+@pytest.mark.sql_catalog_only  # lists the SQL catalog's warehouse directory
 def test_create_table_refuses_redundant_time_partitions(
     catalog: SqlCatalog, first: object, second: object
 ) -> None:
