@@ -21,6 +21,8 @@ from icefloe.spec.schema import Schema
 from icefloe.table.table import Table
 from icefloe.tree.location_rules import location_problem
 
+pytestmark = pytest.mark.sql_catalog_only  # the REST server's own location checks: tests/server
+
 FUTURE_MS = int(time.time() * 1000) + 3_600_000
 
 
