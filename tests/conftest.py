@@ -136,7 +136,7 @@ def spark_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def spark(spark_home: Path) -> Iterator[object]:
     """The shared SparkSession, configured by ``icefloe.spark.runtime``."""
-    from icefloe.spark.session import session  # the package attribute may be the submodule
+    from icefloe.spark.session_setup import session  # the package attribute may be the submodule
 
     uri = f"sqlite:///{spark_home}/catalog.db"
     warehouse = str(spark_home / "warehouse")

@@ -143,7 +143,7 @@ def test_row_ids_follow_rows_exactly(catalog: Catalog, layout: str) -> None:
     start = _head(t)
     t.update({"id": pc.field("id") + 100}, "id = 3", mode="copy-on-write")
     t.update({"tag": "z"}, "id = 103", mode="merge-on-read")
-    got = t.changelog(start_snapshot_id=start, selected_fields=("id", "_row_id")).to_arrow()
+    got = t.changelog(start_snapshot_id=start, columns=("id", "_row_id")).to_arrow()
     assert got.column_names == ["id", "_row_id", "_change_type", "_change_ordinal", "_commit_snapshot_id"]
     assert [(r["_change_type"], r["id"], r["_row_id"]) for r in got.to_pylist()] == [
         ("UPDATE_BEFORE", 3, 3),
@@ -192,7 +192,7 @@ def test_batch_reader_and_filter(catalog: Catalog, layout: str) -> None:
     start = _head(t)
     t.delete("id < 3", mode="merge-on-read")
     t.append(_rows([40, 41], "c"))
-    scan = t.changelog(start_snapshot_id=start, row_filter="id >= 2")
+    scan = t.changelog(start_snapshot_id=start, filter="id >= 2")
     batches = list(scan.to_arrow_batch_reader(batch_size=1))
     assert all(b.num_rows == 1 for b in batches)
     rows = pa.Table.from_batches(batches, schema=scan.output_schema()).to_pylist()

@@ -159,7 +159,7 @@ def _net_expected(model: Model, old: int, new: int) -> Counter[tuple[Any, ...]]:
 def _records(model: Model, old: int, new: int, net: bool) -> list[tuple[Any, ...]]:
     cols = ("*", "_row_id") if model.lineage else ("*",)
     scan = model.table.changelog(
-        start_snapshot_id=old, end_snapshot_id=new, selected_fields=cols, net_changes=net
+        start_snapshot_id=old, end_snapshot_id=new, columns=cols, net_changes=net
     )
     rows = scan.to_arrow().to_pylist()
     return [(r["_change_type"], r.get("_row_id"), r["id"], r["tag"], r["_change_ordinal"]) for r in rows]

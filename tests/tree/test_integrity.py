@@ -49,7 +49,7 @@ def _rewrite_list(table: Table, **changes: Any) -> str:
         write_manifest_list(
             out, manifests, 2, snap.snapshot_id, snap.parent_snapshot_id, snap.sequence_number
         )
-    read_seam._manifest_lists.clear()
+    read_seam.clear_caches()
     return manifests[0].manifest_path
 
 

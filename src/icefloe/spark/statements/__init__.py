@@ -26,7 +26,8 @@ def sql(spark: SparkSession, text: str, catalog: Catalog | None = None) -> DataF
     """Run one statement or a ``;``-separated script; returns the last statement's result."""
     from icefloe.spark.statements.names import SqlContext
     from icefloe.spark.statements.parse import split_statements
-    from icefloe.spark.statements.run import empty, run_statement
+    from icefloe.spark.statements.results import empty
+    from icefloe.spark.statements.run import run_statement
 
     ctx = SqlContext.for_session(spark, catalog)
     statements = split_statements(text)

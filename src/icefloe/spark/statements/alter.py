@@ -32,7 +32,7 @@ def target_table(ctx: SqlContext, parts: list[str] | None) -> Table | None:
 
 def alter_table(ctx: SqlContext, tree: exp.Alter) -> DataFrame | None:
     """Run an ALTER TABLE on an icefloe table (None when it names a Spark table)."""
-    from icefloe.spark.statements.run import empty
+    from icefloe.spark.statements.results import empty
 
     if str(tree.args.get("kind") or "").upper() != "TABLE" or not isinstance(tree.this, exp.Table):
         return None

@@ -7,10 +7,11 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from icefloe.errors import AlreadyExists, NoSuchNamespace, NoSuchTable
-from icefloe.spark.statements.columns import column_path, schema_of
+from icefloe.spark.statements.columns import schema_of
 from icefloe.spark.statements.errors import UnsupportedStatement
-from icefloe.spark.statements.names import SqlContext
+from icefloe.spark.statements.names import SqlContext, namespace_parts
 from icefloe.spark.statements.parse import Statement, to_sql
+from icefloe.spark.statements.partition_terms import partition_term
 from icefloe.spark.statements.query import run_query, table_parts
 
 if TYPE_CHECKING:
@@ -44,18 +45,9 @@ def handle(ctx: SqlContext, stmt: Statement, tree: exp.Expr) -> DataFrame | None
     return None
 
 
-def namespace_parts(ctx: SqlContext, parts: list[str]) -> tuple[str, ...] | None:
-    """The icefloe namespace a name means (None: a Spark database)."""
-    if ctx.explicit(parts) or (len(parts) == 1 and parts[0].lower() == ctx.name.lower()):
-        return tuple(parts[1:])
-    if ctx.current_is_icefloe() and parts and parts[0].lower() != "spark_catalog":
-        return tuple(parts)
-    return None
-
-
 def create_namespace(ctx: SqlContext, tree: exp.Create) -> DataFrame | None:
     """CREATE NAMESPACE|DATABASE|SCHEMA [IF NOT EXISTS] name [COMMENT ..] [LOCATION ..] [WITH ..]."""
-    from icefloe.spark.statements.run import empty
+    from icefloe.spark.statements.results import empty
 
     target = tree.this
     parts = table_parts(target) if isinstance(target, exp.Table) else None
@@ -73,7 +65,7 @@ def create_namespace(ctx: SqlContext, tree: exp.Create) -> DataFrame | None:
 
 def create_table(ctx: SqlContext, tree: exp.Create) -> DataFrame | None:
     """CREATE [OR REPLACE] TABLE [IF NOT EXISTS] ... [AS SELECT]."""
-    from icefloe.spark.statements.run import empty
+    from icefloe.spark.statements.results import empty
     from icefloe.spark.views import parse_partitioning
     from icefloe.spark.write import write_table
 
@@ -125,7 +117,7 @@ def create_table(ctx: SqlContext, tree: exp.Create) -> DataFrame | None:
 
 def drop(ctx: SqlContext, tree: exp.Drop) -> DataFrame | None:
     """DROP TABLE [IF EXISTS] t [PURGE]; DROP NAMESPACE [IF EXISTS] ns."""
-    from icefloe.spark.statements.run import empty
+    from icefloe.spark.statements.results import empty
 
     kind = str(tree.args.get("kind") or "").upper()
     targets = tree.args.get("tables") or []
@@ -212,43 +204,3 @@ def _partitioning(node: exp.Expr | None) -> list[str]:
             terms = inner.expressions if isinstance(inner, exp.Schema | exp.Tuple) else [inner]
             return [partition_term(t) for t in terms]
     return []
-
-
-_DATE_PARTS: dict[type[exp.Expr], str] = {
-    exp.Year: "years",
-    exp.Month: "months",
-    exp.Day: "days",
-    exp.Hour: "hours",
-}
-
-
-def partition_term(term: exp.Expr) -> str:
-    """``bucket(16, id)``, ``days(ts)``, ``category`` as the text ``views.parse_partitioning`` reads."""
-    if isinstance(term, exp.Column | exp.Identifier):
-        return column_path(term)
-    if isinstance(term, exp.PartitionedByBucket):
-        return f"bucket({_number(term.expression)}, {_source(term.this)})"
-    if isinstance(term, exp.PartitionByTruncate):
-        return f"truncate({_number(term.expression)}, {_source(term.this)})"
-    for cls, name in _DATE_PARTS.items():
-        if isinstance(term, cls):
-            return f"{name}({_source(term.this)})"
-    if isinstance(term, exp.Cast) and term.to.this == exp.DataType.Type.DATE:
-        return f"days({_source(term.this)})"
-    if isinstance(term, exp.Anonymous):
-        args = [str(a.this) if isinstance(a, exp.Literal) else _source(a) for a in term.expressions]
-        return f"{str(term.this).lower()}({', '.join(args)})"
-    raise UnsupportedStatement(f"the partition term {to_sql(term)}")
-
-
-def _source(node: exp.Expr) -> str:
-    column = node if isinstance(node, exp.Column) else node.find(exp.Column)
-    if column is None:
-        raise UnsupportedStatement(f"the partition source {to_sql(node)}")
-    return column_path(column)
-
-
-def _number(node: exp.Expr) -> int:
-    if isinstance(node, exp.Literal) and not node.is_string:
-        return int(node.this)
-    raise UnsupportedStatement(f"the transform width {to_sql(node)}")

@@ -21,8 +21,8 @@ from icefloe.spark.statements.errors import UnsupportedStatement
 from icefloe.spark.statements.names import SqlContext, TableRef
 from icefloe.spark.statements.parse import Statement, to_sql
 from icefloe.spark.statements.predicates import NotPushable, conjuncts, literal, to_filter
-from icefloe.spark.statements.query import run_query, table_parts
-from icefloe.spec.snapshots import MAIN_BRANCH
+from icefloe.spark.statements.query import run_query
+from icefloe.spark.statements.results import branch_of, counts, write_target
 from icefloe.txn.commit_options import CommitOptions
 
 if TYPE_CHECKING:
@@ -44,37 +44,6 @@ def handle(ctx: SqlContext, stmt: Statement, tree: exp.Expr) -> DataFrame | None
     if isinstance(tree, exp.Merge):
         return merge(ctx, tree)
     return None
-
-
-def write_target(ctx: SqlContext, node: exp.Expr) -> TableRef | None:
-    """The icefloe table (or branch of it) a statement writes, None for Spark's tables."""
-    if not isinstance(node, exp.Table):
-        return None
-    parts = table_parts(node)
-    ref = ctx.resolve(parts) if parts else None
-    if ref is None:
-        return None
-    if ref.metadata_table is not None:
-        raise ValidationError(f"cannot write to the metadata table {ref.name}.{ref.metadata_table}")
-    if ref.tag is not None:
-        raise ValidationError(f"cannot write to tag {ref.tag!r} of {ref.name}: tags are read-only")
-    if node.args.get("version") is not None:
-        raise ValidationError(f"cannot write to {ref.name} AS OF a version")
-    return ref
-
-
-def branch_of(ref: TableRef) -> str:
-    """The branch a write goes to."""
-    return ref.branch or MAIN_BRANCH
-
-
-def counts(ctx: SqlContext, **values: int) -> DataFrame:
-    """A one-row frame of counts (``num_affected_rows`` ...), as Spark's Delta reports them."""
-    names = ", ".join(f"{k} bigint" for k in values)
-    return ctx.spark.createDataFrame([tuple(values.values())], names)
-
-
-# ------------------------------------------------------------------------------------------ INSERT
 
 
 def insert(ctx: SqlContext, tree: exp.Insert) -> DataFrame | None:

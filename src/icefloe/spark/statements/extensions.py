@@ -37,7 +37,7 @@ def handle(ctx: SqlContext, stmt: Statement, tree: exp.Expr | None) -> DataFrame
     """Run a CALL / ALTER TABLE / CREATE DATABASE command on icefloe names (None otherwise); also for
     statements sqlglot could not parse (``tree`` None) or parsed as Spark's own, different clauses."""
     from icefloe.spark.statements.procedures import call
-    from icefloe.spark.statements.run import empty
+    from icefloe.spark.statements.results import empty
 
     if tree is not None and not isinstance(tree, exp.Command):
         return None
@@ -59,8 +59,8 @@ def handle(ctx: SqlContext, stmt: Statement, tree: exp.Expr | None) -> DataFrame
 
 
 def _create_namespace(ctx: SqlContext, cursor: TokenCursor) -> DataFrame | None:
-    from icefloe.spark.statements.ddl import namespace_parts
-    from icefloe.spark.statements.run import empty
+    from icefloe.spark.statements.names import namespace_parts
+    from icefloe.spark.statements.results import empty
 
     if not (cursor.accept("DATABASE") or cursor.accept("NAMESPACE") or cursor.accept("SCHEMA")):
         return None
@@ -163,7 +163,7 @@ def _alter_column(table: Table, cursor: TokenCursor) -> None:
 
 def _transform(table: Table, text: str) -> tuple[str, Any]:
     """(source column, transform) of ``bucket(16, id)`` / ``days(ts)`` / ``id``."""
-    from icefloe.spark.statements.ddl import partition_term
+    from icefloe.spark.statements.partition_terms import partition_term
     from icefloe.spark.views import parse_partitioning
 
     term = partition_term(_partition_expression(text))

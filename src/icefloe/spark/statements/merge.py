@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from icefloe.errors import ValidationError
-from icefloe.spark.statements.dml import branch_of, counts, write_target
 from icefloe.spark.statements.errors import UnsupportedStatement
 from icefloe.spark.statements.names import SqlContext
 from icefloe.spark.statements.parse import to_sql
 from icefloe.spark.statements.predicates import conjuncts
 from icefloe.spark.statements.query import run_query, table_parts
+from icefloe.spark.statements.results import branch_of, counts, write_target
 from icefloe.txn.commit_options import CommitOptions
 
 if TYPE_CHECKING:

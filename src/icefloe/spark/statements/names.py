@@ -202,3 +202,12 @@ def _conf(spark: SparkSession, key: str, default: str) -> str:
     except Exception:  # unknown key on some versions
         return default
     return default if value is None else str(value)
+
+
+def namespace_parts(ctx: SqlContext, parts: list[str]) -> tuple[str, ...] | None:
+    """The icefloe namespace a name means (None: a Spark database)."""
+    if ctx.explicit(parts) or (len(parts) == 1 and parts[0].lower() == ctx.name.lower()):
+        return tuple(parts[1:])
+    if ctx.current_is_icefloe() and parts and parts[0].lower() != "spark_catalog":
+        return tuple(parts)
+    return None

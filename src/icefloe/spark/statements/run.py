@@ -10,6 +10,7 @@ from icefloe.spark.statements.errors import UnsupportedStatement
 from icefloe.spark.statements.names import SqlContext
 from icefloe.spark.statements.parse import Statement, TokenCursor
 from icefloe.spark.statements.query import run_query, table_parts
+from icefloe.spark.statements.results import empty
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -42,13 +43,6 @@ def run_statement(ctx: SqlContext, stmt: Statement) -> DataFrame:
     if references_icefloe(ctx, tree):
         raise UnsupportedStatement(f"the statement {type(tree).__name__.upper()} on an icefloe table")
     return ctx.spark.sql(stmt.text)
-
-
-def empty(ctx: SqlContext) -> DataFrame:
-    """The empty result of a DDL statement (as ``spark.sql`` returns)."""
-    from pyspark.sql import types as T
-
-    return ctx.spark.createDataFrame([], T.StructType([]))
 
 
 def references_icefloe(ctx: SqlContext, tree: exp.Expr) -> bool:
