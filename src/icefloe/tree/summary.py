@@ -55,7 +55,7 @@ RESERVED_SUMMARY_KEYS = frozenset(
         TOTAL_POS_DELETES, TOTAL_EQ_DELETES,
         "deleted-duplicate-files", "partition-summaries-included", "manifests-created",
         "manifests-kept", "manifests-replaced", "entries-processed", "replace-partitions",
-        "source-snapshot-id", "first-row-id", "added-rows",
+        "first-row-id", "added-rows",
     }
 )  # fmt: skip
 RESERVED_SUMMARY_PREFIXES = ("partitions.",)  # Java's per-partition summaries
