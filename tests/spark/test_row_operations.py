@@ -263,12 +263,12 @@ def test_files_of_failed_task_attempts_are_cleaned_up(spark, catalog: Catalog, t
     def work(chunk):  # type: ignore[no-untyped-def]
         from pyspark import TaskContext
 
-        from icefloe.spark.executor_jobs import executor_io
+        from icefloe.spark.runtime import executor_io
         from icefloe.tree.locations import LocationProvider
 
         attempt = TaskContext.get().attemptNumber()  # type: ignore[union-attr]
         path = LocationProvider(md).new_data_file_path(file_name=f"attempt{attempt}-{chunk[0]}.bin")
-        executor_io(md, props).new_output(path).write_bytes(b"x")
+        executor_io(props, md.location).new_output(path).write_bytes(b"x")
         if attempt == 0:
             raise RuntimeError("the first attempt of every task fails after writing")
         yield path

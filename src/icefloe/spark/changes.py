@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from icefloe.deprecation import renamed
 from icefloe.expressions.ast import Expression
 from icefloe.scan.changelog import CHANGE_COLUMNS, ChangelogScan
 from icefloe.scan.incremental import SnapshotRange
@@ -52,17 +53,19 @@ def read_changes(
     *,
     start_timestamp: int | datetime | None = None,
     end_timestamp: int | datetime | None = None,
-    row_filter: Expression | str | None = None,
+    filter: Expression | str | None = None,
     columns: Sequence[str] | None = None,
     compute_updates: bool | None = None,
     identifier_columns: Sequence[str] | None = None,
     net_changes: bool = False,
     catalog: Catalog | dict[str, str] | None = None,
+    row_filter: Expression | str | None = None,
 ) -> DataFrame:
     """A DataFrame of the rows inserted, deleted and updated after the start up to the end.
 
     Columns: the table's (or ``columns``), then ``_change_type``, ``_change_ordinal`` and
-    ``_commit_snapshot_id`` (see :mod:`icefloe.scan.changelog`).
+    ``_commit_snapshot_id`` (see :mod:`icefloe.scan.changelog`). ``row_filter=`` is the
+    deprecated name of ``filter=``.
     """
     from pyspark.sql import types as T
 
@@ -76,8 +79,8 @@ def read_changes(
         end_snapshot_id=end_snapshot_id,
         start_timestamp=start_timestamp,
         end_timestamp=end_timestamp,
-        row_filter=row_filter,
-        selected_fields=tuple(columns) if columns else ("*",),
+        filter=renamed(filter, row_filter, "filter", "row_filter"),
+        columns=tuple(columns) if columns else None,
         compute_updates=compute_updates,
         identifier_columns=list(identifier_columns) if identifier_columns is not None else None,
         net_changes=net_changes,

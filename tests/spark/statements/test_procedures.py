@@ -103,8 +103,12 @@ def test_maintenance_procedures(spark: Any, catalog: Catalog, table_name: str, t
     assert len(catalog.load_table(table_name).snapshots()) == 1
     out = sql(spark, f"CALL icefloe.system.remove_orphan_files(table => '{table_name}', dry_run => true)")
     assert out.columns == ["orphan_file_location"] and out.count() == 0
-    # register the table's current metadata under a second name
+    # a metadata file another table owns is refused; once that table is dropped it registers
     location = catalog.load_table(table_name).metadata_location
+    with pytest.raises(ValidationError, match="belongs to table"):
+        sql(spark, f"CALL icefloe.system.register_table('{table_name}_copy', '{location}')")
+    assert not catalog.table_exists(f"{table_name}_copy")
+    sql(spark, f"DROP TABLE {t}")
     out = sql(spark, f"CALL icefloe.system.register_table('{table_name}_copy', '{location}')")
     assert out.columns == ["current_snapshot_id", "total_records_count", "total_data_files_count"]
     assert out.collect()[0][1:] == (6, 1)
