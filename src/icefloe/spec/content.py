@@ -133,6 +133,41 @@ class DeletionVectorRef:
 
 
 @dataclass(frozen=True, slots=True)
+class ColumnFile:
+    """A v4 column file of a data file: new values of whole top-level columns for some of its rows.
+
+    The file holds the columns ``field_ids`` (the ones still live in it: a later column file for the
+    same column takes the id away) and a required ``_pos`` column, the base-file ordinal of each
+    row it holds. Rows it does not hold keep the base file's values.
+    """
+
+    location: str
+    file_format: str
+    file_size_in_bytes: int
+    field_ids: tuple[int, ...]
+    format_version: int = 4
+    key_metadata: bytes | None = None
+    split_offsets: tuple[int, ...] | None = None
+
+    def without_fields(self, field_ids: set[int] | frozenset[int]) -> ColumnFile | None:
+        """This file with ``field_ids`` no longer live in it (None once no field is left)."""
+        kept = tuple(f for f in self.field_ids if f not in field_ids)
+        if not kept:
+            return None
+        return self if kept == self.field_ids else replace(self, field_ids=kept)
+
+
+def stack_column_files(
+    current: tuple[ColumnFile, ...] | None, new: ColumnFile
+) -> tuple[ColumnFile, ...]:
+    """The column files of a data file once ``new`` is added: at most one per field id, so the
+    fields ``new`` holds stop being live in the older files (files left with none are dropped)."""
+    taken = frozenset(new.field_ids)
+    kept = [k for k in (c.without_fields(taken) for c in current or ()) if k is not None]
+    return (*kept, new)
+
+
+@dataclass(frozen=True, slots=True)
 class DataFile:
     """A data file or delete file, with the metrics manifests carry.
 
@@ -166,6 +201,8 @@ class DataFile:
     content_size_in_bytes: int | None = None
     # v4 only: the colocated deletion vector of a DATA entry.
     deletion_vector: DeletionVectorRef | None = None
+    # v4 only: column files updating some columns of some rows of a DATA entry (oldest first).
+    column_files: tuple[ColumnFile, ...] | None = None
 
     @property
     def content_key(self) -> tuple[str, int]:
@@ -175,6 +212,24 @@ class DataFile:
     def with_changes(self, **changes: Any) -> DataFile:
         """A copy with some fields changed."""
         return replace(self, **changes)
+
+    def without_metrics(self, field_ids: set[int]) -> DataFile:
+        """A copy that no longer claims counts or bounds for these columns (their values changed)."""
+        if not field_ids:
+            return self
+
+        def drop(metric: Mapping[int, Any] | None) -> dict[int, Any] | None:
+            return None if metric is None else {k: v for k, v in metric.items() if k not in field_ids}
+
+        return replace(
+            self,
+            column_sizes=drop(self.column_sizes),
+            value_counts=drop(self.value_counts),
+            null_value_counts=drop(self.null_value_counts),
+            nan_value_counts=drop(self.nan_value_counts),
+            lower_bounds=drop(self.lower_bounds),
+            upper_bounds=drop(self.upper_bounds),
+        )
 
 
 def deletion_vector_file(
@@ -215,6 +270,7 @@ class ManifestEntry:
     file_sequence_number: int | None
     data_file: DataFile
     dv_snapshot_id: int | None = None  # v4: snapshot in which the colocated DV last changed
+    latest_column_file_snapshot_id: int | None = None  # v4: snapshot that added the newest column file
 
     @property
     def is_live(self) -> bool:

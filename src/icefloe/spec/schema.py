@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -112,6 +112,12 @@ def _walk(
         t = f.field_type
         if isinstance(t, StructType | ListType | MapType):
             yield from _walk(t.fields, here)
+
+
+def nested_field_ids(schema: Schema, top_level_ids: Iterable[int]) -> set[int]:
+    """The ids of these top-level columns and of every field nested in them."""
+    wanted = set(top_level_ids)
+    return {f.field_id for top in schema.fields if top.field_id in wanted for f, _ in _walk((top,), ())}
 
 
 def field_path(schema: Schema, field_id: int) -> list[NestedField] | None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from icefloe.errors import ValidationError
 from icefloe.io.fileio import FileIO
 from icefloe.spec.content import (
+    ColumnFile,
     DataFile,
     DeletionVectorRef,
     FileContent,
@@ -61,6 +62,9 @@ class TreeChange:
     fail_missing_removals: bool = True
     # v4: new colocated deletion vectors by data file path (live or added in this change)
     added_dvs: dict[str, DeletionVectorRef] = field(default_factory=dict)
+    # v4: a new column file for each of these live data files (it supersedes older column files
+    # for the same fields; the entry's data sequence number moves to this commit's)
+    added_column_files: dict[str, ColumnFile] = field(default_factory=dict)
 
     def check_contents(self) -> None:
         """ValidationError when a delete file is added as data or a data file as a delete."""

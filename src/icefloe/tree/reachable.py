@@ -73,9 +73,13 @@ def snapshot_parts(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) -> S
 
 
 def content_locations(data_file: DataFile) -> tuple[str, ...]:
-    """The files an entry's content lives in: the file itself and a v4 colocated DV's Puffin file."""
+    """The files an entry's content lives in: the file itself, a v4 colocated DV's Puffin file and
+    its v4 column files."""
     dv = data_file.deletion_vector
-    return (data_file.file_path,) if dv is None else (data_file.file_path, dv.location)
+    out: tuple[str, ...] = (data_file.file_path,) if dv is None else (data_file.file_path, dv.location)
+    if data_file.column_files:
+        out += tuple(cf.location for cf in data_file.column_files)
+    return out
 
 
 @dataclass

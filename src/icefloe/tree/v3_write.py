@@ -343,6 +343,8 @@ def write_v3_tree(request: TreeWriteRequest) -> TreeResult:
     fv = metadata.format_version
     if change.added_dvs:
         raise ValidationError(f"colocated deletion vectors need format version 4, not {fv}")
+    if change.added_column_files or any(f.column_files for f in change.added_data_files):
+        raise ValidationError(f"column files need format version 4, not {fv}")
     _validate_added(metadata, change)
     props = request.effective_properties
     target_size = checked_int_property(props, MANIFEST_TARGET_SIZE, DEFAULT_MANIFEST_TARGET_SIZE)

@@ -22,6 +22,7 @@ from icefloe.errors import CorruptMetadata
 from icefloe.formats.arrow_schema import arrow_type_to_iceberg, field_id_of
 from icefloe.formats.frozen_builders import fast_constructor
 from icefloe.formats.v4 import content_entry_schema as ce
+from icefloe.formats.v4.content_entry import column_files_from_values
 from icefloe.formats.v4.content_entry_schema import POS_COLUMN, to_python_values
 from icefloe.formats.v4.content_stats import (
     LOWER_BOUND,
@@ -33,6 +34,7 @@ from icefloe.formats.v4.content_stats import (
     column_id_for_stats_struct,
 )
 from icefloe.spec.content import (
+    ColumnFile,
     DataFile,
     DeletionVectorRef,
     EntryStatus,
@@ -198,6 +200,12 @@ def _deletion_vectors(arr: pa.Array | None, n: int) -> list[DeletionVectorRef | 
     ]
 
 
+def _column_files(arr: pa.Array | None, n: int) -> list[tuple[ColumnFile, ...] | None]:
+    if arr is None or arr.null_count == len(arr):
+        return [None] * n
+    return [column_files_from_values(v) for v in _typed(arr, "column_files")]
+
+
 def decode_leaf_rows(
     table: pa.Table,
     specs: Mapping[int, PartitionSpec],
@@ -220,7 +228,7 @@ def decode_leaf_rows(
     tracking = struct_members(top.get(ce.TRACKING))
     if tracking_columns:
         tracking.update(tracking_columns)
-    status, sid, seq, fseq, dv_sid, frid = (
+    status, sid, seq, fseq, dv_sid, frid, cf_sid = (
         _values(tracking.get(i), n)
         for i in (
             ce.STATUS,
@@ -229,6 +237,7 @@ def decode_leaf_rows(
             ce.FILE_SEQUENCE_NUMBER,
             ce.DV_SNAPSHOT_ID,
             ce.FIRST_ROW_ID,
+            ce.LATEST_COLUMN_FILE_SNAPSHOT_ID,
         )
     )
     content = _values(top.get(ce.CONTENT_TYPE), n)
@@ -242,6 +251,7 @@ def decode_leaf_rows(
     parts = _partitions(top.get(ce.PARTITION), partition_types or {})
     metrics = _Metrics(top.get(ce.CONTENT_STATS), layout, n)
     dvs = _deletion_vectors(top.get(ce.DELETION_VECTOR), n)
+    column_files = _column_files(top.get(ce.COLUMN_FILES), n)
     pos_col = table.column(POS_COLUMN) if POS_COLUMN in table.column_names else None
     positions = pos_col.to_pylist() if pos_col is not None else list(range(n))
     unpartitioned = min((s.spec_id for s in specs.values() if not s.fields), default=0)
@@ -284,8 +294,9 @@ def decode_leaf_rows(
         repeat(None, n),
         repeat(None, n),
         dvs,
+        column_files,
     )
-    entries = map(_new_entry, sts, sid, seq, fseq, files, dv_sid)
+    entries = map(_new_entry, sts, sid, seq, fseq, files, dv_sid, cf_sid)
     return list(zip(positions, entries, strict=True))
 
 

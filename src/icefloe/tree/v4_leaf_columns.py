@@ -117,6 +117,11 @@ class LeafColumns:
         dv = self._top.get(ce.DELETION_VECTOR)
         if dv is not None and dv.null_count < n and dv_sid.null_count:
             out[ce.DV_SNAPSHOT_ID] = pc.if_else(pc.and_(pc.is_null(dv_sid), dv.is_valid()), sid, dv_sid)
+        cf_sid = _member(tracking, ce.LATEST_COLUMN_FILE_SNAPSHOT_ID, n)
+        cfs = self._top.get(ce.COLUMN_FILES)
+        if cfs is not None and cfs.null_count < n and cf_sid.null_count:
+            inherit = pc.and_(pc.is_null(cf_sid), cfs.is_valid())
+            out[ce.LATEST_COLUMN_FILE_SNAPSHOT_ID] = pc.if_else(inherit, sid, cf_sid)
         return out
 
     # -- EntryColumns ---------------------------------------------------------------------------
@@ -200,6 +205,10 @@ class LeafColumns:
         dv_location = struct_members(self._top.get(ce.DELETION_VECTOR)).get(ce.DV_LOCATION)
         if dv_location is not None and dv_location.null_count < self.num_rows:
             out += [p for p in dv_location.take(indices).to_pylist() if p is not None]
+        column_files = self._top.get(ce.COLUMN_FILES)
+        if column_files is not None and column_files.null_count < self.num_rows:
+            for files in column_files.take(indices).to_pylist():
+                out += [f["location"] for f in files or ()]
         return out
 
     # -- helpers --------------------------------------------------------------------------------

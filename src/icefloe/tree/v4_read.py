@@ -192,7 +192,9 @@ def _parse_root(metadata: TableMetadata, location: str, data: bytes) -> RootCont
 def _dv_snapshot_fallback(e: ManifestEntry) -> ManifestEntry:
     """Facts Q6: a DV without ``dv_snapshot_id`` dates from the row's snapshot."""
     if e.data_file.deletion_vector is not None and e.dv_snapshot_id is None:
-        return e.with_changes(dv_snapshot_id=e.snapshot_id)
+        e = e.with_changes(dv_snapshot_id=e.snapshot_id)
+    if e.data_file.column_files and e.latest_column_file_snapshot_id is None:
+        e = e.with_changes(latest_column_file_snapshot_id=e.snapshot_id)
     return e
 
 
@@ -359,7 +361,10 @@ def _inherit(e: ManifestEntry, ref: ManifestFile, first_row_id: int | None) -> M
     dv_sid = e.dv_snapshot_id
     if dv_sid is None and df.deletion_vector is not None:
         dv_sid = sid
-    return ManifestEntry(e.status, sid, seq, fseq, df, dv_sid)
+    cf_sid = e.latest_column_file_snapshot_id
+    if cf_sid is None and df.column_files:
+        cf_sid = sid
+    return ManifestEntry(e.status, sid, seq, fseq, df, dv_sid, cf_sid)
 
 
 def leaf_rows(

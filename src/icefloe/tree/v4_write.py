@@ -51,6 +51,7 @@ from icefloe.formats.v4.bitmaps import manifest_dv_codec
 from icefloe.formats.v4.content_entry import ContentRow
 from icefloe.formats.v4.content_stats import ContentStats, StatsLayout
 from icefloe.spec.content import (
+    ColumnFile,
     DataFile,
     DeletionVectorRef,
     EntryStatus,
@@ -59,7 +60,9 @@ from icefloe.spec.content import (
     ManifestEntry,
     ManifestFile,
     deletion_vector_file,
+    stack_column_files,
 )
+from icefloe.spec.schema import nested_field_ids
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.tree import v3_read
@@ -81,6 +84,7 @@ class _Commit:
     files: TreeFiles
     removed: dict[str, ManifestEntry]
     dvs: dict[str, DeletionVectorRef]
+    column_files: dict[str, ColumnFile] = field(default_factory=dict)  # new column file by data file path
     refs: list[ManifestFile] = field(default_factory=list)  # carried / MDV / rewritten references
     new_refs: list[ManifestFile] = field(default_factory=list)  # leaves written by this commit
     root_live: list[ManifestEntry] = field(default_factory=list)  # live root-level entries
@@ -92,6 +96,10 @@ class _Commit:
     superseded: list[ManifestEntry] = field(default_factory=list)  # DVs that stop applying
     done: set[str] = field(default_factory=set)  # removed / DV paths handled
     dv_targets: dict[str, DataFile] = field(default_factory=dict)  # existing files getting a new DV
+
+    def modifies(self, path: str) -> bool:
+        """Whether the live file at ``path`` gets a new DV or a new column file in this commit."""
+        return path in self.dvs or path in self.column_files
 
     @property
     def snapshot_id(self) -> int:
@@ -107,19 +115,36 @@ def _retire_dv(c: _Commit, e: ManifestEntry) -> None:
         c.superseded.append(e.with_changes(status=EntryStatus.DELETED, data_file=as_file))
 
 
-def _dv_pair(c: _Commit, e: ManifestEntry, dv: DeletionVectorRef) -> tuple[ManifestEntry, ManifestEntry]:
-    """REPLACED (prior DV kept) and MODIFIED (new DV) rows for a live entry getting a new DV."""
-    _retire_dv(c, e)
+def _modified_pair(c: _Commit, e: ManifestEntry) -> tuple[ManifestEntry, ManifestEntry]:
+    """REPLACED (as it was) and MODIFIED rows for a live entry getting a new DV and/or column file.
+
+    A new column file also moves the entry's data sequence number to this commit's (its rows
+    changed now), records this snapshot in ``latest_column_file_snapshot_id`` and drops the stats
+    of the columns it replaces (the base file's bounds no longer hold for them).
+    """
+    path = e.data_file.file_path
     replaced = e.with_changes(status=EntryStatus.REPLACED, snapshot_id=c.snapshot_id)
-    modified = e.with_changes(
-        status=EntryStatus.MODIFIED,
-        snapshot_id=e.snapshot_id if MODIFIED_KEEPS_SNAPSHOT_ID else c.snapshot_id,
-        data_file=e.data_file.with_changes(deletion_vector=dv),
-        dv_snapshot_id=c.snapshot_id,
-    )
-    c.done.add(e.data_file.file_path)
-    c.dv_targets[e.data_file.file_path] = e.data_file
-    return replaced, modified
+    changes: dict[str, Any] = {
+        "status": EntryStatus.MODIFIED,
+        "snapshot_id": e.snapshot_id if MODIFIED_KEEPS_SNAPSHOT_ID else c.snapshot_id,
+    }
+    df = e.data_file
+    dv = c.dvs.get(path)
+    if dv is not None:
+        _retire_dv(c, e)
+        df = df.with_changes(deletion_vector=dv)
+        changes["dv_snapshot_id"] = c.snapshot_id
+        c.dv_targets[path] = e.data_file
+    column_file = c.column_files.get(path)
+    if column_file is not None:
+        stale = nested_field_ids(c.files.md.schema(), column_file.field_ids)
+        df = df.without_metrics(stale).with_changes(
+            column_files=stack_column_files(df.column_files, column_file)
+        )
+        changes["sequence_number"] = c.files.seq
+        changes["latest_column_file_snapshot_id"] = c.snapshot_id
+    c.done.add(path)
+    return replaced, e.with_changes(data_file=df, **changes)
 
 
 def _remove(c: _Commit, e: ManifestEntry) -> ManifestEntry:
@@ -135,8 +160,8 @@ def _apply_to_inline(c: _Commit, inline: list[ManifestEntry]) -> None:
         path = e.data_file.file_path
         if path in c.removed and path not in c.done:
             c.root_deleted.append(_remove(c, e))
-        elif path in c.dvs and path not in c.done:
-            replaced, modified = _dv_pair(c, e, c.dvs[path])
+        elif c.modifies(path) and path not in c.done:
+            replaced, modified = _modified_pair(c, e)
             c.root_replaced.append(replaced)
             c.root_live.append(modified)
         else:
@@ -228,7 +253,7 @@ def _candidates(c: _Commit, refs: list[ManifestFile], pending: set[str]) -> list
 
 
 def _apply_to_leaves(c: _Commit, parent: ParentTree) -> None:
-    pending = {p for p in (*c.removed, *c.dvs) if p not in c.done}
+    pending = {p for p in (*c.removed, *c.dvs, *c.column_files) if p not in c.done}
     if not pending:
         c.refs = list(parent.refs)
         return
@@ -262,7 +287,7 @@ def _mark(c: _Commit, ref: ManifestFile, here: dict[str, int], mdv: set[int], dr
         files = c.files
         for pos, e in leaf_rows(files.io, files.md, ref):
             if pos in replaced:
-                c.root_live.append(_dv_pair(c, e, c.dvs[e.data_file.file_path])[1])
+                c.root_live.append(_modified_pair(c, e)[1])
     codec = manifest_dv_codec(c.files.policy.mdv_encoding)
     marked = ref.with_changes(
         mdv=codec.encode(PositionBitmap(sorted(mdv | deleted | replaced))),
@@ -292,8 +317,8 @@ def _rewrite(c: _Commit, ref: ManifestFile, mdv: set[int], legacy: bool) -> None
         path = e.data_file.file_path
         if path in c.removed and path not in c.done:
             out.append(_remove(c, e))
-        elif path in c.dvs and path not in c.done:
-            out.extend(_dv_pair(c, e, c.dvs[path]))
+        elif c.modifies(path) and path not in c.done:
+            out.extend(_modified_pair(c, e))
         else:
             out.append(materialised(e))
     if not any(e.is_live for e in out):
@@ -399,6 +424,17 @@ def _deleted_refs(c: _Commit) -> list[ManifestFile]:
 
 def _validate(md: TableMetadata, change: TreeChange, dvs: Mapping[str, DeletionVectorRef]) -> None:
     change.check_contents()
+    removed = {e.data_file.file_path for e in change.removed_entries}
+    added = {f.file_path for f in change.added_data_files}
+    for path, column_file in change.added_column_files.items():
+        if path in removed or path in added:
+            raise ValidationError(f"{path}: a column file is for a live data file the commit keeps")
+        top_level = {f.field_id for f in md.schema().fields}
+        unknown = [fid for fid in column_file.field_ids if fid not in top_level]
+        if unknown or not column_file.field_ids:
+            raise ValidationError(
+                f"{column_file.location}: column files hold top-level columns of the table, not {unknown}"
+            )
     for f in change.added_delete_files:
         if f.content == FileContent.POSITION_DELETES:
             raise ValidationError(
@@ -453,7 +489,8 @@ def write_v4_tree(request: TreeWriteRequest) -> TreeResult:
     dvs = dict(change.added_dvs)
     _validate(metadata, change, dvs)
     files = TreeFiles(io, metadata, request.locations, snapshot_id, request.sequence_number, policy)
-    c = _Commit(files, {e.data_file.file_path: e for e in change.removed_entries}, dvs)
+    removed = {e.data_file.file_path: e for e in change.removed_entries}
+    c = _Commit(files, removed, dvs, dict(change.added_column_files))
     c.parent_has_root = parent is not None and parent.root_manifest is not None
     added_paths = {f.file_path for f in change.added_data_files}
     try:
@@ -463,6 +500,9 @@ def write_v4_tree(request: TreeWriteRequest) -> TreeResult:
         missing_dvs = [p for p in dvs if p not in c.done and p not in added_paths]
         if missing_dvs:
             raise ValidationError(f"cannot add a deletion vector for {missing_dvs[0]}: not a live data file")
+        missing_columns = [p for p in c.column_files if p not in c.done]
+        if missing_columns:
+            raise ValidationError(f"cannot add a column file for {missing_columns[0]}: not a live data file")
         if change.fail_missing_removals:
             missing = [p for p in c.removed if p not in c.done]
             if missing:

@@ -191,6 +191,7 @@ FIXED_LAYOUT = {
     "tracking.first_row_id": (142, True),
     "tracking.deleted_positions": (6, True),
     "tracking.replaced_positions": (7, True),
+    "tracking.latest_column_file_snapshot_id": (160, True),
     "content_type": (134, False),
     "format_version": (157, False),
     "location": (100, False),
@@ -229,6 +230,17 @@ FIXED_LAYOUT = {
     "split_offsets.element": (133, False),
     "equality_ids": (135, True),
     "equality_ids.element": (136, False),
+    "column_files": (158, True),
+    "column_files.element": (159, False),
+    "column_files.element.format_version": (161, False),
+    "column_files.element.field_ids": (162, False),
+    "column_files.element.field_ids.element": (163, False),
+    "column_files.element.location": (164, False),
+    "column_files.element.file_format": (165, False),
+    "column_files.element.file_size_in_bytes": (166, False),
+    "column_files.element.key_metadata": (167, True),
+    "column_files.element.split_offsets": (168, True),
+    "column_files.element.split_offsets.element": (169, False),
 }
 TOP_LEVEL_ORDER = [
     "tracking",
@@ -247,6 +259,7 @@ TOP_LEVEL_ORDER = [
     "key_metadata",
     "split_offsets",
     "equality_ids",
+    "column_files",
 ]
 
 
@@ -264,6 +277,7 @@ def test_every_field_has_its_id_and_nullability() -> None:
         "first_row_id",
         "deleted_positions",
         "replaced_positions",
+        "latest_column_file_snapshot_id",
     ]
     found = fields_by_path(schema)
     for path, expected in FIXED_LAYOUT.items():

@@ -65,6 +65,7 @@ from icefloe.formats.v4.content_stats import (
     struct_value_from_metrics,
 )
 from icefloe.spec.content import (
+    ColumnFile,
     DataFile,
     DeletionVectorRef,
     EntryStatus,
@@ -179,6 +180,12 @@ class _RowWriter:
             raise ValidationError(f"{where}: dv_snapshot_id must be set exactly when a deletion vector is")
         if content == FileContent.EQUALITY_DELETES and not df.equality_ids:
             raise ValidationError(f"{where}: equality delete entries need equality_ids")
+        if df.column_files and content != FileContent.DATA:
+            raise ValidationError(f"{where}: only DATA entries can carry column files")
+        if bool(df.column_files) != (e.latest_column_file_snapshot_id is not None):
+            raise ValidationError(
+                f"{where}: latest_column_file_snapshot_id must be set exactly when column files are"
+            )
         return {
             ce.TRACKING: {
                 ce.STATUS: int(e.status),
@@ -187,6 +194,7 @@ class _RowWriter:
                 ce.FILE_SEQUENCE_NUMBER: e.file_sequence_number,
                 ce.DV_SNAPSHOT_ID: e.dv_snapshot_id,
                 ce.FIRST_ROW_ID: df.first_row_id if content == FileContent.DATA else None,
+                ce.LATEST_COLUMN_FILE_SNAPSHOT_ID: e.latest_column_file_snapshot_id,
             },
             ce.CONTENT_TYPE: int(content),
             ce.FORMAT_VERSION: ENTRY_FORMAT_VERSION,
@@ -202,6 +210,19 @@ class _RowWriter:
             ce.KEY_METADATA: df.key_metadata,
             ce.SPLIT_OFFSETS: None if df.split_offsets is None else list(df.split_offsets),
             ce.EQUALITY_IDS: None if df.equality_ids is None else list(df.equality_ids),
+            ce.COLUMN_FILES: [self.column_file(c) for c in df.column_files] if df.column_files else None,
+        }
+
+    def column_file(self, cf: ColumnFile) -> dict[int, Any]:
+        """One element of the column_files list."""
+        return {
+            ce.CF_FORMAT_VERSION: cf.format_version,
+            ce.CF_FIELD_IDS: list(cf.field_ids),
+            ce.CF_LOCATION: relativize_location(cf.location, self.table_location),
+            ce.CF_FILE_FORMAT: cf.file_format.lower(),
+            ce.CF_FILE_SIZE: cf.file_size_in_bytes,
+            ce.CF_KEY_METADATA: cf.key_metadata,
+            ce.CF_SPLIT_OFFSETS: None if cf.split_offsets is None else list(cf.split_offsets),
         }
 
     def partition(self, df: DataFile) -> dict[int, Any] | None:
@@ -646,6 +667,7 @@ def _row_object(
         sort_order_id=row[ce.SORT_ORDER_ID],
         first_row_id=tracking.get(ce.FIRST_ROW_ID) if content == FileContent.DATA else None,
         deletion_vector=dv,
+        column_files=column_files_from_values(row.get(ce.COLUMN_FILES)),
         **metrics_from_struct_value(row[ce.CONTENT_STATS], layout).as_changes(),
     )
     return ManifestEntry(
@@ -655,6 +677,25 @@ def _row_object(
         file_sequence_number=tracking.get(ce.FILE_SEQUENCE_NUMBER),
         data_file=data_file,
         dv_snapshot_id=tracking.get(ce.DV_SNAPSHOT_ID),
+        latest_column_file_snapshot_id=tracking.get(ce.LATEST_COLUMN_FILE_SNAPSHOT_ID),
+    )
+
+
+def column_files_from_values(values: list[dict[int, Any]] | None) -> tuple[ColumnFile, ...] | None:
+    """``column_files`` list values (structs as dicts by field id) as ``ColumnFile`` objects."""
+    if not values:
+        return None
+    return tuple(
+        ColumnFile(
+            location=v[ce.CF_LOCATION],
+            file_format=str(v[ce.CF_FILE_FORMAT]).lower(),
+            file_size_in_bytes=v[ce.CF_FILE_SIZE],
+            field_ids=tuple(v[ce.CF_FIELD_IDS] or ()),
+            format_version=v[ce.CF_FORMAT_VERSION],
+            key_metadata=v.get(ce.CF_KEY_METADATA),
+            split_offsets=None if v.get(ce.CF_SPLIT_OFFSETS) is None else tuple(v[ce.CF_SPLIT_OFFSETS]),
+        )
+        for v in values
     )
 
 

@@ -78,11 +78,17 @@ SPEC_ID = 141
 CONTENT_STATS = CONTENT_STATS_ID
 DELETION_VECTOR = 148
 MANIFEST_INFO = 150
+COLUMN_FILES, COLUMN_FILE_ELEMENT = 158, 159
 # tracking members
 STATUS, SNAPSHOT_ID, SEQUENCE_NUMBER, FILE_SEQUENCE_NUMBER, DV_SNAPSHOT_ID = 0, 1, 3, 4, 5
 FIRST_ROW_ID, DELETED_POSITIONS, REPLACED_POSITIONS = 142, 6, 7
+LATEST_COLUMN_FILE_SNAPSHOT_ID = 160
 # deletion_vector members
 DV_LOCATION, DV_OFFSET, DV_SIZE, DV_CARDINALITY, DV_KEY_METADATA = 155, 144, 145, 156, 149
+# column_file members
+CF_FORMAT_VERSION, CF_FIELD_IDS, CF_FIELD_ID_ELEMENT, CF_LOCATION = 161, 162, 163, 164
+CF_FILE_FORMAT, CF_FILE_SIZE, CF_KEY_METADATA = 165, 166, 167
+CF_SPLIT_OFFSETS, CF_SPLIT_OFFSET_ELEMENT = 168, 169
 # manifest_info members
 ADDED_FILES, EXISTING_FILES, DELETED_FILES, REPLACED_FILES, MODIFIED_FILES = 504, 505, 506, 520, 524
 ADDED_ROWS, EXISTING_ROWS, DELETED_ROWS, REPLACED_ROWS, MODIFIED_ROWS = 512, 513, 514, 521, 525
@@ -108,6 +114,7 @@ TRACKING_TYPE = StructType(
     NestedField(FIRST_ROW_ID, "first_row_id", LongType()),
     NestedField(DELETED_POSITIONS, "deleted_positions", BinaryType()),
     NestedField(REPLACED_POSITIONS, "replaced_positions", BinaryType()),
+    NestedField(LATEST_COLUMN_FILE_SNAPSHOT_ID, "latest_column_file_snapshot_id", LongType()),
 )
 
 TRACKING_IDS = tuple(f.field_id for f in TRACKING_TYPE.fields)
@@ -119,6 +126,18 @@ DELETION_VECTOR_TYPE = StructType(
     NestedField(DV_CARDINALITY, "cardinality", LongType(), True),
     NestedField(DV_KEY_METADATA, "key_metadata", BinaryType()),
 )
+
+
+COLUMN_FILE_TYPE = StructType(
+    NestedField(CF_FORMAT_VERSION, "format_version", IntegerType(), True),
+    NestedField(CF_FIELD_IDS, "field_ids", ListType(CF_FIELD_ID_ELEMENT, IntegerType(), True), True),
+    NestedField(CF_LOCATION, "location", StringType(), True),
+    NestedField(CF_FILE_FORMAT, "file_format", StringType(), True),
+    NestedField(CF_FILE_SIZE, "file_size_in_bytes", LongType(), True),
+    NestedField(CF_KEY_METADATA, "key_metadata", BinaryType()),
+    NestedField(CF_SPLIT_OFFSETS, "split_offsets", ListType(CF_SPLIT_OFFSET_ELEMENT, LongType(), True)),
+)
+COLUMN_FILES_TYPE = ListType(COLUMN_FILE_ELEMENT, COLUMN_FILE_TYPE, True)
 
 
 def manifest_info_type(file_count_type: IcebergType) -> StructType:
@@ -222,6 +241,7 @@ class ContentEntrySchema:
             NestedField(KEY_METADATA, "key_metadata", BinaryType()),
             NestedField(SPLIT_OFFSETS, "split_offsets", ListType(SPLIT_OFFSET_ELEMENT, LongType(), True)),
             NestedField(EQUALITY_IDS, "equality_ids", ListType(EQUALITY_ID_ELEMENT, IntegerType(), True)),
+            NestedField(COLUMN_FILES, "column_files", COLUMN_FILES_TYPE),
         ]
         return StructType(*fields)
 
@@ -402,7 +422,7 @@ def column_by_field_id(table: pa.Table, field_id: int) -> pa.Array | None:
 
 
 def resolve_table_locations(table: pa.Table, table_location: str) -> pa.Table:
-    """Resolve relative ``location`` and ``deletion_vector.location`` values (facts §5.1)."""
+    """Resolve relative ``location``, ``deletion_vector.location`` and column file locations (facts §5.1)."""
     for i, f in enumerate(table.schema):
         fid = field_id_of(f)
         if fid == LOCATION:
@@ -418,7 +438,26 @@ def resolve_table_locations(table: pa.Table, table_location: str) -> pa.Table:
             table = table.set_column(
                 i, f, pa.StructArray.from_arrays(children, fields=list(f.type), mask=mask)
             )
+        elif fid == COLUMN_FILES:
+            lists = cast(pa.ListArray, table.column(i).combine_chunks())
+            if lists.null_count == len(lists):
+                continue
+            table = table.set_column(i, f, _resolve_column_file_locations(lists, f, table_location))
     return table
+
+
+def _resolve_column_file_locations(lists: pa.ListArray, f: pa.Field, table_location: str) -> pa.ListArray:
+    """``column_files`` with each element's relative ``location`` resolved."""
+    element_field = f.type.value_field
+    elements = cast(pa.StructArray, lists.values)
+    children = elements.flatten()
+    for j, child in enumerate(element_field.type):
+        if field_id_of(child) == CF_LOCATION:
+            children[j] = _resolve_array(children[j], table_location)
+    rebuilt = pa.StructArray.from_arrays(children, fields=list(element_field.type))
+    return pa.ListArray.from_arrays(
+        lists.offsets, rebuilt, type=f.type, mask=lists.is_null() if lists.null_count else None
+    )
 
 
 def _prune(arr: pa.Array, f: pa.Field) -> tuple[pa.Array, pa.Field] | None:
