@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
+from icefloe.dml.column_updates import column_updates_enabled, write_column_update
 from icefloe.dml.copy_on_write import retired_deletes
 from icefloe.dml.position_deletes import RowDeletes, write_row_deletes
 from icefloe.dml.row_io import POS_COLUMN, canonical_rows, write_changed_rows, write_survivors
@@ -30,7 +31,7 @@ from icefloe.errors import ValidationError
 from icefloe.expressions.ast import Expression
 from icefloe.io.fileio import FileIO
 from icefloe.scan.tasks import FileScanTask
-from icefloe.spec.content import DataFile, FileContent, ManifestEntry
+from icefloe.spec.content import ColumnFile, DataFile, FileContent, ManifestEntry
 from icefloe.spec.snapshots import Operation
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.txn.commit_options import DEFAULT_OPTIONS, CommitOptions
@@ -95,16 +96,18 @@ class RowLevelChange:
     conflict_filter: Expression | None = None
     case_sensitive: bool = True  # how the conflict filter's column names bind at commit time
     delete_targets: list[DataFile] = field(default_factory=list)  # merge-on-read: files given deletes
+    column_files: dict[str, ColumnFile] = field(default_factory=dict)  # v4 column updates by data file
 
     @property
     def is_empty(self) -> bool:
         """True when the operation changes nothing (nothing to commit)."""
-        return not (self.removed or self.added or not self.deletes.is_empty)
+        return not (self.removed or self.added or self.column_files or not self.deletes.is_empty)
 
     @property
     def written_files(self) -> list[str]:
         """Every file written (deleted again when the commit fails)."""
-        return [f.file_path for f in self.added] + list(self.deletes.written_files)
+        columns = [cf.location for cf in self.column_files.values()]
+        return [f.file_path for f in self.added] + list(self.deletes.written_files) + columns
 
     def result(self) -> RowLevelResult:
         """The user-facing summary."""
@@ -138,7 +141,7 @@ class RowLevelChange:
             "isolation_level": options.isolation_for(md, self.operation),
             "case_sensitive": self.case_sensitive,
         }
-        if self.deletes.is_empty:
+        if self.deletes.is_empty and not self.column_files:
             if self.removed:
                 operation = Operation.OVERWRITE if self.added else Operation.DELETE
             else:
@@ -151,6 +154,7 @@ class RowLevelChange:
             added_deletes=self.deletes.added_deletes,
             removed_deletes=self.deletes.removed_entries(),
             added_dvs=self.deletes.added_dvs,
+            added_column_files=dict(self.column_files),
             target_files=list(self.delete_targets),
             **common,
         )
@@ -214,6 +218,34 @@ class ChangeBuilder:
         """Merge-on-read: delete these positions of the file (copy-on-write callers use change_file)."""
         if len(positions):
             self._targets.append((task, positions))
+
+    def update_rows(
+        self,
+        task: FileScanTask,
+        rows: pa.Table,
+        mask: np.ndarray,
+        updated: pa.Table,
+        field_ids: tuple[int, ...],
+    ) -> None:
+        """Give the rows of ``rows`` where ``mask`` holds the values in ``updated`` (same order).
+
+        v4 tables with column updates on write a column file of the changed top-level columns
+        ``field_ids`` when the policy allows (:mod:`icefloe.dml.column_updates`); otherwise the old
+        versions go (a DV, or a rewrite) and ``updated`` is written as new rows.
+        """
+        if self.column_updates and task.file_path not in self.change.column_files:
+            column_file = write_column_update(self.io, self.md, task, rows, mask, updated, field_ids)
+            if column_file is not None:
+                self.change.column_files[task.file_path] = column_file
+                self.change.delete_targets.append(task.data_file)
+                return
+        self.add_rows(updated)
+        self.change_file(task, rows, mask)
+
+    @property
+    def column_updates(self) -> bool:
+        """Whether updates may write v4 column files."""
+        return column_updates_enabled(self.md, not self.copy_on_write)
 
     def add_rows(self, rows: pa.Table) -> None:
         """Buffer new rows (replacements or inserts; lineage columns as they should be written)."""

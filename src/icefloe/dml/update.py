@@ -3,7 +3,8 @@
 Each touched file is read whole (deletes applied); matching rows get their new values and are
 written to new files with their ``_row_id`` kept and a null ``_last_updated_sequence_number``
 (v3+ lineage). Copy-on-write rewrites the rest of the file; merge-on-read deletes the old
-versions of the updated rows instead.
+versions of the updated rows instead, or on v4 tables with column updates on writes just the
+changed columns of the changed rows as a column file (:mod:`icefloe.dml.column_updates`).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ def plan_update(
     resolved = resolve_assignments(schema, assignments, case_sensitive)
     match_expr = to_arrow_expression(row_filter, schema, case_sensitive)
     apply_assignments(change_read_schema(md).empty_table(), resolved)  # type errors before any write
+    changed = tuple(a.field.field_id for a in resolved)
     change = RowLevelChange(
         "update",
         chosen,
@@ -64,8 +66,7 @@ def plan_update(
             if not mask.any():
                 continue
             updated = mark_modified(apply_assignments(rows.filter(pa.array(mask)), resolved))
-            builder.add_rows(updated)
-            builder.change_file(task, rows, mask)
+            builder.update_rows(task, rows, mask, updated, changed)
             change.updated_rows += int(mask.sum())
         return builder.finish()
     except BaseException:

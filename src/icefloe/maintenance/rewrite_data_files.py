@@ -146,14 +146,14 @@ def plan_rewrite(
         f = t.data_file
         if t.file_path not in selected:
             continue
-        if rewrite_all or t.deletes or not low <= f.file_size_in_bytes <= high:
+        if rewrite_all or t.deletes or f.column_files or not low <= f.file_size_in_bytes <= high:
             by_partition.setdefault((f.spec_id, tuple(f.partition)), []).append(t)
     for (spec_id, partition), tasks in by_partition.items():
         for bin_ in _bin_pack(tasks, target):
             needed = (
                 rewrite_all
                 or len(bin_) >= min_input_files
-                or any(t.deletes for t in bin_)
+                or any(t.deletes or t.data_file.column_files for t in bin_)
                 or any(t.data_file.file_size_in_bytes > high for t in bin_)
             )
             if needed:

@@ -17,6 +17,7 @@ from icefloe.expressions.binding import bind, referenced_field_ids
 from icefloe.formats.arrow_schema import schema_to_arrow
 from icefloe.formats.data_files import read_data_file
 from icefloe.io.fileio import FileIO, normalize_location
+from icefloe.scan.column_files import overlay_column_files
 from icefloe.scan.tasks import DeleteFileRef, FileScanTask
 from icefloe.spec.content import FileContent
 from icefloe.spec.schema import (
@@ -44,6 +45,7 @@ FILE_PATH = NestedField(FILE_PATH_COLUMN_ID, "_file", StringType(), True)
 POS = NestedField(POS_COLUMN_ID, "_pos", LongType(), True)
 METADATA_COLUMNS = {f.name: f for f in (ROW_ID, LAST_UPDATED_SEQ, FILE_PATH, POS)}
 _POS_NAME = "__icefloe_pos"
+_UPDATED_NAME = "__icefloe_column_file_row"  # rows whose values come from a v4 column file
 
 
 @dataclass(frozen=True)
@@ -193,6 +195,9 @@ def read_task(
     else:
         file_positions = row_groups.positions()
     table = table.append_column(_POS_NAME, pa.array(file_positions))
+    if task.data_file.column_files:
+        table, updated = overlay_column_files(io, task.data_file, table, read_schema, file_positions)
+        table = table.append_column(_UPDATED_NAME, pa.array(updated))
 
     if pos_deletes:
         deleted = _deleted_positions(io, task, pos_deletes)
@@ -227,14 +232,31 @@ def _finish(table: pa.Table, task: FileScanTask, request: ReadRequest) -> pa.Tab
             inherited = pc.add(pos, first) if first is not None else pa.nulls(table.num_rows, pa.int64())
             columns.append(pc.coalesce(table.column(ROW_ID.name), inherited))
         elif name == LAST_UPDATED_SEQ.name:
-            seq = task.data_sequence_number if task.data_file.first_row_id is not None else None
-            default = pa.scalar(seq, pa.int64())
-            columns.append(pc.coalesce(table.column(LAST_UPDATED_SEQ.name), default))
+            columns.append(_last_updated(table, task))
     if not columns:
         return table.select([])  # no columns selected: keep the row count (e.g. for count(*))
     stored = pa.schema([f.with_type(c.type) for f, c in zip(out_schema, columns, strict=True)])
     table = pa.Table.from_arrays(columns, schema=stored)
     return table if stored == out_schema else table.cast(out_schema)
+
+
+def _last_updated(table: pa.Table, task: FileScanTask) -> pa.ChunkedArray | pa.Array:
+    """``_last_updated_sequence_number``: the stored value, else inherited from the entry.
+
+    A row a v4 column file updated inherits the entry's data sequence number (moved to the
+    column file's commit). Other rows of such a file keep what they had: the stored value, else
+    the file sequence number, the data sequence number the file was added with (the entry's
+    own moved on with the column file; docs/v4-decisions.md).
+    """
+    stored = table.column(LAST_UPDATED_SEQ.name)
+    if task.data_file.first_row_id is None:
+        return pc.coalesce(stored, pa.scalar(None, pa.int64()))
+    if _UPDATED_NAME not in table.column_names:
+        return pc.coalesce(stored, pa.scalar(task.data_sequence_number, pa.int64()))
+    added = task.entry.file_sequence_number
+    kept = pc.coalesce(stored, pa.scalar(task.data_sequence_number if added is None else added, pa.int64()))
+    current = pa.scalar(task.data_sequence_number, pa.int64())
+    return pc.if_else(table.column(_UPDATED_NAME), current, kept)
 
 
 def _ids_of(schema: Schema) -> set[int]:

@@ -138,6 +138,13 @@ def plan_table_scan(state: ServerState, call: Call) -> Reply:
     delete_files: list[dict[str, Any]] = []
     scan_tasks: list[dict[str, Any]] = []
     for task in tasks:
+        if task.data_file.column_files:
+            from icefloe.errors import Unsupported
+
+            raise Unsupported(
+                f"{task.file_path} has v4 column files, which REST scan tasks cannot describe: "
+                "plan this table on the client"
+            )
         refs: list[int] = []
         for ref in task.deletes:
             key = (ref.delete_file.file_path, ref.delete_file.content_offset)

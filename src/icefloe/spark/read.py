@@ -7,9 +7,10 @@ on the driver. Then, per file:
   schema whose fields carry ``parquet.field.id`` (with ``spark.sql.parquet.fieldId.read.enabled``
   columns resolve by id, so renamed columns read correctly). Spark keeps column pruning and its
   own row-group pushdown; the row filter is applied again as a Spark filter (the residual).
-- **python**: files with deletes, Avro and ORC data files (or reads needing row-lineage metadata
-  columns, types Spark cannot read as Iceberg does, or column defaults) go through ``mapInArrow`` running
-  ``icefloe.scan.reader.read_task`` on the executors, which applies the deletes and the residual.
+- **python**: files with deletes or v4 column files, Avro and ORC data files (or reads needing
+  row-lineage metadata columns, types Spark cannot read as Iceberg does, or column defaults) go
+  through ``mapInArrow`` running ``icefloe.scan.reader.read_task`` on the executors, which
+  merges column files, applies the deletes and the residual.
 
 The two parts are unioned. An empty plan gives an empty DataFrame with the right schema.
 """
@@ -140,7 +141,8 @@ def plan_read(
         # Spark's Parquet reader resolves Parquet field ids; Avro and ORC files (written by other
         # Iceberg writers) go through icefloe's reader, which finds their columns by Iceberg id.
         parquet = task.data_file.file_format.lower() == "parquet"
-        if all_native and parquet and not task.deletes and spark_native_storage(task.file_path):
+        plain = not task.deletes and not task.data_file.column_files
+        if all_native and parquet and plain and spark_native_storage(task.file_path):
             plan.native.append(task)
         else:
             plan.python.append(task)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from icefloe.errors import CommitConflict, ValidationError
 from icefloe.expressions.ast import Expression
-from icefloe.spec.content import DataFile, DeletionVectorRef, FileContent, ManifestEntry
+from icefloe.spec.content import ColumnFile, DataFile, DeletionVectorRef, FileContent, ManifestEntry
 from icefloe.spec.ref_names import check_ref_name
 from icefloe.spec.snapshots import MAIN_BRANCH, Operation, RefType, Snapshot
 from icefloe.spec.table_metadata import TableMetadata
@@ -236,13 +236,15 @@ class RowDelta(RowLevelProducer):
     removed_deletes: list[ManifestEntry] = field(default_factory=list)
     # v4: new colocated deletion vectors by data file path (merged with the file's earlier deletes)
     added_dvs: dict[str, DeletionVectorRef] = field(default_factory=dict)
+    # v4: a new column file for each of these live data files (column updates)
+    added_column_files: dict[str, ColumnFile] = field(default_factory=dict)
     # the data files the new deletes apply to, as planned (others are looked up when needed)
     target_files: list[DataFile] = field(default_factory=list)
     _targets: list[validation.Target] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         has_deletes = bool(self.added_deletes or self.added_dvs)
-        if has_deletes and self.added_data:
+        if self.added_column_files or (has_deletes and self.added_data):
             self.operation = Operation.OVERWRITE
         elif has_deletes or self.removed_deletes:
             self.operation = Operation.DELETE
@@ -270,6 +272,7 @@ class RowDelta(RowLevelProducer):
             added_delete_files=list(self.added_deletes),
             removed_entries=list(self.removed_deletes),
             added_dvs=dict(self.added_dvs),
+            added_column_files=dict(self.added_column_files),
             fail_missing_removals=False,
         )
 
@@ -283,7 +286,7 @@ class RowDelta(RowLevelProducer):
                     continue
                 for path in validation.referenced_data_paths(ctx.io, f):
                     found.setdefault(path, validation.Target(path, f.spec_id, tuple(f.partition)))
-            for path in self.added_dvs:
+            for path in (*self.added_dvs, *self.added_column_files):
                 found.setdefault(path, validation.Target(path))
             self._targets = [t for p, t in found.items() if p not in added]
         return self._targets
@@ -304,10 +307,10 @@ class RowDelta(RowLevelProducer):
         try:
             return super().write_tree(ctx, request)
         except ValidationError as exc:
-            if not self.added_dvs:
+            if not self.added_dvs and not self.added_column_files:
                 raise
             added = {f.file_path for f in self.added_data}
-            wanted = [p for p in self.added_dvs if p not in added]
+            wanted = [p for p in (*self.added_dvs, *self.added_column_files) if p not in added]
             missing = validation.missing_live_data_files(ctx.io, request.metadata, request.parent, wanted)
             if not missing:
                 raise

@@ -199,7 +199,7 @@ def _classify(history: ConcurrentHistory, snap: Snapshot, e: ManifestEntry) -> N
         elif e.status == EntryStatus.DELETED and by_snap:
             history.removed[f.content_key] = Change(snap, e)
         elif (e.status == EntryStatus.REPLACED and by_snap) or (
-            e.status == EntryStatus.MODIFIED and e.dv_snapshot_id == sid
+            e.status == EntryStatus.MODIFIED and sid in (e.dv_snapshot_id, e.latest_column_file_snapshot_id)
         ):
             history.dv_changes.setdefault(f.file_path, Change(snap, e))
     elif e.status == EntryStatus.ADDED and by_snap:
@@ -258,7 +258,7 @@ def check_no_new_deletes(
     for t in targets:
         dv = history.dv_changes.get(t.path)
         if dv is not None:
-            _raise_new_delete(action, t, dv, "changed the deletion vector of")
+            _raise_new_delete(action, t, dv, "changed the deletion vector or column files of")
         for c in by_ref.get(t.path, []):
             d = c.entry.data_file
             _raise_new_delete(action, t, c, f"added {_kind(d)} {d.file_path} for")

@@ -507,7 +507,12 @@ def to_python_values(arr: pa.Array, t: IcebergType) -> list[Any]:
             dict(zip(ids, vals, strict=True)) if ok else None for ok, *vals in zip(valid, *cols, strict=True)
         ]
     if isinstance(t, ListType):
-        return list(arr.to_pylist())
+        if not isinstance(t.element_type, StructType):
+            return list(arr.to_pylist())
+        lists = cast(pa.ListArray, arr)
+        elements = iter(to_python_values(lists.flatten(), t.element_type))
+        lengths = pc.list_value_length(lists).to_pylist()
+        return [None if n is None else [next(elements) for _ in range(n)] for n in lengths]
     return to_internal_values(arr, t)
 
 

@@ -1,0 +1,123 @@
+"""Column updates (format v4): an UPDATE that writes only the changed columns of the changed rows.
+
+With ``write.v4.column-updates.enabled=true`` and merge-on-read updates, an update of some
+top-level columns of a data file writes one **column file**: those columns for the updated rows
+plus ``_pos``, their base-file ordinals. The data file and its other columns stay as they are;
+the write seam turns the file's entry into a REPLACED/MODIFIED pair carrying the new column file
+with a bumped data sequence number. ``_row_id`` never changes; updated rows inherit the new
+sequence number as ``_last_updated_sequence_number``.
+
+At most one column file holds a given field of a data file: when an earlier column file holds a
+field updated again, the new file takes over that field for the rows the earlier one held too
+(their current values carried over), and the earlier one keeps only its other fields.
+
+**Policy** (``write.v4.column-updates.max-size-percent``, default 100): a column file is written
+only when its rows (updated and carried over, the changed columns) take at most that percent of
+the bytes of the rows merge-on-read would write instead (the updated rows, every column);
+otherwise the file falls back to a deletion vector plus rewritten rows. Files with position or
+equality delete files other than their colocated DV (v3 deletes carried into a v4 table) also fall
+back: a column update moves the entry's data sequence number past theirs, and equality deletes
+and column updates never mix on one data file.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import pyarrow as pa
+
+from icefloe.dml.row_io import POS_COLUMN
+from icefloe.formats.parquet.data_files import write_parquet_data_file
+from icefloe.io.fileio import FileIO
+from icefloe.scan.column_files import POS_FIELD, column_file_positions
+from icefloe.scan.tasks import FileScanTask
+from icefloe.spec.content import ColumnFile
+from icefloe.spec.properties import checked_int_property
+from icefloe.spec.schema import Schema
+from icefloe.spec.table_metadata import TableMetadata
+from icefloe.tree.locations import LocationProvider
+
+COLUMN_UPDATES_ENABLED = "write.v4.column-updates.enabled"
+MAX_SIZE_PERCENT = "write.v4.column-updates.max-size-percent"
+DEFAULT_MAX_SIZE_PERCENT = 100
+
+
+def column_updates_enabled(md: TableMetadata, merge_on_read: bool) -> bool:
+    """Whether updates of this table write column files (v4, merge-on-read, property on)."""
+    enabled = str(md.properties.get(COLUMN_UPDATES_ENABLED, "false")).strip().lower() == "true"
+    return enabled and merge_on_read and md.format_version >= 4
+
+
+def write_column_update(
+    io: FileIO,
+    md: TableMetadata,
+    task: FileScanTask,
+    rows: pa.Table,
+    updated_mask: np.ndarray,
+    updated_rows: pa.Table,
+    field_ids: tuple[int, ...],
+) -> ColumnFile | None:
+    """Write the column file giving the task's file its updated values; None to fall back.
+
+    ``rows``: every live row of the file from ``read_for_change`` (``_pos`` included);
+    ``updated_mask``: which of them change; ``updated_rows``: those rows with their new values.
+    """
+    if not field_ids or _has_delete_files(task):
+        return None
+    schema = md.schema()
+    fields = [f for f in schema.fields if f.field_id in field_ids]
+    names = [f.name for f in fields]
+    carried = _carried_positions(io, task, set(field_ids))
+    positions = rows.column(POS_COLUMN).to_numpy(zero_copy_only=False)
+    keep = ~updated_mask & np.isin(positions, carried)  # current values of rows taken over
+    columns = [*names, POS_COLUMN]
+    values = pa.concat_tables([rows.filter(pa.array(keep)).select(columns), updated_rows.select(columns)])
+    values = values.sort_by(POS_COLUMN)
+    limit = checked_int_property(md.properties, MAX_SIZE_PERCENT, DEFAULT_MAX_SIZE_PERCENT)
+    if values.nbytes * 100 > updated_rows.nbytes * limit:
+        return None
+    data_file = task.data_file
+    spec = md.spec_by_id(data_file.spec_id)
+    stem = data_file.file_path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    path = LocationProvider(md).new_data_file_path(
+        spec, schema, tuple(data_file.partition), file_name=f"{stem}-columns-{uuid.uuid4()}.parquet"
+    )
+    written = write_parquet_data_file(
+        io,
+        path,
+        values,
+        Schema(*fields, POS_FIELD),
+        data_file.spec_id,
+        data_file.partition,
+        md.properties,
+    )
+    return ColumnFile(
+        location=written.file_path,
+        file_format="parquet",
+        file_size_in_bytes=written.file_size_in_bytes,
+        field_ids=tuple(f.field_id for f in fields),
+        split_offsets=written.split_offsets,
+    )
+
+
+def _has_delete_files(task: FileScanTask) -> bool:
+    """Deletes other than the file's colocated DV (legacy position deletes, equality deletes)."""
+    dv = task.data_file.deletion_vector
+    for ref in task.deletes:
+        f = ref.delete_file
+        if dv is None or (f.file_path, f.content_offset) != (dv.location, dv.offset):
+            return True
+    return False
+
+
+def _carried_positions(io: FileIO, task: FileScanTask, field_ids: set[int]) -> np.ndarray:
+    """Positions earlier column files hold values for, for fields this update takes over."""
+    chunks = [
+        column_file_positions(io, cf, task.data_file)
+        for cf in task.data_file.column_files or ()
+        if field_ids & set(cf.field_ids)
+    ]
+    if not chunks:
+        return np.empty(0, dtype=np.int64)
+    return np.unique(np.concatenate(chunks))
