@@ -169,7 +169,9 @@ def test_compaction_folds_column_files(catalog: Catalog) -> None:
     t.maintenance.rewrite_data_files(rewrite_all=True)
     assert _state(t) == _state(twin)
     assert t.scan(columns=("id", "price", "_row_id")).to_arrow().sort_by("id") == before
-    assert all(not e.data_file.column_files and e.data_file.deletion_vector is None for e in _entries(t).values())
+    assert all(
+        not e.data_file.column_files and e.data_file.deletion_vector is None for e in _entries(t).values()
+    )
 
 
 def test_column_file_locations_are_reachable(catalog: Catalog) -> None:
@@ -232,9 +234,8 @@ def test_hostile_column_file_positions_are_corrupt_metadata(catalog: Catalog) ->
 
 
 def test_v3_tables_refuse_column_files(catalog: Catalog) -> None:
-    from icefloe.tree.changes import TreeChange
+    from icefloe.tree.changes import TreeChange, TreeWriteRequest
     from icefloe.tree.v3_write import write_v3_tree
-    from icefloe.tree.changes import TreeWriteRequest
 
     t = catalog.create_table("db.v3", SCHEMA, properties={"format-version": "3"})
     t.append(_rows(2))

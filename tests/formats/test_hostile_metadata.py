@@ -30,7 +30,8 @@ def test_hostile_metadata_json_is_corrupt(data: bytes) -> None:
 
 
 @pytest.mark.parametrize(
-    "data", [gzip.compress(b"{}", mtime=0)[:-3], b"\x1f\x8b" + b"x" * 20, gzip.compress(HOSTILE_JSON[1], mtime=0)]
+    "data",
+    [gzip.compress(b"{}", mtime=0)[:-3], b"\x1f\x8b" + b"x" * 20, gzip.compress(HOSTILE_JSON[1], mtime=0)],
 )
 def test_hostile_gzip_metadata_is_corrupt(data: bytes) -> None:
     with pytest.raises(CorruptMetadata, match=r"m\.gz\.metadata\.json"):
