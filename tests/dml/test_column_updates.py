@@ -37,6 +37,7 @@ ON = {
     "format-version": "4",
     "write.update.mode": "merge-on-read",
     "write.delete.mode": "merge-on-read",
+    "write.merge.mode": "merge-on-read",
     "write.v4.column-updates.enabled": "true",
 }
 LINEAGE = ("_row_id", "_last_updated_sequence_number")
@@ -244,3 +245,26 @@ def test_v3_tables_refuse_column_files(catalog: Catalog) -> None:
     request = TreeWriteRequest(t.io, t.metadata, t.current_snapshot(), change, 1, 2)
     with pytest.raises(ValidationError, match="column files need format version 4"):
         write_v3_tree(request)
+
+
+def test_merge_update_clauses_write_column_files(catalog: Catalog) -> None:
+    t, twin = _pair(catalog, "merge")
+    source = pa.table({"id": pa.array([2, 3, 4, 15, 40], pa.int64()), "p": [20.0, 30.0, 40.0, 150.0, 400.0]})
+    for table in (t, twin):
+        (
+            table.merge(source, on="id")
+            .when_matched_delete(condition=pc.field("id") == 4)
+            .when_matched_update(set={"price": pc.field("source.p")}, condition=pc.field("id") < 10)
+            .when_matched_update(set={"tag": "late"})
+            .when_not_matched_insert({"id": pc.field("source.id"), "price": pc.field("source.p")})
+            .execute()
+        )
+    assert _state(t) == _state(twin)
+    assert len(_state(t)) == 20
+    first = _file_of(t, 2).data_file
+    (cf,) = first.column_files
+    assert cf.field_ids == (2,) and first.deletion_vector is not None and first.deletion_vector.cardinality == 1
+    assert _column_file(t, cf).column("_pos").to_pylist() == [2, 3]
+    (late,) = _file_of(t, 15).data_file.column_files
+    assert late.field_ids == (3,)
+    assert _column_file(t, late).column("_pos").to_pylist() == [5]

@@ -226,21 +226,25 @@ class ChangeBuilder:
         mask: np.ndarray,
         updated: pa.Table,
         field_ids: tuple[int, ...],
+        deleted: np.ndarray | None = None,
     ) -> None:
-        """Give the rows of ``rows`` where ``mask`` holds the values in ``updated`` (same order).
+        """Give the rows of ``rows`` where ``mask`` holds the values in ``updated``; remove the rows
+        where ``deleted`` holds (call once per file).
 
         v4 tables with column updates on write a column file of the changed top-level columns
         ``field_ids`` when the policy allows (:mod:`icefloe.dml.column_updates`); otherwise the old
         versions go (a DV, or a rewrite) and ``updated`` is written as new rows.
         """
-        if self.column_updates and task.file_path not in self.change.column_files:
+        gone = np.zeros(rows.num_rows, dtype=bool) if deleted is None else np.asarray(deleted, dtype=bool)
+        if mask.any() and self.column_updates and task.file_path not in self.change.column_files:
             column_file = write_column_update(self.io, self.md, task, rows, mask, updated, field_ids)
             if column_file is not None:
                 self.change.column_files[task.file_path] = column_file
                 self.change.delete_targets.append(task.data_file)
+                self.change_file(task, rows, gone)
                 return
         self.add_rows(updated)
-        self.change_file(task, rows, mask)
+        self.change_file(task, rows, gone | mask)
 
     @property
     def column_updates(self) -> bool:

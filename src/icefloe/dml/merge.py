@@ -112,8 +112,13 @@ def plan_merge(
         tasks = plan_files(io, md, snapshot, scan_filter, case_sensitive=case_sensitive) if snapshot else []
         for task in tasks:
             rows = read_for_change(io, md, task, case_sensitive)
-            removed = _merge_file(rows, src, compiled, builder)
-            builder.change_file(task, rows, removed)
+            deleted, updates = _merge_file(rows, src, compiled, change)
+            updated = np.zeros(rows.num_rows, dtype=bool)
+            for where, _, _ in updates:
+                updated[where] = True
+            new_values = _concat([values for _, values, _ in updates], rows.schema)
+            changed = tuple(sorted({fid for _, _, ids in updates for fid in ids}))
+            builder.update_rows(task, rows, updated, new_values, changed, deleted=deleted)
         if compiled.inserts:
             inserted = _inserted_rows(schema, src, compiled.inserts)
             builder.add_rows(mark_inserted(inserted))
@@ -124,9 +129,20 @@ def plan_merge(
         raise
 
 
-def _merge_file(rows: pa.Table, src: _Source, compiled: _Compiled, builder: ChangeBuilder) -> np.ndarray:
-    """Apply the clauses to one file's rows; returns the mask of rows that leave the file."""
+_Update = tuple[np.ndarray, pa.Table, tuple[int, ...]]
+"""Rows of a file one clause updates: their indexes, their new values, the columns it sets."""
+
+
+def _concat(parts: list[pa.Table], schema: pa.Schema) -> pa.Table:
+    return pa.concat_tables(parts) if parts else schema.empty_table()
+
+
+def _merge_file(
+    rows: pa.Table, src: _Source, compiled: _Compiled, change: RowLevelChange
+) -> tuple[np.ndarray, list[_Update]]:
+    """Apply the clauses to one file's rows: the mask of deleted rows, and the updates."""
     removed = np.zeros(rows.num_rows, dtype=bool)
+    updates: list[_Update] = []
     pairs = src.pairs_with(rows)
     target_idx = pairs.column(_T).to_numpy()
     source_idx = pairs.column(_S).to_numpy()
@@ -134,27 +150,27 @@ def _merge_file(rows: pa.Table, src: _Source, compiled: _Compiled, builder: Chan
     if compiled.matched and len(target_idx):
         _check_single_match(rows, src, target_idx, source_idx)
         pair_rows = _pair_table(rows, src, target_idx, source_idx)
-        _apply_clauses(pair_rows, target_idx, compiled.matched, removed, builder, _row_columns(rows))
+        _apply_clauses(pair_rows, target_idx, compiled.matched, removed, updates, change, _row_columns(rows))
     if compiled.by_source:
         unmatched = np.ones(rows.num_rows, dtype=bool)
         unmatched[target_idx] = False
         where = np.flatnonzero(unmatched)
         if len(where):
             target = rows.take(pa.array(where))
-            _apply_clauses(target, where, compiled.by_source, removed, builder, rows.column_names)
-    return removed
+            _apply_clauses(target, where, compiled.by_source, removed, updates, change, rows.column_names)
+    return removed, updates
 
 
 def _apply_clauses(
     candidates: pa.Table,
     row_index: np.ndarray,
     clauses: tuple[_Clause, ...],
-    removed: np.ndarray,
-    builder: ChangeBuilder,
+    deleted: np.ndarray,
+    updates: list[_Update],
+    change: RowLevelChange,
     keep_columns: list[str],
 ) -> None:
     """First clause whose condition holds wins; ``row_index`` maps candidates to the file's rows."""
-    change = builder.change
     undecided = np.ones(candidates.num_rows, dtype=bool)
     for clause in clauses:
         hits = undecided.copy()
@@ -163,12 +179,13 @@ def _apply_clauses(
         if not hits.any():
             continue
         undecided &= ~hits
-        removed[row_index[hits]] = True
         if clause.delete:
+            deleted[row_index[hits]] = True
             change.deleted_rows += int(hits.sum())
             continue
         changed = apply_assignments(candidates.filter(pa.array(hits)), list(clause.assignments))
-        builder.add_rows(mark_modified(changed.select(keep_columns)))
+        columns = tuple(a.field.field_id for a in clause.assignments)
+        updates.append((row_index[hits], mark_modified(changed.select(keep_columns)), columns))
         change.updated_rows += int(hits.sum())
 
 
