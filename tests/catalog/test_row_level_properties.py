@@ -235,8 +235,16 @@ def _check_lineage(
     model.lineage = actual
 
 
-@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
-@pytest.mark.parametrize("version", [2, 3, 4])
+COLUMN_UPDATES = {"write.v4.column-updates.enabled": "true"}
+CASES = [
+    *((version, mode, {}) for version in (2, 3, 4) for mode in ("copy-on-write", "merge-on-read")),
+    (4, "merge-on-read", COLUMN_UPDATES),  # v4 column files for updates
+]
+
+
+@pytest.mark.parametrize(
+    ("version", "mode", "extra"), CASES, ids=[f"v{v}-{m}{'-columns' if x else ''}" for v, m, x in CASES]
+)
 @settings(
     max_examples=EXAMPLES,
     deadline=None,
@@ -244,14 +252,16 @@ def _check_lineage(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(ops=st.lists(OPERATIONS, min_size=3, max_size=9))
-def test_random_row_changes_match_the_model(tmp_path: Path, version: int, mode: str, ops: list[Any]) -> None:
+def test_random_row_changes_match_the_model(
+    tmp_path: Path, version: int, mode: str, extra: dict[str, str], ops: list[Any]
+) -> None:
     catalog = SqlCatalog(
         "default", uri=f"sqlite:///{tmp_path}/catalog-{uuid.uuid4().hex}.db", warehouse=str(tmp_path / "wh")
     )
     catalog.create_namespace(("db",))
     name = ("db", f"t_{uuid.uuid4().hex[:8]}")
     table = catalog.create_table(
-        name, SCHEMA, partition_spec=SPEC, properties={"format-version": str(version)}
+        name, SCHEMA, partition_spec=SPEC, properties={"format-version": str(version), **extra}
     )
     model = Model(rows={}, lineage={})
     # every table starts with some rows, so deletes, updates and merges have something to hit

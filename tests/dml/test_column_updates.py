@@ -20,7 +20,7 @@ from icefloe.catalog.base import Catalog
 from icefloe.errors import CommitConflict, CorruptMetadata, ValidationError
 from icefloe.formats.arrow_schema import field_id_of
 from icefloe.spec.content import ColumnFile, EntryStatus
-from icefloe.spec.schema import POS_COLUMN_ID, Schema
+from icefloe.spec.schema import LAST_UPDATED_SEQ_COLUMN_ID, POS_COLUMN_ID, Schema
 from icefloe.spec.types import DoubleType, LongType, NestedField, StringType, StructType
 from icefloe.table.table import Table
 from icefloe.tree.read_seam import live_entries
@@ -108,7 +108,8 @@ def test_one_column_update_writes_a_column_file(catalog: Catalog) -> None:
     (cf,) = entry.data_file.column_files
     assert cf.field_ids == (2,) and cf.file_format == "parquet"
     stored = _column_file(t, cf)
-    assert [field_id_of(f) for f in stored.schema] == [2, POS_COLUMN_ID]
+    assert [field_id_of(f) for f in stored.schema] == [2, POS_COLUMN_ID, LAST_UPDATED_SEQ_COLUMN_ID]
+    assert stored.column("_last_updated_sequence_number").to_pylist() == [None, None]
     assert stored.column("_pos").to_pylist() == [3, 5]
     assert stored.column("price").to_pylist() == [30.0, 50.0]
     assert cf.file_size_in_bytes == t.io.new_input(cf.location).length
@@ -128,10 +129,19 @@ def test_second_update_of_the_same_column_takes_the_rows_over(catalog: Catalog) 
         table.update({"price": -1.0}, "id in (1, 2)")
         table.update({"price": -2.0}, "id in (2, 4)")
     assert _state(t) == _state(twin)
+    first, second = (s.sequence_number for s in t.snapshots()[-2:])
     (cf,) = _file_of(t, 2).data_file.column_files  # one live column file per field id
     stored = _column_file(t, cf)
     assert stored.column("_pos").to_pylist() == [1, 2, 4]
     assert stored.column("price").to_pylist() == [-1.0, -2.0, -2.0]
+    # row 1 was carried over: its lineage is kept, the rows updated now inherit the new number
+    assert stored.column("_last_updated_sequence_number").to_pylist() == [first, None, None]
+    lineage = {
+        r["id"]: r["_last_updated_sequence_number"]
+        for r in t.scan(columns=("id", *LINEAGE)).to_arrow().to_pylist()
+    }
+    assert (lineage[1], lineage[2], lineage[4]) == (first, second, second)
+    assert lineage[0] == t.snapshots()[0].sequence_number
 
 
 def test_update_of_another_column_keeps_both_files(catalog: Catalog) -> None:
@@ -263,8 +273,53 @@ def test_merge_update_clauses_write_column_files(catalog: Catalog) -> None:
     assert len(_state(t)) == 20
     first = _file_of(t, 2).data_file
     (cf,) = first.column_files
-    assert cf.field_ids == (2,) and first.deletion_vector is not None and first.deletion_vector.cardinality == 1
+    assert (
+        cf.field_ids == (2,) and first.deletion_vector is not None and first.deletion_vector.cardinality == 1
+    )
     assert _column_file(t, cf).column("_pos").to_pylist() == [2, 3]
     (late,) = _file_of(t, 15).data_file.column_files
     assert late.field_ids == (3,)
     assert _column_file(t, late).column("_pos").to_pylist() == [5]
+
+
+def test_changelog_of_column_updates(catalog: Catalog) -> None:
+    t, _ = _pair(catalog, "changes")
+    t.update({"price": -1.0}, "id = 1")
+    first = t.current_snapshot()
+    assert first is not None
+    t.update({"price": -2.0}, "id = 2")  # the new column file carries row 1 over unchanged
+    changes = t.changelog(first.snapshot_id, identifier_columns=["id"]).to_arrow()
+    rows = sorted((r["_change_type"], r["id"], r["price"]) for r in changes.to_pylist())
+    assert rows == [("UPDATE_AFTER", 2, -2.0), ("UPDATE_BEFORE", 2, 2.0)]
+    whole = t.changelog(identifier_columns=["id"]).to_arrow()
+    kinds = sorted((r["_change_type"], r["id"], r["price"]) for r in whole.to_pylist() if r["id"] in (1, 2))
+    assert kinds == [
+        ("INSERT", 1, 1.0),
+        ("INSERT", 2, 2.0),
+        ("UPDATE_AFTER", 1, -1.0),
+        ("UPDATE_AFTER", 2, -2.0),
+        ("UPDATE_BEFORE", 1, 1.0),
+        ("UPDATE_BEFORE", 2, 2.0),
+    ]
+
+
+def test_equality_deletes_and_column_files_never_mix(catalog: Catalog) -> None:
+    t, _ = _pair(catalog, "eq")
+    t.update({"price": 5.0}, "id = 5")
+    files_before = sorted(p.name for p in _warehouse_files(t))
+    with pytest.raises(ValidationError, match="column files"):
+        t.upsert_with_equality_deletes(_rows(1, 5), on="id")
+    assert sorted(p.name for p in _warehouse_files(t)) == files_before  # nothing left behind
+    t.maintenance.rewrite_data_files(rewrite_all=True)
+    t.upsert_with_equality_deletes(_rows(1, 5), on="id")
+    assert [r["price"] for r in _state(t) if r["id"] == 5] == [5.0]
+    t.update({"price": 6.0}, "id = 5")  # the file with an equality delete falls back to a DV + row
+    assert [r["price"] for r in _state(t) if r["id"] == 5] == [6.0]
+    assert all(not e.data_file.column_files for e in _entries(t).values() if e.data_file.record_count > 1)
+
+
+def _warehouse_files(t: Table) -> list[Any]:
+    from pathlib import Path
+
+    root = Path(t.metadata.location.removeprefix("file://")) / "data"
+    return sorted(root.rglob("*.parquet"))

@@ -8,8 +8,11 @@ with a bumped data sequence number. ``_row_id`` never changes; updated rows inhe
 sequence number as ``_last_updated_sequence_number``.
 
 At most one column file holds a given field of a data file: when an earlier column file holds a
-field updated again, the new file takes over that field for the rows the earlier one held too
-(their current values carried over), and the earlier one keeps only its other fields.
+field updated again, the new file takes over that field, and the earlier one keeps only its
+other fields. The newest column file holds every row any column file of the data file holds
+(current values carried over) with their ``_last_updated_sequence_number``: null for the rows it
+updates, the value they had for the others. Row lineage stays exact across column updates that
+way (the entry's data sequence number only says when the newest one was written).
 
 **Policy** (``write.v4.column-updates.max-size-percent``, default 100): a column file is written
 only when its rows (updated and carried over, the changed columns) take at most that percent of
@@ -17,7 +20,8 @@ the bytes of the rows merge-on-read would write instead (the updated rows, every
 otherwise the file falls back to a deletion vector plus rewritten rows. Files with position or
 equality delete files other than their colocated DV (v3 deletes carried into a v4 table) also fall
 back: a column update moves the entry's data sequence number past theirs, and equality deletes
-and column updates never mix on one data file.
+and column updates never mix on one data file. So do updates of a column a partition field of
+the file's spec or of the default spec derives from (the rows may change partition).
 """
 
 from __future__ import annotations
@@ -30,11 +34,11 @@ import pyarrow as pa
 from icefloe.dml.row_io import POS_COLUMN
 from icefloe.formats.parquet.data_files import write_parquet_data_file
 from icefloe.io.fileio import FileIO
-from icefloe.scan.column_files import POS_FIELD, column_file_positions
+from icefloe.scan.column_files import LINEAGE_FIELD, POS_FIELD, column_file_positions
 from icefloe.scan.tasks import FileScanTask
 from icefloe.spec.content import ColumnFile
 from icefloe.spec.properties import checked_int_property
-from icefloe.spec.schema import Schema
+from icefloe.spec.schema import Schema, nested_field_ids
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.tree.locations import LocationProvider
 
@@ -63,16 +67,18 @@ def write_column_update(
     ``rows``: every live row of the file from ``read_for_change`` (``_pos`` included);
     ``updated_mask``: which of them change; ``updated_rows``: those rows with their new values.
     """
-    if not field_ids or _has_delete_files(task):
+    if not field_ids or _has_delete_files(task) or _moves_partitions(md, task, field_ids):
         return None
     schema = md.schema()
     fields = [f for f in schema.fields if f.field_id in field_ids]
     names = [f.name for f in fields]
-    carried = _carried_positions(io, task, set(field_ids))
+    carried = _held_positions(io, task)
     positions = rows.column(POS_COLUMN).to_numpy(zero_copy_only=False)
     keep = ~updated_mask & np.isin(positions, carried)  # current values of rows taken over
-    columns = [*names, POS_COLUMN]
-    values = pa.concat_tables([rows.filter(pa.array(keep)).select(columns), updated_rows.select(columns)])
+    lineage = LINEAGE_FIELD.name in rows.column_names
+    columns = [*names, POS_COLUMN, *((LINEAGE_FIELD.name,) if lineage else ())]
+    parts = [rows.filter(pa.array(keep)).select(columns), updated_rows.select(columns)]
+    values = pa.concat_tables(parts, promote_options="permissive")
     values = values.sort_by(POS_COLUMN)
     limit = checked_int_property(md.properties, MAX_SIZE_PERCENT, DEFAULT_MAX_SIZE_PERCENT)
     if values.nbytes * 100 > updated_rows.nbytes * limit:
@@ -87,7 +93,7 @@ def write_column_update(
         io,
         path,
         values,
-        Schema(*fields, POS_FIELD),
+        Schema(*fields, POS_FIELD, *((LINEAGE_FIELD,) if lineage else ())),
         data_file.spec_id,
         data_file.partition,
         md.properties,
@@ -101,6 +107,20 @@ def write_column_update(
     )
 
 
+def _moves_partitions(md: TableMetadata, task: FileScanTask, field_ids: tuple[int, ...]) -> bool:
+    """Whether the update sets a column the file's partition (or the default spec's) derives from:
+    the rows may belong to another partition then, which a column file cannot express."""
+    schema = md.schema()
+    sources = {
+        top
+        for spec in (md.spec_by_id(task.data_file.spec_id), md.spec())
+        for pf in spec.fields
+        for top in field_ids
+        if pf.source_id in nested_field_ids(schema, (top,))
+    }
+    return bool(sources)
+
+
 def _has_delete_files(task: FileScanTask) -> bool:
     """Deletes other than the file's colocated DV (legacy position deletes, equality deletes)."""
     dv = task.data_file.deletion_vector
@@ -111,13 +131,10 @@ def _has_delete_files(task: FileScanTask) -> bool:
     return False
 
 
-def _carried_positions(io: FileIO, task: FileScanTask, field_ids: set[int]) -> np.ndarray:
-    """Positions earlier column files hold values for, for fields this update takes over."""
-    chunks = [
-        column_file_positions(io, cf, task.data_file)
-        for cf in task.data_file.column_files or ()
-        if field_ids & set(cf.field_ids)
-    ]
+def _held_positions(io: FileIO, task: FileScanTask) -> np.ndarray:
+    """Positions the file's column files hold (the newest one holds them all)."""
+    newest = task.data_file.column_files[-1:] if task.data_file.column_files else ()
+    chunks = [column_file_positions(io, cf, task.data_file) for cf in newest]
     if not chunks:
         return np.empty(0, dtype=np.int64)
     return np.unique(np.concatenate(chunks))

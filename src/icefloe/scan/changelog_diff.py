@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 from icefloe.expressions.ast import Expression
 from icefloe.formats.parquet.data_files import row_group_starts
 from icefloe.io.fileio import FileIO, normalize_location
+from icefloe.scan.column_files import column_file_positions
 from icefloe.scan.planner import plan_files
 from icefloe.scan.reader import POS, ReadRequest, RowGroups, deleted_positions, read_task
 from icefloe.scan.tasks import FileScanTask
@@ -83,9 +84,10 @@ class StateDiff:
 
 
 def _signature(task: FileScanTask) -> tuple[object, ...]:
-    """What decides a file's live rows: the file itself and the deletes applying to it."""
+    """What decides a file's live rows: the file itself, the deletes applying to it and its v4
+    column files."""
     deletes = sorted((d.delete_file.content_key, d.data_sequence_number) for d in task.deletes)
-    return (task.data_file.content_key, tuple(deletes))
+    return (task.data_file.content_key, tuple(deletes), task.data_file.column_files)
 
 
 def diff_states(cache: PlanCache, old: Snapshot | None, new: Snapshot) -> StateDiff:
@@ -133,7 +135,30 @@ def _position_deletes_only(task: FileScanTask) -> bool:
 def _same_file_change(
     io: FileIO, old: FileScanTask, new: FileScanTask, request: ReadRequest
 ) -> tuple[pa.Table, pa.Table]:
-    """Rows of one data file live in ``old`` only, and live in ``new`` only."""
+    """Rows of one data file live in ``old`` only, and live in ``new`` only.
+
+    A row a new v4 column file holds counts on both sides (its values may have changed);
+    rows with equal values on both sides are told apart as carry-overs by the changelog.
+    """
+    rewritten = _new_column_file_positions(io, old, new)
+    if len(rewritten):
+        was = read_task(io, old, request)
+        now = read_task(io, new, request)
+        was_pos, now_pos = was.column(POS_NAME), now.column(POS_NAME)
+        values = pa.array(rewritten, pa.int64())
+        gone = was.filter(
+            pc.or_(
+                pc.invert(pc.is_in(was_pos, value_set=now_pos.combine_chunks())),
+                pc.is_in(was_pos, value_set=values),
+            )
+        )
+        came = now.filter(
+            pc.or_(
+                pc.invert(pc.is_in(now_pos, value_set=was_pos.combine_chunks())),
+                pc.is_in(now_pos, value_set=values),
+            )
+        )
+        return gone, came
     if _position_deletes_only(old) and _position_deletes_only(new):
         old_deleted = deleted_positions(io, old, old.deletes)
         new_deleted = deleted_positions(io, new, new.deletes)
@@ -146,6 +171,14 @@ def _same_file_change(
     gone = was.filter(pc.invert(pc.is_in(was_pos, value_set=now_pos.combine_chunks())))
     came = now.filter(pc.invert(pc.is_in(now_pos, value_set=was_pos.combine_chunks())))
     return gone, came
+
+
+def _new_column_file_positions(io: FileIO, old: FileScanTask, new: FileScanTask) -> np.ndarray:
+    """Positions held by column files the new task has and the old one does not."""
+    known = {cf.location for cf in old.data_file.column_files or ()}
+    added = [cf for cf in new.data_file.column_files or () if cf.location not in known]
+    chunks = [column_file_positions(io, cf, new.data_file) for cf in added]
+    return np.unique(np.concatenate(chunks)) if chunks else np.empty(0, dtype=np.int64)
 
 
 def _rows_at(io: FileIO, task: FileScanTask, request: ReadRequest, positions: np.ndarray) -> pa.Table:

@@ -45,7 +45,8 @@ FILE_PATH = NestedField(FILE_PATH_COLUMN_ID, "_file", StringType(), True)
 POS = NestedField(POS_COLUMN_ID, "_pos", LongType(), True)
 METADATA_COLUMNS = {f.name: f for f in (ROW_ID, LAST_UPDATED_SEQ, FILE_PATH, POS)}
 _POS_NAME = "__icefloe_pos"
-_UPDATED_NAME = "__icefloe_column_file_row"  # rows whose values come from a v4 column file
+_IN_NEWEST_NAME = "__icefloe_newest_column_file_row"  # rows the newest v4 column file holds
+_CF_LINEAGE_NAME = "__icefloe_column_file_lineage"  # the lineage it stores for them
 
 
 @dataclass(frozen=True)
@@ -196,8 +197,9 @@ def read_task(
         file_positions = row_groups.positions()
     table = table.append_column(_POS_NAME, pa.array(file_positions))
     if task.data_file.column_files:
-        table, updated = overlay_column_files(io, task.data_file, table, read_schema, file_positions)
-        table = table.append_column(_UPDATED_NAME, pa.array(updated))
+        table, held = overlay_column_files(io, task.data_file, table, read_schema, file_positions)
+        table = table.append_column(_IN_NEWEST_NAME, pa.array(held.in_newest))
+        table = table.append_column(_CF_LINEAGE_NAME, held.lineage)
 
     if pos_deletes:
         deleted = _deleted_positions(io, task, pos_deletes)
@@ -243,20 +245,21 @@ def _finish(table: pa.Table, task: FileScanTask, request: ReadRequest) -> pa.Tab
 def _last_updated(table: pa.Table, task: FileScanTask) -> pa.ChunkedArray | pa.Array:
     """``_last_updated_sequence_number``: the stored value, else inherited from the entry.
 
-    A row a v4 column file updated inherits the entry's data sequence number (moved to the
-    column file's commit). Other rows of such a file keep what they had: the stored value, else
-    the file sequence number, the data sequence number the file was added with (the entry's
-    own moved on with the column file; docs/v4-decisions.md).
+    Rows of a data file with v4 column files: a row the newest column file holds takes the value
+    stored there, else (updated by that file's commit) the entry's data sequence number, which
+    moved to that commit; any other row keeps the base file's value, else the file sequence
+    number, the data sequence number the file was added with (docs/v4-decisions.md).
     """
     stored = table.column(LAST_UPDATED_SEQ.name)
     if task.data_file.first_row_id is None:
         return pc.coalesce(stored, pa.scalar(None, pa.int64()))
-    if _UPDATED_NAME not in table.column_names:
-        return pc.coalesce(stored, pa.scalar(task.data_sequence_number, pa.int64()))
-    added = task.entry.file_sequence_number
-    kept = pc.coalesce(stored, pa.scalar(task.data_sequence_number if added is None else added, pa.int64()))
     current = pa.scalar(task.data_sequence_number, pa.int64())
-    return pc.if_else(table.column(_UPDATED_NAME), current, kept)
+    if _IN_NEWEST_NAME not in table.column_names:
+        return pc.coalesce(stored, current)
+    added = task.entry.file_sequence_number
+    kept = pc.coalesce(stored, current if added is None else pa.scalar(added, pa.int64()))
+    updated = pc.coalesce(table.column(_CF_LINEAGE_NAME), current)
+    return pc.if_else(table.column(_IN_NEWEST_NAME), updated, kept)
 
 
 def _ids_of(schema: Schema) -> set[int]:

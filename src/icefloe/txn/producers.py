@@ -254,6 +254,7 @@ class RowDelta(RowLevelProducer):
     def change(self, ctx: AttemptContext, current: TableMetadata, parent: Snapshot | None) -> TreeChange:
         """Validate against the commits made since the base; describe the added and retired files."""
         _check_specs(current, [*self.added_data, *self.added_deletes])
+        validation.check_equality_deletes_miss_column_files(ctx.io, current, parent, self.added_deletes)
         targets = self.delete_targets(ctx)
         if targets or self.removed_deletes or self._checks_new_data():
             history = self._history(ctx, current, parent)

@@ -39,7 +39,7 @@ from typing import Any
 
 import pyarrow.compute as pc
 
-from icefloe.errors import CommitConflict, IcefloeError, NotFound
+from icefloe.errors import CommitConflict, IcefloeError, NotFound, ValidationError
 from icefloe.expressions.ast import Expression
 from icefloe.expressions.bound_evaluation import decode_bound
 from icefloe.expressions.evaluators import InclusiveMetricsEvaluator, PartitionEvaluator
@@ -415,3 +415,28 @@ def missing_live_data_files(
     if snapshot is None or not want:
         return sorted(want)
     return sorted(want - live_data_files(io, md, snapshot, want).keys())
+
+
+def check_equality_deletes_miss_column_files(
+    io: Any, md: TableMetadata, snapshot: Snapshot | None, deletes: Iterable[DataFile]
+) -> None:
+    """Refuse equality deletes that would apply to a data file with v4 column files.
+
+    Column updates and equality deletes never mix on one data file (a column update moves the
+    file's data sequence number, which decides which equality deletes apply): the file must be
+    compacted first. An equality delete of an unpartitioned spec applies to every file; one of a
+    partitioned spec to the files of its spec and partition.
+    """
+    equality = [d for d in deletes if d.content == FileContent.EQUALITY_DELETES]
+    if snapshot is None or not equality or md.format_version < 4:
+        return
+    specs = md.specs_by_id()
+    global_scope = any(not specs[d.spec_id].fields for d in equality if d.spec_id in specs)
+    scopes = {(d.spec_id, tuple(d.partition)) for d in equality}
+    for e in live_entries(io, md, snapshot, content=ManifestContent.DATA):
+        f = e.data_file
+        if f.column_files and (global_scope or (f.spec_id, tuple(f.partition)) in scopes):
+            raise ValidationError(
+                f"equality deletes cannot apply to {f.file_path}: it has column files (column updates "
+                "and equality deletes never mix on one data file); compact it first (rewrite_data_files)"
+            )
