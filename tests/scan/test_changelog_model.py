@@ -29,6 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from icefloe.catalog import load_catalog
+from icefloe.errors import ValidationError
 from icefloe.maintenance.expire_snapshots import expire_snapshots
 from icefloe.maintenance.rewrite_data_files import rewrite_data_files
 from icefloe.spec.schema import Schema
@@ -164,9 +165,7 @@ def _net_expected(model: Model, old: int, new: int) -> Counter[tuple[Any, ...]]:
 
 def _records(model: Model, old: int, new: int, net: bool) -> list[tuple[Any, ...]]:
     cols = ("*", "_row_id") if model.lineage else ("*",)
-    scan = model.table.changelog(
-        start_snapshot_id=old, end_snapshot_id=new, columns=cols, net_changes=net
-    )
+    scan = model.table.changelog(start_snapshot_id=old, end_snapshot_id=new, columns=cols, net_changes=net)
     rows = scan.to_arrow().to_pylist()
     return [(r["_change_type"], r.get("_row_id"), r["id"], r["tag"], r["_change_ordinal"]) for r in rows]
 
