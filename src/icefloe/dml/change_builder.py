@@ -237,7 +237,7 @@ class ChangeBuilder:
         """
         gone = np.zeros(rows.num_rows, dtype=bool) if deleted is None else np.asarray(deleted, dtype=bool)
         if mask.any() and self.column_updates and task.file_path not in self.change.column_files:
-            column_file = write_column_update(self.io, self.md, task, rows, mask, updated, field_ids)
+            column_file = write_column_update(self.io, self.md, task, updated, field_ids, current_rows=rows)
             if column_file is not None:
                 self.change.column_files[task.file_path] = column_file
                 self.change.delete_targets.append(task.data_file)

@@ -30,8 +30,9 @@ import uuid
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from icefloe.dml.row_io import POS_COLUMN
+from icefloe.dml.row_io import POS_COLUMN, has_lineage, mark_modified, read_for_change
 from icefloe.formats.parquet.data_files import write_parquet_data_file
 from icefloe.io.fileio import FileIO
 from icefloe.scan.column_files import LINEAGE_FIELD, POS_FIELD, column_file_positions
@@ -57,29 +58,30 @@ def write_column_update(
     io: FileIO,
     md: TableMetadata,
     task: FileScanTask,
-    rows: pa.Table,
-    updated_mask: np.ndarray,
     updated_rows: pa.Table,
     field_ids: tuple[int, ...],
+    current_rows: pa.Table | None = None,
 ) -> ColumnFile | None:
     """Write the column file giving the task's file its updated values; None to fall back.
 
-    ``rows``: every live row of the file from ``read_for_change`` (``_pos`` included);
-    ``updated_mask``: which of them change; ``updated_rows``: those rows with their new values.
+    ``updated_rows``: the rows that change, with their new values and ``_pos``;
+    ``current_rows``: every live row of the file as ``read_for_change`` gives them, when the
+    caller has them (they are read here only if earlier column files hold rows to carry over).
     """
     if not field_ids or _has_delete_files(task) or _moves_partitions(md, task, field_ids):
         return None
     schema = md.schema()
     fields = [f for f in schema.fields if f.field_id in field_ids]
-    names = [f.name for f in fields]
-    carried = _held_positions(io, task)
-    positions = rows.column(POS_COLUMN).to_numpy(zero_copy_only=False)
-    keep = ~updated_mask & np.isin(positions, carried)  # current values of rows taken over
-    lineage = LINEAGE_FIELD.name in rows.column_names
-    columns = [*names, POS_COLUMN, *((LINEAGE_FIELD.name,) if lineage else ())]
-    parts = [rows.filter(pa.array(keep)).select(columns), updated_rows.select(columns)]
-    values = pa.concat_tables(parts, promote_options="permissive")
-    values = values.sort_by(POS_COLUMN)
+    lineage = has_lineage(md)
+    columns = [*(f.name for f in fields), POS_COLUMN, *((LINEAGE_FIELD.name,) if lineage else ())]
+    parts = [_columns(mark_modified(updated_rows), columns)]
+    updated_positions = updated_rows.column(POS_COLUMN).to_numpy(zero_copy_only=False)
+    carried = np.setdiff1d(_held_positions(io, task), updated_positions)
+    if len(carried):  # rows earlier column files hold: current values and lineage carried over
+        rows = current_rows if current_rows is not None else read_for_change(io, md, task)
+        held = pc.is_in(rows.column(POS_COLUMN), value_set=pa.array(carried, pa.int64()))
+        parts.insert(0, _columns(rows.filter(held), columns))
+    values = pa.concat_tables(parts, promote_options="permissive").sort_by(POS_COLUMN)
     limit = checked_int_property(md.properties, MAX_SIZE_PERCENT, DEFAULT_MAX_SIZE_PERCENT)
     if values.nbytes * 100 > updated_rows.nbytes * limit:
         return None
@@ -105,6 +107,14 @@ def write_column_update(
         field_ids=tuple(f.field_id for f in fields),
         split_offsets=written.split_offsets,
     )
+
+
+def _columns(rows: pa.Table, names: list[str]) -> pa.Table:
+    """``rows`` reduced to ``names`` (a missing lineage column reads as null: inherited)."""
+    for name in names:
+        if name not in rows.column_names:
+            rows = rows.append_column(name, pa.nulls(rows.num_rows, pa.int64()))
+    return rows.select(names)
 
 
 def _moves_partitions(md: TableMetadata, task: FileScanTask, field_ids: tuple[int, ...]) -> bool:

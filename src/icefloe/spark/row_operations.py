@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from icefloe.deprecation import renamed
 from icefloe.dml.change_builder import COPY_ON_WRITE, RowLevelChange, RowLevelResult, write_mode
+from icefloe.dml.column_updates import column_updates_enabled
 from icefloe.dml.copy_on_write import retired_deletes
 from icefloe.errors import CommitStateUnknown, ValidationError, nothing_committed
 from icefloe.expressions.ast import (
@@ -80,7 +81,7 @@ from icefloe.spark.row_writer import (
 from icefloe.spark.runtime import resolve_catalog
 from icefloe.spec.schema import Schema
 from icefloe.spec.table_metadata import TableMetadata
-from icefloe.spec.types import IntegerType, LongType, StringType
+from icefloe.spec.types import IntegerType, LongType, NestedField, StringType
 from icefloe.txn.commit_options import DEFAULT_OPTIONS, CommitOptions, resolve_options
 from icefloe.txn.producers import branch_head
 
@@ -236,7 +237,7 @@ def update_rows(
     old = {f.name: F.col(quote(f.name)) for f in schema.fields}
     meta = {n: F.col(quote(n)) for n in metadata_columns(md)}
     changes = stage.select(*change_frame_columns(md, old, values, action, meta))
-    return _run_changes(spark, table, change, tasks, changes, branch_name, properties)
+    return _run_changes(spark, table, change, tasks, changes, branch_name, properties, fields)
 
 
 def _row_condition(
@@ -419,7 +420,7 @@ def merge_into(
         conflict_filter=scan_filter,
         case_sensitive=case_sensitive,
     )
-    return _run_changes(spark, table, change, tasks, changes, branch_name, properties)
+    return _run_changes(spark, table, change, tasks, changes, branch_name, properties, upd_fields)
 
 
 def _is_set(clause: Any) -> bool:
@@ -580,8 +581,12 @@ def _run_changes(
     changes: DataFrame,
     branch: str,
     snapshot_properties: dict[str, str] | None,
+    updated_fields: Sequence[NestedField] = (),
 ) -> RowLevelResult:
-    """Run the change frame through the executors and commit what they wrote."""
+    """Run the change frame through the executors and commit what they wrote.
+
+    ``updated_fields``: the columns updates set (v4 column updates write just those).
+    """
     from pyspark.sql import functions as F
 
     md = table.metadata
@@ -595,7 +600,8 @@ def _run_changes(
     partitions = max(1, min(shuffle, max(len(tasks), spark.sparkContext.defaultParallelism)))
     clustered = cluster_by_partition(changes, md, tasks, partitions)
     staging = JobStaging.create(table.io, md)
-    job = ChangeJob(staging.metadata, dict(table.io.properties), cow)
+    columns = tuple(f.field_id for f in updated_fields) if column_updates_enabled(md, not cow) else ()
+    job = ChangeJob(staging.metadata, dict(table.io.properties), cow, columns)
     by_path = {t.file_path: t for t in tasks}
     payload = spark.sparkContext.broadcast(pickle.dumps(by_path))
 
@@ -626,6 +632,8 @@ def _absorb(
         change.removed.extend(retired_deletes(table.io, table.metadata, task))
     change.added.extend(total.added)
     change.deletes = change.deletes.merge(total.deletes)
+    change.column_files.update(total.column_files)
+    change.delete_targets.extend(tasks[path].data_file for path in total.column_files)
     change.deleted_rows += total.deleted_rows
     change.updated_rows += total.updated_rows
     change.inserted_rows += total.inserted_rows

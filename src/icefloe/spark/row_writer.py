@@ -11,7 +11,8 @@ Two inputs:
   lineage columns, clustered by ``_file`` and sorted by it within each Spark partition, so the
   rows of one data file arrive together. Copy-on-write rewrites every file with a changed row
   (kept and updated rows); merge-on-read deletes the changed positions and writes updated rows
-  as new rows; inserted rows are written as new rows either way.
+  as new rows, or (v4 column updates) writes a column file of the set columns for the updated
+  rows; inserted rows are written as new rows either way.
 
 Every file goes to the job's staging directory (the metadata's ``write.data.path``); the result
 of each Spark task is one pickled ``ChangeResult``.
@@ -27,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icefloe.dml.column_updates import write_column_update
 from icefloe.dml.delete import matching_positions
 from icefloe.dml.position_deletes import RowDeletes, write_row_deletes
 from icefloe.dml.row_io import LINEAGE_COLUMNS, POS_COLUMN, read_for_change, write_changed_rows
@@ -37,7 +39,7 @@ from icefloe.io.fileio import FileIO
 from icefloe.scan.tasks import FileScanTask
 from icefloe.spark.arrow_bridge import from_spark_arrow
 from icefloe.spark.runtime import executor_io
-from icefloe.spec.content import DataFile
+from icefloe.spec.content import ColumnFile, DataFile
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.types import NestedField
 
@@ -54,6 +56,7 @@ class ChangeResult:
     removed: list[str] = field(default_factory=list)  # data files rewritten or dropped (copy-on-write)
     added: list[DataFile] = field(default_factory=list)  # new data files
     deletes: RowDeletes = field(default_factory=RowDeletes)  # merge-on-read deletes
+    column_files: dict[str, ColumnFile] = field(default_factory=dict)  # v4 column updates by data file
     deleted_rows: int = 0
     updated_rows: int = 0
     inserted_rows: int = 0
@@ -64,6 +67,7 @@ class ChangeResult:
             removed=[*self.removed, *other.removed],
             added=[*self.added, *other.added],
             deletes=self.deletes.merge(other.deletes),
+            column_files={**self.column_files, **other.column_files},
             deleted_rows=self.deleted_rows + other.deleted_rows,
             updated_rows=self.updated_rows + other.updated_rows,
             inserted_rows=self.inserted_rows + other.inserted_rows,
@@ -71,12 +75,13 @@ class ChangeResult:
 
     def written_paths(self) -> set[str]:
         """Every file written for this result (what the staging directory must keep)."""
-        return {f.file_path for f in self.added} | set(self.deletes.written_files)
+        columns = {cf.location for cf in self.column_files.values()}
+        return {f.file_path for f in self.added} | set(self.deletes.written_files) | columns
 
     @property
     def changes_anything(self) -> bool:
         """True when a commit is needed."""
-        return bool(self.removed or self.added or not self.deletes.is_empty)
+        return bool(self.removed or self.added or self.column_files or not self.deletes.is_empty)
 
 
 def merge_results(results: Iterable[ChangeResult]) -> ChangeResult:
@@ -150,6 +155,7 @@ class ChangeJob:
     metadata: TableMetadata
     io_properties: dict[str, str]
     copy_on_write: bool
+    column_ids: tuple[int, ...] = ()  # v4 column updates on: the top-level columns an update sets
 
 
 def write_changes(
@@ -198,10 +204,22 @@ def write_changes(
         if job.copy_on_write:
             out.removed.append(path)
             add_rows(rows.filter(pc.or_(updated, pc.equal(actions, KEEP))))
+        elif n_updated and job.column_ids and _column_update(path, rows, updated):
+            gone = rows.filter(pc.equal(actions, DELETE)).column(POS_COLUMN).to_numpy()
+            if len(gone):
+                targets.append((_task(tasks, path), gone))
         else:
             positions = rows.filter(changed).column(POS_COLUMN).to_numpy()
             targets.append((_task(tasks, path), positions))
             add_rows(rows.filter(updated))
+
+    def _column_update(path: str, rows: pa.Table, updated: pa.ChunkedArray) -> bool:
+        """Write a column file for the updated rows of one data file (False: fall back)."""
+        new_values = from_spark_arrow(rows.filter(updated), schema)
+        column_file = write_column_update(io, md, _task(tasks, path), new_values, job.column_ids)
+        if column_file is not None:
+            out.column_files[path] = column_file
+        return column_file is not None
 
     try:
         current: str | None = None
