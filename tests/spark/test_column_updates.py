@@ -123,7 +123,9 @@ def test_sql_update_and_merge_write_column_files(spark, catalog: Catalog, pair) 
     last = table.current_snapshot()
     assert last is not None and last.parent_snapshot_id is not None
     changes = table.changelog(last.parent_snapshot_id, identifier_columns=["id"]).to_arrow()
-    assert sorted(zip(changes.column("_change_type").to_pylist(), changes.column("id").to_pylist())) == [
+    assert sorted(
+        zip(changes.column("_change_type").to_pylist(), changes.column("id").to_pylist(), strict=True)
+    ) == [
         ("UPDATE_AFTER", 1),
         ("UPDATE_AFTER", 60),
         ("UPDATE_BEFORE", 1),
