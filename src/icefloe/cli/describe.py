@@ -331,17 +331,23 @@ def _manifest_dv(table: Table, ref: ManifestFile) -> str:
 
 
 def _inline_row(location: str, entry: ManifestEntry) -> Row:
-    """An inline DATA / EQUALITY_DELETES entry: status, record count, colocated DV, path."""
+    """An inline DATA / EQUALITY_DELETES entry: status, record count, colocated DV, column files
+    (the field ids each holds), path."""
     df = entry.data_file
     dv = df.deletion_vector
     dv_cell = "" if dv is None else f"dv={dv.cardinality}"
     dv_file = "" if dv is None else f"dv in {relative_path(location, dv.location)}"
+    columns = df.column_files or ()
+    column_cell = "" if not columns else "columns=" + ";".join(",".join(map(str, c.field_ids)) for c in columns)
+    column_paths = [f"column file {relative_path(location, c.location)}" for c in columns]
     return (
         df.content.name,
         entry.status.name,
         "inline",
         f"records={df.record_count}",
         dv_cell,
+        column_cell,
         relative_path(location, df.file_path),
         dv_file,
+        *column_paths,
     )
