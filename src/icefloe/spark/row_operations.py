@@ -83,6 +83,7 @@ from icefloe.spark.row_writer import (
 )
 from icefloe.spark.runtime import resolve_catalog
 from icefloe.spec.schema import Schema
+from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.types import IntegerType, LongType, StringType
 from icefloe.txn.commit_options import DEFAULT_OPTIONS, CommitOptions, resolve_options
@@ -128,13 +129,7 @@ def delete_rows(
     bind(md.schema(), expr, case_sensitive)
     chosen = write_mode(md, "delete", mode)
     base = branch_head(md, branch_name)
-    change = RowLevelChange(
-        "delete",
-        chosen,
-        base_snapshot_id=base.snapshot_id if base else None,
-        conflict_filter=expr,
-        case_sensitive=case_sensitive,
-    )
+    change = _new_change("delete", chosen, base, expr, case_sensitive)
     tasks = plan_files(table.io, md, base, expr, case_sensitive=case_sensitive) if base else []
     if not tasks:
         return change.result()
@@ -220,23 +215,14 @@ def update_rows(
     fields, exprs = assignment_exprs(schema, set, case_sensitive, "update", "__icefloe_set_")
     stage = _select(target, ["*", *exprs], "update")
     values = conform_assignments(stage.schema, fields, "update", "__icefloe_set_")
-    change = RowLevelChange(
-        "update",
-        chosen,
-        base_snapshot_id=base.snapshot_id if base else None,
-        conflict_filter=expr,
-        case_sensitive=case_sensitive,
-    )
+    change = _new_change("update", chosen, base, expr, case_sensitive)
     if not tasks:
         return change.result()
     from pyspark.sql import functions as F
 
     matched = _row_condition(schema, expr, spark_condition, case_sensitive)
     action = F.when(matched, F.lit(UPDATE)).otherwise(F.lit(KEEP))
-    old = {f.name: F.col(quote(f.name)) for f in schema.fields}
-    meta = {n: F.col(quote(n)) for n in metadata_columns(md)}
-    changes = stage.select(*change_frame_columns(md, old, values, action, meta))
-    return _run_changes(spark, table, change, tasks, changes, branch_name, properties)
+    return _run_target_changes(spark, table, change, tasks, stage, action, values, branch_name, properties)
 
 
 def _row_condition(
@@ -278,22 +264,13 @@ def delete_where(
     base = branch_head(md, branch)
     tasks = plan_files(table.io, md, base, expr, case_sensitive=case_sensitive) if base else []
     target = target_frame(spark, md, dict(table.io.properties), tasks, case_sensitive)
-    change = RowLevelChange(
-        "delete",
-        write_mode(md, "delete", mode),
-        base_snapshot_id=base.snapshot_id if base else None,
-        conflict_filter=expr,
-        case_sensitive=case_sensitive,
-    )
+    change = _new_change("delete", write_mode(md, "delete", mode), base, expr, case_sensitive)
     if not tasks:
         return change.result()
     matched = _row_condition(schema, expr, spark_condition, case_sensitive)
     stage = _select(target, ["*", matched.alias("__icefloe_matched")], "delete")
     action = F.when(F.col("__icefloe_matched"), F.lit(DELETE)).otherwise(F.lit(KEEP))
-    old = {f.name: F.col(quote(f.name)) for f in schema.fields}
-    meta = {n: F.col(quote(n)) for n in metadata_columns(md)}
-    changes = stage.select(*change_frame_columns(md, old, {}, action, meta))
-    return _run_changes(spark, table, change, tasks, changes, branch, snapshot_properties)
+    return _run_target_changes(spark, table, change, tasks, stage, action, {}, branch, snapshot_properties)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -419,13 +396,7 @@ def execute_merge(
     )
     if spec.has_matched and tasks:
         _check_single_match(source, target, keys, source_keys)
-    change = RowLevelChange(
-        "merge",
-        chosen,
-        base_snapshot_id=base.snapshot_id if base else None,
-        conflict_filter=scan_filter,
-        case_sensitive=case_sensitive,
-    )
+    change = _new_change("merge", chosen, base, scan_filter, case_sensitive)
     return _run_changes(spark, table, change, tasks, changes, options.branch, options.properties)
 
 
@@ -513,6 +484,45 @@ def _select(frame: DataFrame, columns: list[Any], what: str) -> DataFrame:
     except (AnalysisException, ParseException) as exc:
         text = str(exc).strip().splitlines()
         raise ValidationError(f"{what}: {text[0] if text else type(exc).__name__}") from None
+
+
+def _new_change(
+    operation: str,
+    mode: str,
+    base: Snapshot | None,
+    conflict_filter: Expression,
+    case_sensitive: bool,
+) -> RowLevelChange:
+    """An empty change against ``base`` (the branch head), validated at commit by ``conflict_filter``."""
+    return RowLevelChange(
+        operation,
+        mode,
+        base_snapshot_id=base.snapshot_id if base else None,
+        conflict_filter=conflict_filter,
+        case_sensitive=case_sensitive,
+    )
+
+
+def _run_target_changes(
+    spark: SparkSession,
+    table: Table,
+    change: RowLevelChange,
+    tasks: list[FileScanTask],
+    stage: DataFrame,
+    action: Column,
+    values: Mapping[str, Column],
+    branch: str,
+    snapshot_properties: dict[str, str] | None,
+) -> RowLevelResult:
+    """Run and commit the changes of target rows: ``stage`` holds the table's and the metadata
+    columns by name, ``action`` and ``values`` (updated columns) are Columns over it."""
+    from pyspark.sql import functions as F
+
+    md = table.metadata
+    old = {f.name: F.col(quote(f.name)) for f in md.schema().fields}
+    meta = {n: F.col(quote(n)) for n in metadata_columns(md)}
+    changes = stage.select(*change_frame_columns(md, old, values, action, meta))
+    return _run_changes(spark, table, change, tasks, changes, branch, snapshot_properties)
 
 
 def _run_changes(
