@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from icefloe.dml.merge_clauses import DELETE as SPEC_DELETE
-from icefloe.dml.merge_clauses import MergeSpec, WhenMatched, WhenNotMatched, WhenNotMatchedBySource
+from icefloe.dml.merge_clauses import MergeClause, MergeSpec, WhenNotMatched
 from icefloe.errors import ValidationError
 from icefloe.spark.row_frames import assignment_exprs, conform_assignments, quote
 from icefloe.spark.row_writer import DELETE, INSERT, KEEP, UPDATE
@@ -40,8 +40,6 @@ KEEP_INDEX = -1  # a target row no clause applies to
 TARGET_ALIAS, SOURCE_ALIAS = "target", "source"  # merge_into's aliases of the joined pair
 SOURCE_MARKER = "__icefloe_source_row"  # a column merge_into adds to the source: true on its rows
 
-Clause = WhenMatched | WhenNotMatched | WhenNotMatchedBySource
-
 
 @dataclass(frozen=True)
 class PlannedClause:
@@ -55,7 +53,8 @@ class PlannedClause:
 
     @property
     def prefix(self) -> str:
-        return f"__icefloe_c{self.index}_"
+        """The alias prefix of its raw values in the stage frame."""
+        return _value_prefix(self.index)
 
 
 @dataclass(frozen=True)
@@ -104,8 +103,8 @@ class SparkMergePlan:
         """Over the stage frame: per column the UPDATE (or INSERT) clauses assign, its new value.
 
         ``otherwise`` gives the value of a column the applying clause does not assign (only asked
-        for a column some clause of that action leaves unassigned). Values are conformed to the column's type;
-        a lossy one is a ValidationError naming the column.
+        for a column some clause of that action leaves unassigned). Values are conformed to the
+        column's type; a lossy one is a ValidationError naming the column.
         """
         from pyspark.sql import functions as F
 
@@ -138,7 +137,7 @@ def plan_merge(
     if not (spec.matched or spec.not_matched or spec.not_matched_by_source):
         raise ValidationError("MERGE needs at least one clause (when_matched_update(), ...)")
     has_target, has_source = merge_row_state()
-    ordered: list[tuple[Column, Clause]] = [
+    ordered: list[tuple[Column, MergeClause]] = [
         *[(has_target & has_source, c) for c in spec.matched],
         *[(~has_target & has_source, c) for c in spec.not_matched],
         *[(has_target & ~has_source, c) for c in spec.not_matched_by_source],
@@ -156,10 +155,14 @@ def plan_merge(
             action, assigned = UPDATE, clause.set
         if assigned is None:
             assigned = _every_source_column(schema, source_columns, case_sensitive)
-        prefix = f"__icefloe_c{index}_"
-        fields, raw = assignment_exprs(schema, assigned, case_sensitive, f"merge {action}", prefix)
+        what, prefix = f"merge {action}", _value_prefix(index)
+        fields, raw = assignment_exprs(schema, assigned, case_sensitive, what, prefix)
         planned.append(PlannedClause(index, applies, action, tuple(fields), tuple(raw)))
     return SparkMergePlan(tuple(planned))
+
+
+def _value_prefix(index: int) -> str:
+    return f"__icefloe_c{index}_"
 
 
 def merge_row_state() -> tuple[Column, Column]:

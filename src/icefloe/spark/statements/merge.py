@@ -16,6 +16,7 @@ from sqlglot import exp
 from icefloe.dml.merge_clauses import (
     DELETE,
     UPDATE,
+    MergeClause,
     MergeSpec,
     WhenMatched,
     WhenNotMatched,
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
     from icefloe.spec.schema import Schema
 
 _TARGET, _SOURCE = "target", "source"  # execute_merge's aliases of the joined pair
-Clause = WhenMatched | WhenNotMatched | WhenNotMatchedBySource
 
 
 def merge(ctx: SqlContext, tree: exp.Merge) -> DataFrame | None:
@@ -159,7 +159,7 @@ class _Qualifier:
         return to_sql(node.copy().transform(rewrite))
 
 
-def _clause(when: exp.When, schema: Schema, source_columns: list[str], qualify: _Qualifier) -> Clause:
+def _clause(when: exp.When, schema: Schema, source_columns: list[str], qualify: _Qualifier) -> MergeClause:
     matched = bool(when.args.get("matched"))
     by_source = bool(when.args.get("source"))
     cond = when.args.get("condition")
