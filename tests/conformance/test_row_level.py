@@ -23,6 +23,8 @@ from icefloe.table.table import Table
 from tests.support.engines import (
     ENGINES,
     NOT_IMPLEMENTED,
+    Compare,
+    FromSource,
     Literal,
     MergeSpec,
     PlusSource,
@@ -32,6 +34,7 @@ from tests.support.engines import (
     SourceBelow,
     SparkEngine,
     SqlEngine,
+    When,
     fresh_table_name,
 )
 
@@ -118,6 +121,35 @@ CASES: dict[str, Case] = {
             mode,
         ),
         {4: ("a", 44), 5: ("b", 55)},
+    ),
+    "merge_ordered_conditional_clauses_of_every_kind": Case(
+        "merge",
+        lambda engine, table, mode: engine.merge(
+            table,
+            arrow_rows([(1, "a", -1), (2, "b", 5), (3, "z", 300), (7, "a", 700), (8, "b", 80), (9, "c", 9)]),
+            MergeSpec(
+                "id",
+                clauses=(
+                    When("matched", "delete", Compare("source", "val", "<", 0)),
+                    When("matched", "update", Compare("source", "val", "<", 10), {"val": PlusSource("val")}),
+                    When("matched", "update"),  # UPDATE SET *, into another partition
+                    When("not_matched", "insert", Compare("source", "val", ">=", 500)),
+                    When(
+                        "not_matched",
+                        "insert",
+                        Compare("source", "cat", "=", "b"),
+                        {"id": FromSource("id"), "cat": Literal("new"), "val": FromSource("val")},
+                    ),
+                    When("by_source", "delete", Compare("target", "val", ">=", 60)),
+                    When(
+                        "by_source", "update", Compare("target", "cat", "=", "a"), {"val": Scaled("val", 10)}
+                    ),
+                ),
+            ),
+            mode,
+        ),
+        # 1 deleted; 2 first matching update; 9 no insert applies; 6 deleted, 4 updated, 5 kept (by source)
+        {2: ("b", 25), 3: ("z", 300), 4: ("a", 400), 5: ("b", 50), 7: ("a", 700), 8: ("new", 80)},
     ),
     "upsert": Case(
         "upsert",

@@ -1,20 +1,22 @@
 """Engines for the row-level conformance suite: one vocabulary, one adapter per front-end.
 
 A conformance test says *what* to change with the neutral values below (``Literal``, ``Scaled``,
-``PlusSource``, ``SourceBelow``, ``MergeSpec``) and hands them to an engine, which translates them
-to its own API: ``PythonEngine`` to ``Table.delete / update / merge / upsert`` (pyarrow compute
-expressions), ``SparkEngine`` to ``icefloe.spark.delete_rows / update_rows / merge_into`` (Spark
-SQL text). Filters are icefloe filter text, which every engine accepts.
+``PlusSource``, ``FromSource``, ``SourceBelow``, ``Compare``, ``When``, ``MergeSpec``) and hands
+them to an engine, which translates them to its own API: ``PythonEngine`` to ``Table.delete /
+update / merge / upsert`` (pyarrow compute expressions), ``SparkEngine`` to
+``icefloe.spark.delete_rows / update_rows / merge_into`` (the keyword form of MERGE) or ``merge``
+(ordered clauses), with Spark SQL text, ``SqlEngine`` to SQL statements. Filters are icefloe
+filter text, which every engine accepts.
 
 An engine that lacks an operation raises ``NotImplementedError`` from it; the suite marks those
 combinations ``xfail(strict=True, reason="not implemented: ...")`` (``NOT_IMPLEMENTED``), so the
-test fails, and the mark must go, as soon as the operation appears. The SQL front-end has a slot
-(``SqlEngine``) to be filled in.
+test fails, and the mark must go, as soon as the operation appears.
 """
 
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -50,7 +52,14 @@ class PlusSource:
     column: str
 
 
-Value = Literal | Scaled | PlusSource
+@dataclass(frozen=True)
+class FromSource:
+    """In a MERGE: the source row's ``column``."""
+
+    column: str
+
+
+Value = Literal | Scaled | PlusSource | FromSource
 
 
 @dataclass(frozen=True)
@@ -62,14 +71,58 @@ class SourceBelow:
 
 
 @dataclass(frozen=True)
+class Compare:
+    """In a MERGE clause: ``<side>.<column> <op> <value>`` (side ``source`` or ``target``, op ``<``,
+    ``>=`` or ``=``)."""
+
+    side: str
+    column: str
+    op: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class When:
+    """One ordered MERGE clause: ``kind`` ``matched`` / ``not_matched`` / ``by_source``, ``action``
+    ``update`` / ``delete`` / ``insert``; ``values`` None is ``UPDATE SET *`` / ``INSERT *``."""
+
+    kind: str
+    action: str
+    condition: Compare | None = None
+    values: Mapping[str, Value] | None = None
+
+
+@dataclass(frozen=True)
 class MergeSpec:
-    """``MERGE INTO target USING source ON on`` with the clauses that are set."""
+    """``MERGE INTO target USING source ON on``: the keyword form (the flags that are set), or
+    ordered ``clauses`` (then the flags are unused)."""
 
     on: str
     matched_update: bool | Mapping[str, Value] = False
     matched_delete: bool | SourceBelow = False
     not_matched_insert: bool = False
     not_matched_by_source_delete: bool = False
+    clauses: tuple[When, ...] = ()
+
+    def ordered(self) -> tuple[When, ...]:
+        """The clauses in order (the keyword form's: matched delete, matched update, insert, by-source
+        delete)."""
+        if self.clauses:
+            return self.clauses
+        out: list[When] = []
+        if isinstance(self.matched_delete, SourceBelow):
+            below = self.matched_delete
+            out.append(When("matched", "delete", Compare("source", below.column, "<", below.bound)))
+        elif self.matched_delete:
+            out.append(When("matched", "delete"))
+        if self.matched_update:
+            values = None if self.matched_update is True else self.matched_update
+            out.append(When("matched", "update", values=values))
+        if self.not_matched_insert:
+            out.append(When("not_matched", "insert"))
+        if self.not_matched_by_source_delete:
+            out.append(When("by_source", "delete"))
+        return tuple(out)
 
 
 class RowLevelEngine(Protocol):
@@ -101,11 +154,41 @@ class RowLevelEngine(Protocol):
 # ---------------------------------------------------------------- Python Table API
 
 
+def add_clauses(builder: Any, clauses: tuple[When, ...], condition: Any, value: Any) -> Any:
+    """Add the ordered clauses to a MERGE builder (``Table.merge`` or ``icefloe.spark.merge``),
+    with ``condition`` / ``value`` translating the neutral conditions and values; then execute."""
+    for clause in clauses:
+        cond = None if clause.condition is None else condition(clause.condition)
+        values = None if clause.values is None else {c: value(v) for c, v in clause.values.items()}
+        if clause.action == "insert":
+            builder.when_not_matched_insert(values, condition=cond)
+        elif clause.kind == "matched" and clause.action == "update":
+            builder.when_matched_update(values, condition=cond)
+        elif clause.kind == "matched":
+            builder.when_matched_delete(cond)
+        elif clause.action == "update":
+            assert values is not None
+            builder.when_not_matched_by_source_update(values, condition=cond)
+        else:
+            builder.when_not_matched_by_source_delete(cond)
+    return builder.execute()
+
+
+_ARROW_OPS = {"<": operator.lt, ">=": operator.ge, "=": operator.eq}
+
+
+def _arrow_condition(condition: Compare) -> pc.Expression:
+    column = condition.column if condition.side == "target" else f"source.{condition.column}"
+    return _ARROW_OPS[condition.op](pc.field(column), condition.value)
+
+
 def _arrow_value(value: Value) -> Any:
     if isinstance(value, Literal):
         return value.value
     if isinstance(value, Scaled):
         return pc.multiply(pc.field(value.column), value.factor)
+    if isinstance(value, FromSource):
+        return pc.field(f"source.{value.column}")
     return pc.add(pc.field(value.column), pc.field(f"source.{value.column}"))
 
 
@@ -131,26 +214,9 @@ class PythonEngine:
 
     def merge(self, table: Table, source: pa.Table, spec: MergeSpec, mode: str) -> None:
         """``Table.merge`` with pyarrow compute expressions (``source.x`` names the source's x)."""
-        update: bool | dict[str, Any] = (
-            spec.matched_update
-            if isinstance(spec.matched_update, bool)
-            else {column: _arrow_value(v) for column, v in spec.matched_update.items()}
+        add_clauses(
+            table.merge(source, on=spec.on, mode=mode), spec.ordered(), _arrow_condition, _arrow_value
         )
-        delete: bool | pc.Expression = (
-            spec.matched_delete
-            if isinstance(spec.matched_delete, bool)
-            else pc.field(f"source.{spec.matched_delete.column}") < spec.matched_delete.bound
-        )
-        merge = table.merge(source, on=spec.on, mode=mode)
-        if delete is not False:
-            merge.when_matched_delete(condition=None if delete is True else delete)
-        if update:
-            merge.when_matched_update(set=None if update is True else update)
-        if spec.not_matched_insert:
-            merge.when_not_matched_insert()
-        if spec.not_matched_by_source_delete:
-            merge.when_not_matched_by_source_delete()
-        merge.execute()
 
     def upsert(self, table: Table, source: pa.Table, on: str, mode: str) -> None:
         """``Table.upsert``."""
@@ -171,7 +237,17 @@ def _sql_value(value: Value, target: str = "") -> str:
         return _sql_literal(value.value)
     if isinstance(value, Scaled):
         return f"{target}{value.column} * {value.factor}"
+    if isinstance(value, FromSource):
+        return f"source.{value.column}"
     return f"target.{value.column} + source.{value.column}"
+
+
+def _sql_condition(condition: Compare) -> str:
+    return f"{condition.side}.{condition.column} {condition.op} {_sql_literal(condition.value)}"
+
+
+def _merge_value(value: Value) -> str:
+    return _sql_value(value, "target.")
 
 
 _SPARK_TYPES = {pa.int64(): "bigint", pa.string(): "string"}
@@ -212,13 +288,19 @@ class SparkEngine:
         return self._spark.createDataFrame(rows, ddl)
 
     def merge(self, table: Table, source: pa.Table, spec: MergeSpec, mode: str) -> None:
-        """``merge_into`` with Spark SQL over ``target.*`` / ``source.*``."""
-        from icefloe.spark import merge_into
+        """The keyword form through ``merge_into``, ordered clauses through the ``merge()`` builder,
+        with Spark SQL over ``target.*`` / ``source.*``."""
+        from icefloe.spark import merge, merge_into
 
+        frame = self._frame(source)
+        if spec.clauses:
+            builder = merge(frame, table.name, on=spec.on, mode=mode, catalog=self._catalog)
+            add_clauses(builder, spec.clauses, _sql_condition, _merge_value)
+            return
         update: bool | dict[str, str] = (
             spec.matched_update
             if isinstance(spec.matched_update, bool)
-            else {c: _sql_value(v, "target.") for c, v in spec.matched_update.items()}
+            else {c: _merge_value(v) for c, v in spec.matched_update.items()}
         )
         delete: bool | str = (
             spec.matched_delete
@@ -226,7 +308,7 @@ class SparkEngine:
             else f"source.{spec.matched_delete.column} < {spec.matched_delete.bound}"
         )
         merge_into(
-            self._frame(source),
+            frame,
             table.name,
             on=spec.on,
             when_matched_update=update,
@@ -298,21 +380,7 @@ class SqlEngine:
 
     def merge(self, table: Table, source: pa.Table, spec: MergeSpec, mode: str) -> None:
         """``MERGE INTO t AS target USING ... AS source`` with the clauses of ``spec`` in order."""
-        clauses = []
-        if isinstance(spec.matched_delete, SourceBelow):
-            below = spec.matched_delete
-            clauses.append(f"WHEN MATCHED AND source.{below.column} < {below.bound} THEN DELETE")
-        elif spec.matched_delete:
-            clauses.append("WHEN MATCHED THEN DELETE")
-        if spec.matched_update is True:
-            clauses.append("WHEN MATCHED THEN UPDATE SET *")
-        elif spec.matched_update:
-            sets = ", ".join(f"{c} = {_sql_value(v, 'target.')}" for c, v in spec.matched_update.items())
-            clauses.append(f"WHEN MATCHED THEN UPDATE SET {sets}")
-        if spec.not_matched_insert:
-            clauses.append("WHEN NOT MATCHED THEN INSERT *")
-        if spec.not_matched_by_source_delete:
-            clauses.append("WHEN NOT MATCHED BY SOURCE THEN DELETE")
+        clauses = [_sql_clause(c) for c in spec.ordered()]
         view = self._source_view(source)
         text = (
             f"MERGE INTO icefloe.{table.name} AS target USING {view} AS source "
@@ -328,6 +396,26 @@ class SqlEngine:
             "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
         )
         self._run(table, "merge", mode, text)
+
+
+def _sql_clause(clause: When) -> str:
+    """``WHEN ... [AND cond] THEN ...`` of one neutral clause."""
+    kind = {"matched": "MATCHED", "not_matched": "NOT MATCHED", "by_source": "NOT MATCHED BY SOURCE"}
+    head = f"WHEN {kind[clause.kind]}"
+    if clause.condition is not None:
+        head += f" AND {_sql_condition(clause.condition)}"
+    if clause.action == "delete":
+        return f"{head} THEN DELETE"
+    if clause.action == "update":
+        if clause.values is None:
+            return f"{head} THEN UPDATE SET *"
+        sets = ", ".join(f"{c} = {_merge_value(v)}" for c, v in clause.values.items())
+        return f"{head} THEN UPDATE SET {sets}"
+    if clause.values is None:
+        return f"{head} THEN INSERT *"
+    columns = ", ".join(clause.values)
+    values = ", ".join(_merge_value(v) for v in clause.values.values())
+    return f"{head} THEN INSERT ({columns}) VALUES ({values})"
 
 
 ENGINES = ("python", "spark", "sql")

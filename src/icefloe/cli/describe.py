@@ -338,7 +338,9 @@ def _inline_row(location: str, entry: ManifestEntry) -> Row:
     dv_cell = "" if dv is None else f"dv={dv.cardinality}"
     dv_file = "" if dv is None else f"dv in {relative_path(location, dv.location)}"
     columns = df.column_files or ()
-    column_cell = "" if not columns else "columns=" + ";".join(",".join(map(str, c.field_ids)) for c in columns)
+    column_cell = (
+        "" if not columns else "columns=" + ";".join(",".join(map(str, c.field_ids)) for c in columns)
+    )
     column_paths = [f"column file {relative_path(location, c.location)}" for c in columns]
     return (
         df.content.name,

@@ -52,6 +52,9 @@ class WhenNotMatchedBySource:
     set: Mapping[str, Any] | None = None
 
 
+MergeClause = WhenMatched | WhenNotMatched | WhenNotMatchedBySource
+
+
 @dataclass(frozen=True)
 class MergeSpec:
     """The key columns and the ordered clauses of one MERGE."""

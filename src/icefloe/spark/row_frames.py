@@ -172,7 +172,7 @@ def change_frame_columns(
     for f in md.schema().fields:
         value = old[f.name]
         if insert_values is not None:
-            inserted = insert_values[f.name] if f.name in insert_values else _default_value(f)
+            inserted = insert_values[f.name] if f.name in insert_values else insert_default(f)
             value = F.when(action == F.lit(INSERT), inserted).otherwise(value)
         if f.name in new_values:
             value = F.when(action == F.lit(UPDATE), new_values[f.name]).otherwise(value)
@@ -186,7 +186,7 @@ def change_frame_columns(
     return columns
 
 
-def _default_value(f: NestedField) -> Column:
+def insert_default(f: NestedField) -> Column:
     """An inserted row's value for a column the insert does not set: write default, else null."""
     from pyspark.sql import functions as F
 

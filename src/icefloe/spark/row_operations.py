@@ -22,6 +22,7 @@ after the job, and everything the job wrote is deleted when it or its commit fai
 from __future__ import annotations
 
 import pickle
+import warnings
 from collections.abc import Mapping, Sequence
 from functools import reduce
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,7 @@ from icefloe.deprecation import renamed
 from icefloe.dml.change_builder import COPY_ON_WRITE, RowLevelChange, RowLevelResult, write_mode
 from icefloe.dml.column_updates import column_updates_enabled
 from icefloe.dml.copy_on_write import retired_deletes
+from icefloe.dml.merge_clauses import MergeSpec, spec_from_flags
 from icefloe.errors import CommitStateUnknown, ValidationError, nothing_committed
 from icefloe.expressions.ast import (
     AlwaysFalse,
@@ -55,11 +57,13 @@ from icefloe.spark.executor_jobs import (
     result_schema,
     run_chunks,
 )
+from icefloe.spark.merge_plan import SOURCE_ALIAS, SOURCE_MARKER, TARGET_ALIAS, plan_merge
 from icefloe.spark.row_frames import (
     Assignments,
     assignment_exprs,
     change_frame_columns,
     conform_assignments,
+    insert_default,
     metadata_columns,
     quote,
     resolve_columns,
@@ -80,6 +84,7 @@ from icefloe.spark.row_writer import (
 )
 from icefloe.spark.runtime import resolve_catalog
 from icefloe.spec.schema import Schema
+from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.types import IntegerType, LongType, NestedField, StringType
 from icefloe.txn.commit_options import DEFAULT_OPTIONS, CommitOptions, resolve_options
@@ -90,10 +95,6 @@ if TYPE_CHECKING:
 
     from icefloe.catalog.base import Catalog
     from icefloe.table.table import Table
-
-SOURCE, TARGET = "source", "target"
-_SOURCE_MARKER = "__icefloe_source_row"
-
 
 # ---------------------------------------------------------------------------------------------
 # delete
@@ -129,13 +130,7 @@ def delete_rows(
     bind(md.schema(), expr, case_sensitive)
     chosen = write_mode(md, "delete", mode)
     base = branch_head(md, branch_name)
-    change = RowLevelChange(
-        "delete",
-        chosen,
-        base_snapshot_id=base.snapshot_id if base else None,
-        conflict_filter=expr,
-        case_sensitive=case_sensitive,
-    )
+    change = _new_change("delete", chosen, base, expr, case_sensitive)
     tasks = plan_files(table.io, md, base, expr, case_sensitive=case_sensitive) if base else []
     if not tasks:
         return change.result()
@@ -221,23 +216,16 @@ def update_rows(
     fields, exprs = assignment_exprs(schema, set, case_sensitive, "update", "__icefloe_set_")
     stage = _select(target, ["*", *exprs], "update")
     values = conform_assignments(stage.schema, fields, "update", "__icefloe_set_")
-    change = RowLevelChange(
-        "update",
-        chosen,
-        base_snapshot_id=base.snapshot_id if base else None,
-        conflict_filter=expr,
-        case_sensitive=case_sensitive,
-    )
+    change = _new_change("update", chosen, base, expr, case_sensitive)
     if not tasks:
         return change.result()
     from pyspark.sql import functions as F
 
     matched = _row_condition(schema, expr, spark_condition, case_sensitive)
     action = F.when(matched, F.lit(UPDATE)).otherwise(F.lit(KEEP))
-    old = {f.name: F.col(quote(f.name)) for f in schema.fields}
-    meta = {n: F.col(quote(n)) for n in metadata_columns(md)}
-    changes = stage.select(*change_frame_columns(md, old, values, action, meta))
-    return _run_changes(spark, table, change, tasks, changes, branch_name, properties, fields)
+    return _run_target_changes(
+        spark, table, change, tasks, stage, action, values, branch_name, properties, tuple(fields)
+    )
 
 
 def _row_condition(
@@ -279,22 +267,13 @@ def delete_where(
     base = branch_head(md, branch)
     tasks = plan_files(table.io, md, base, expr, case_sensitive=case_sensitive) if base else []
     target = target_frame(spark, md, dict(table.io.properties), tasks, case_sensitive)
-    change = RowLevelChange(
-        "delete",
-        write_mode(md, "delete", mode),
-        base_snapshot_id=base.snapshot_id if base else None,
-        conflict_filter=expr,
-        case_sensitive=case_sensitive,
-    )
+    change = _new_change("delete", write_mode(md, "delete", mode), base, expr, case_sensitive)
     if not tasks:
         return change.result()
     matched = _row_condition(schema, expr, spark_condition, case_sensitive)
     stage = _select(target, ["*", matched.alias("__icefloe_matched")], "delete")
     action = F.when(F.col("__icefloe_matched"), F.lit(DELETE)).otherwise(F.lit(KEEP))
-    old = {f.name: F.col(quote(f.name)) for f in schema.fields}
-    meta = {n: F.col(quote(n)) for n in metadata_columns(md)}
-    changes = stage.select(*change_frame_columns(md, old, {}, action, meta))
-    return _run_changes(spark, table, change, tasks, changes, branch, snapshot_properties)
+    return _run_target_changes(spark, table, change, tasks, stage, action, {}, branch, snapshot_properties)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -320,13 +299,14 @@ def merge_into(
 ) -> RowLevelResult:
     """``MERGE INTO table USING source ON keys``: update or delete matched rows, insert the others.
 
-    Keys (``on``) are column names both sides have; they compare with SQL equality (a null key
-    matches nothing). Expressions are Spark SQL over the pair, with the target row's columns as
-    ``target.x`` and the source row's as ``source.x``:
+    The keyword form of the clauses (``spec_from_flags``); ``icefloe.spark.merge(...)`` takes any
+    number of ordered, conditional clauses. Keys (``on``) are column names both sides have; they
+    compare with SQL equality (a null key matches nothing). Expressions are Spark SQL over the
+    pair, with the target row's columns as ``target.x`` and the source row's as ``source.x``:
 
     - ``when_matched_update``: True sets every table column the source has; or ``{column: expr}``;
     - ``when_matched_delete``: True, or a condition: matched rows where it holds are deleted (the
-      others are updated when ``when_matched_update`` is set);
+      others are updated when ``when_matched_update`` is set; True with an update is refused);
     - ``when_not_matched_insert``: True inserts source rows without a match (columns by name), or
       ``{column: expr}`` over ``source.*`` (unset columns get their write default or null);
     - ``when_not_matched_by_source_delete``: True or a condition over ``target.*``: target rows no
@@ -335,139 +315,94 @@ def merge_into(
     A target row matched by several source rows is a ``ValidationError`` (nothing written).
     ``mode``: None uses ``write.merge.mode``.
 
-    ``action`` (for SQL's ordered, conditional WHEN clauses) replaces the action the flags above
-    imply: a Column over the joined pair (``merge_row_state()`` tells matched / target-only /
-    source-only rows apart) giving ``"update"``, ``"delete"``, ``"insert"``, ``"keep"`` or null;
-    the flags still choose the join, and the assignments (which may be Columns choosing a value
-    per clause) give the values.
+    ``action`` (deprecated: use ``merge(...)``) replaces the action the flags imply: a Column over
+    the joined pair giving ``"update"``, ``"delete"``, ``"insert"``, ``"keep"`` or null per row.
     """
     opts = resolve_options(options, branch, snapshot_properties)
-    branch_name, properties = opts.branch, opts.properties
+    spec = spec_from_flags(
+        on,
+        when_matched_update,
+        when_matched_delete,
+        when_not_matched_insert,
+        when_not_matched_by_source_delete,
+    )
+    if action is not None:
+        warnings.warn(
+            "merge_into(action=...) is deprecated: give ordered clauses with icefloe.spark.merge(...)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+    return execute_merge(source, identifier, spec, mode, catalog, opts, case_sensitive, action)
+
+
+def execute_merge(
+    source: DataFrame,
+    identifier: str | tuple[str, ...],
+    spec: MergeSpec,
+    mode: str | None = None,
+    catalog: Catalog | dict[str, str] | None = None,
+    options: CommitOptions | None = None,
+    case_sensitive: bool = True,
+    action: Column | None = None,
+) -> RowLevelResult:
+    """Run the MERGE ``spec`` of ``source`` into the table (``merge_plan`` gives its Columns): one
+    snapshot, none when nothing changes. ``action`` replaces the clauses' action (see merge_into)."""
     from pyspark.sql import functions as F
 
+    options = options or DEFAULT_OPTIONS
     spark = source.sparkSession
     table = resolve_catalog(spark, catalog).load_table(identifier)
     md = table.metadata
     schema = md.schema()
     chosen = write_mode(md, "merge", mode)
-    keys = resolve_columns(schema, [on] if isinstance(on, str) else list(on), case_sensitive, "merge")
-    if not keys:
-        raise ValidationError("merge: give at least one key column in 'on'")
+    keys = resolve_columns(schema, list(spec.on), case_sensitive, "merge")
     source_keys = [_source_column(source, k.name, case_sensitive) for k in keys]
-    has_matched = bool(when_matched_update) or _is_set(when_matched_delete)
-    deletes_unmatched = _is_set(when_not_matched_by_source_delete)
-    base = branch_head(md, branch_name)
+    plan = plan_merge(spec, schema, source.columns, case_sensitive)
+    base = branch_head(md, options.branch)
     scan_filter: Expression = (
-        AlwaysTrue() if deletes_unmatched else _key_filter(source, schema, keys, source_keys)
+        AlwaysTrue() if spec.reads_whole_table else _key_filter(source, schema, keys, source_keys)
     )
     tasks = plan_files(table.io, md, base, scan_filter, case_sensitive=case_sensitive) if base else []
     target = target_frame(spark, md, dict(table.io.properties), tasks, case_sensitive)
 
-    preserve_target = chosen == COPY_ON_WRITE or deletes_unmatched
-    preserve_source = bool(when_not_matched_insert)
+    preserve_target = chosen == COPY_ON_WRITE or spec.reads_whole_table
+    preserve_source = plan.has_inserts()
     how = {(True, True): "full_outer", (True, False): "left_outer", (False, True): "right_outer"}.get(
         (preserve_target, preserve_source), "inner"
     )
-    marked = source.withColumn(_SOURCE_MARKER, F.lit(True)).alias(SOURCE)
+    marked = source.withColumn(SOURCE_MARKER, F.lit(True)).alias(SOURCE_ALIAS)
     on_pairs = [
-        F.col(f"{TARGET}.{quote(k.name)}") == F.col(f"{SOURCE}.{quote(sk)}")
+        F.col(f"{TARGET_ALIAS}.{quote(k.name)}") == F.col(f"{SOURCE_ALIAS}.{quote(sk)}")
         for k, sk in zip(keys, source_keys, strict=True)
     ]
-    joined = target.alias(TARGET).join(marked, reduce(lambda a, b: a & b, on_pairs), how)
-    if action is None:
-        action = _merge_action(
-            when_matched_update,
-            when_matched_delete,
-            when_not_matched_insert,
-            when_not_matched_by_source_delete,
-        )
-    updates = _default_assignments(source, schema, when_matched_update, case_sensitive)
-    inserts = _default_assignments(source, schema, when_not_matched_insert, case_sensitive)
-    upd_fields, upd_exprs = assignment_exprs(
-        schema, updates, case_sensitive, "merge update", "__icefloe_upd_"
-    )
-    ins_fields, ins_exprs = assignment_exprs(
-        schema, inserts, case_sensitive, "merge insert", "__icefloe_ins_"
-    )
+    joined = target.alias(TARGET_ALIAS).join(marked, reduce(lambda a, b: a & b, on_pairs), how)
     stage = _select(
         joined,
         [
             *[
-                F.col(f"{TARGET}.{quote(f.name)}").alias(f"__icefloe_old_{i}")
+                F.col(f"{TARGET_ALIAS}.{quote(f.name)}").alias(f"__icefloe_old_{i}")
                 for i, f in enumerate(schema.fields)
             ],
-            *[F.col(f"{TARGET}.{quote(n)}").alias(n) for n in metadata_columns(md)],
-            action.alias(ACTION),
-            *upd_exprs,
-            *ins_exprs,
+            *[F.col(f"{TARGET_ALIAS}.{quote(n)}").alias(n) for n in metadata_columns(md)],
+            *plan.stage_columns(),
+            *([] if action is None else [action.alias(ACTION)]),
         ],
         "merge",
     )
-    upd_values = conform_assignments(stage.schema, upd_fields, "merge update", "__icefloe_upd_")
-    ins_values = conform_assignments(stage.schema, ins_fields, "merge insert", "__icefloe_ins_")
+    row_action = plan.action() if action is None else F.col(ACTION)
     old = {f.name: F.col(f"__icefloe_old_{i}") for i, f in enumerate(schema.fields)}
+    upd_values = plan.values(stage.schema, UPDATE, lambda f: old[f.name])
+    ins_values = plan.values(stage.schema, INSERT, insert_default) if preserve_source else None
     meta = {n: F.col(quote(n)) for n in metadata_columns(md)}
-    insert_values = ins_values if preserve_source else None
-    changes = stage.where(F.col(ACTION).isNotNull()).select(
-        *change_frame_columns(md, old, upd_values, F.col(ACTION), meta, insert_values)
+    changes = stage.where(row_action.isNotNull()).select(
+        *change_frame_columns(md, old, upd_values, row_action, meta, ins_values)
     )
-    if has_matched and tasks:
+    if spec.has_matched and tasks:
         _check_single_match(source, target, keys, source_keys)
-    change = RowLevelChange(
-        "merge",
-        chosen,
-        base_snapshot_id=base.snapshot_id if base else None,
-        conflict_filter=scan_filter,
-        case_sensitive=case_sensitive,
+    change = _new_change("merge", chosen, base, scan_filter, case_sensitive)
+    return _run_changes(
+        spark, table, change, tasks, changes, options.branch, options.properties, plan.updated_fields()
     )
-    return _run_changes(spark, table, change, tasks, changes, branch_name, properties, upd_fields)
-
-
-def _is_set(clause: Any) -> bool:
-    return clause is not None and not (isinstance(clause, bool) and not clause)
-
-
-def _condition(clause: Any) -> Column:
-    from pyspark.sql import functions as F
-
-    if clause is True:
-        return F.lit(True)
-    col = F.expr(clause) if isinstance(clause, str) else clause
-    return F.coalesce(col, F.lit(False))
-
-
-def merge_row_state() -> tuple[Column, Column]:
-    """(has a target row, has a source row) over merge_into's joined frame."""
-    from pyspark.sql import functions as F
-
-    return F.col(f"{TARGET}.`_file`").isNotNull(), F.col(f"{SOURCE}.{quote(_SOURCE_MARKER)}").isNotNull()
-
-
-def _merge_action(matched_update: Any, matched_delete: Any, insert: Any, unmatched_delete: Any) -> Column:
-    """Per joined row: update / delete / keep for target rows, insert for source-only rows, else null."""
-    from pyspark.sql import functions as F
-
-    is_target = F.col(f"{TARGET}.`_file`").isNotNull()
-    is_source = F.col(f"{SOURCE}.{quote(_SOURCE_MARKER)}").isNotNull()
-    matched = is_target & is_source
-    chain = None
-
-    def add(cond: Column, value: str) -> None:
-        nonlocal chain
-        chain = F.when(cond, F.lit(value)) if chain is None else chain.when(cond, F.lit(value))
-
-    if _is_set(matched_delete):
-        add(matched & _condition(matched_delete), DELETE)
-    if matched_update:
-        add(matched, UPDATE)
-    add(matched, KEEP)
-    if _is_set(unmatched_delete):
-        add(is_target & _condition(unmatched_delete), DELETE)
-    add(is_target, KEEP)
-    if insert:
-        add(is_source, INSERT)
-    assert chain is not None
-    return chain.otherwise(F.lit(None).cast("string"))
 
 
 def _source_column(source: DataFrame, name: str, case_sensitive: bool) -> str:
@@ -477,23 +412,6 @@ def _source_column(source: DataFrame, name: str, case_sensitive: bool) -> str:
     raise ValidationError(
         f"merge: key column {name!r} is not in the source (columns: {', '.join(source.columns)})"
     )
-
-
-def _default_assignments(
-    source: DataFrame, schema: Schema, clause: bool | Assignments, case_sensitive: bool
-) -> Assignments:
-    """``True``: every table column the source has, from the source; a mapping as given; else none."""
-    if isinstance(clause, Mapping):
-        return clause
-    if not clause:
-        return {}
-    out: dict[str, Any] = {}
-    for f in schema.fields:
-        for c in source.columns:
-            if c == f.name or (not case_sensitive and c.lower() == f.name.lower()):
-                out[f.name] = f"{SOURCE}.{quote(c)}"
-                break
-    return out
 
 
 def _key_filter(
@@ -571,6 +489,47 @@ def _select(frame: DataFrame, columns: list[Any], what: str) -> DataFrame:
     except (AnalysisException, ParseException) as exc:
         text = str(exc).strip().splitlines()
         raise ValidationError(f"{what}: {text[0] if text else type(exc).__name__}") from None
+
+
+def _new_change(
+    operation: str,
+    mode: str,
+    base: Snapshot | None,
+    conflict_filter: Expression,
+    case_sensitive: bool,
+) -> RowLevelChange:
+    """An empty change against ``base`` (the branch head), validated at commit by ``conflict_filter``."""
+    return RowLevelChange(
+        operation,
+        mode,
+        base_snapshot_id=base.snapshot_id if base else None,
+        conflict_filter=conflict_filter,
+        case_sensitive=case_sensitive,
+    )
+
+
+def _run_target_changes(
+    spark: SparkSession,
+    table: Table,
+    change: RowLevelChange,
+    tasks: list[FileScanTask],
+    stage: DataFrame,
+    action: Column,
+    values: Mapping[str, Column],
+    branch: str,
+    snapshot_properties: dict[str, str] | None,
+    updated_fields: Sequence[NestedField] = (),
+) -> RowLevelResult:
+    """Run and commit the changes of target rows: ``stage`` holds the table's and the metadata
+    columns by name, ``action`` and ``values`` (updated columns, ``updated_fields``) are Columns
+    over it."""
+    from pyspark.sql import functions as F
+
+    md = table.metadata
+    old = {f.name: F.col(quote(f.name)) for f in md.schema().fields}
+    meta = {n: F.col(quote(n)) for n in metadata_columns(md)}
+    changes = stage.select(*change_frame_columns(md, old, values, action, meta))
+    return _run_changes(spark, table, change, tasks, changes, branch, snapshot_properties, updated_fields)
 
 
 def _run_changes(

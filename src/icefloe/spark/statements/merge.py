@@ -1,18 +1,27 @@
-"""MERGE INTO on an icefloe table, through ``spark.row_operations.merge_into``.
+"""MERGE INTO on an icefloe table, through ``spark.row_operations.execute_merge``.
 
 SQL's WHEN clauses (any number, each with an optional condition, applied in order per row state:
-``MATCHED``, ``NOT MATCHED [BY TARGET]``, ``NOT MATCHED BY SOURCE``) become one action column and,
-per assigned column, a value chosen by the clause that fired; ``merge_into`` joins, writes and
-commits one snapshot. The ON condition must be equalities of target and source columns.
+``MATCHED``, ``NOT MATCHED [BY TARGET]``, ``NOT MATCHED BY SOURCE``) become the engine-neutral
+``MergeSpec`` (conditions and values as Spark SQL over ``target.*`` / ``source.*``, values cast to
+their column's type: SQL's store assignment); ``execute_merge`` joins, writes and commits one
+snapshot. The ON condition must be equalities of target and source columns.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
+from icefloe.dml.merge_clauses import (
+    DELETE,
+    UPDATE,
+    MergeClause,
+    MergeSpec,
+    WhenMatched,
+    WhenNotMatched,
+    WhenNotMatchedBySource,
+)
 from icefloe.errors import ValidationError
 from icefloe.spark.statements.errors import UnsupportedStatement
 from icefloe.spark.statements.names import SqlContext
@@ -27,22 +36,12 @@ if TYPE_CHECKING:
 
     from icefloe.spec.schema import Schema
 
-_TARGET, _SOURCE = "target", "source"  # merge_into's aliases of the joined pair
-
-
-@dataclass
-class Clause:
-    """One WHEN clause: the row state it applies to, its condition, what it does, its assignments."""
-
-    state: str  # "matched", "not_matched", "by_source"
-    condition: str | None
-    op: str  # "update", "delete", "insert"
-    values: dict[str, str] = field(default_factory=dict)
+_TARGET, _SOURCE = "target", "source"  # execute_merge's aliases of the joined pair
 
 
 def merge(ctx: SqlContext, tree: exp.Merge) -> DataFrame | None:
     """MERGE INTO t [AS a] USING source [AS s] ON keys WHEN ..."""
-    from icefloe.spark.row_operations import merge_into
+    from icefloe.spark.row_operations import execute_merge
 
     target_node = tree.this
     ref = write_target(ctx, target_node)
@@ -65,19 +64,19 @@ def merge(ctx: SqlContext, tree: exp.Merge) -> DataFrame | None:
     keys, source = _keys(tree.args["on"], schema, source, target_alias, source_alias)
     qualify = _Qualifier(schema, source.columns, target_alias, source_alias)
     clauses = [_clause(w, schema, source.columns, qualify) for w in tree.args["whens"].expressions]
-    action, updates, inserts = _plan(clauses, schema)
-    result = merge_into(
+    spec = MergeSpec(
+        tuple(keys),
+        tuple(c for c in clauses if isinstance(c, WhenMatched)),
+        tuple(c for c in clauses if isinstance(c, WhenNotMatched)),
+        tuple(c for c in clauses if isinstance(c, WhenNotMatchedBySource)),
+    )
+    result = execute_merge(
         source,
         ref.identifier,
-        on=keys,
-        when_matched_update=updates or False,
-        when_matched_delete=False,
-        when_not_matched_insert=inserts or False,
-        when_not_matched_by_source_delete=any(c.state == "by_source" for c in clauses),
+        spec,
         catalog=ctx.catalog,
         options=CommitOptions(branch=branch_of(ref)),
         case_sensitive=False,
-        action=action,
     )
     return counts(
         ctx,
@@ -160,37 +159,17 @@ class _Qualifier:
         return to_sql(node.copy().transform(rewrite))
 
 
-def _clause(when: exp.When, schema: Schema, source_columns: list[str], qualify: _Qualifier) -> Clause:
+def _clause(when: exp.When, schema: Schema, source_columns: list[str], qualify: _Qualifier) -> MergeClause:
     matched = bool(when.args.get("matched"))
     by_source = bool(when.args.get("source"))
-    state = "matched" if matched else ("by_source" if by_source else "not_matched")
     cond = when.args.get("condition")
     condition = qualify(cond) if cond is not None else None
     then = when.args["then"]
-    if isinstance(then, exp.Var) and str(then.this).upper() == "DELETE":
-        if state == "not_matched":
-            raise ValidationError("MERGE: WHEN NOT MATCHED can only INSERT")
-        return Clause(state, condition, "delete")
-    if isinstance(then, exp.Update):
-        if state == "not_matched":
-            raise ValidationError("MERGE: WHEN NOT MATCHED can only INSERT")
-        values: dict[str, str] = {}
-        for item in then.expressions:
-            if isinstance(item, exp.Star):
-                if state != "matched":
-                    raise ValidationError("MERGE: UPDATE SET * needs a source row (WHEN MATCHED)")
-                values.update(_star(schema, source_columns))
-            elif isinstance(item, exp.EQ) and isinstance(item.this, exp.Column):
-                column = schema.find_field(item.this.name, case_sensitive=False).name
-                values[column] = qualify(item.expression)
-            else:
-                raise UnsupportedStatement(f"the MERGE assignment {to_sql(item)}")
-        return Clause(state, condition, "update", values)
     if isinstance(then, exp.Insert):
-        if state != "not_matched":
+        if matched or by_source:
             raise ValidationError("MERGE: only WHEN NOT MATCHED can INSERT")
         if isinstance(then.this, exp.Star):
-            return Clause(state, condition, "insert", _star(schema, source_columns))
+            return WhenNotMatched(condition, _cast(schema, _star(schema, source_columns)))
         names = [c.name for c in then.this.expressions]
         exprs = then.expression.expressions
         if len(names) != len(exprs):
@@ -199,7 +178,25 @@ def _clause(when: exp.When, schema: Schema, source_columns: list[str], qualify: 
             schema.find_field(n, case_sensitive=False).name: qualify(e)
             for n, e in zip(names, exprs, strict=True)
         }
-        return Clause(state, condition, "insert", values)
+        return WhenNotMatched(condition, _cast(schema, values))
+    if not (matched or by_source):
+        raise ValidationError("MERGE: WHEN NOT MATCHED can only INSERT")
+    kind = WhenMatched if matched else WhenNotMatchedBySource
+    if isinstance(then, exp.Var) and str(then.this).upper() == "DELETE":
+        return kind(DELETE, condition)
+    if isinstance(then, exp.Update):
+        values = {}
+        for item in then.expressions:
+            if isinstance(item, exp.Star):
+                if not matched:
+                    raise ValidationError("MERGE: UPDATE SET * needs a source row (WHEN MATCHED)")
+                values.update(_star(schema, source_columns))
+            elif isinstance(item, exp.EQ) and isinstance(item.this, exp.Column):
+                column = schema.find_field(item.this.name, case_sensitive=False).name
+                values[column] = qualify(item.expression)
+            else:
+                raise UnsupportedStatement(f"the MERGE assignment {to_sql(item)}")
+        return kind(UPDATE, condition, _cast(schema, values))
     raise UnsupportedStatement(f"the MERGE action {to_sql(then)}")
 
 
@@ -216,63 +213,14 @@ def _star(schema: Schema, source_columns: list[str]) -> dict[str, str]:
     return out
 
 
-def _plan(clauses: list[Clause], schema: Schema) -> tuple[Column, dict[str, Any], dict[str, Any]]:
-    """The action column and the per-column update / insert values choosing by the fired clause."""
-    from pyspark.sql import functions as F
-
-    from icefloe.spark.row_operations import merge_row_state
-    from icefloe.spark.row_writer import DELETE, INSERT, KEEP, UPDATE
-
-    has_target, has_source = merge_row_state()
-    states = {
-        "matched": has_target & has_source,
-        "not_matched": ~has_target & has_source,
-        "by_source": has_target & ~has_source,
-    }
-    ops = {"update": UPDATE, "delete": DELETE, "insert": INSERT}
-    fired: Any = None
-    for i, clause in enumerate(clauses):
-        test = states[clause.state]
-        if clause.condition is not None:
-            test = test & F.coalesce(F.expr(clause.condition), F.lit(False))
-        fired = F.when(test, F.lit(i)) if fired is None else fired.when(test, F.lit(i))
-    index = fired.otherwise(F.lit(None).cast("int")) if fired is not None else F.lit(None).cast("int")
-    action: Any = None
-    for i, clause in enumerate(clauses):
-        cond = index == F.lit(i)
-        action = (
-            F.when(cond, F.lit(ops[clause.op]))
-            if action is None
-            else action.when(cond, F.lit(ops[clause.op]))
-        )
-    action = (
-        F.when(has_target, F.lit(KEEP)) if action is None else action.when(has_target, F.lit(KEEP))
-    ).otherwise(F.lit(None).cast("string"))
-    updates = _values(clauses, "update", index, lambda name: F.col(f"{_TARGET}.`{name}`"), schema)
-    inserts = _values(clauses, "insert", index, lambda name: F.lit(None), schema)
-    return action, updates, inserts
-
-
-def _values(clauses: list[Clause], op: str, index: Column, otherwise: Any, schema: Schema) -> dict[str, Any]:
-    """Per assigned column, the value of the clause that fired, cast to the column's type (SQL's
-    store assignment: ``25.0`` is a decimal literal, written to a double column)."""
+def _cast(schema: Schema, values: dict[str, str]) -> dict[str, Column]:
+    """Each value cast to its column's type (SQL's store assignment: ``25.0`` is a decimal literal,
+    written to a double column)."""
     from pyspark.sql import functions as F
 
     from icefloe.spark.schema import to_spark_type
 
-    columns: list[str] = []
-    for c in clauses:
-        if c.op == op:
-            columns += [n for n in c.values if n not in columns]
-    out: dict[str, Any] = {}
-    for name in columns:
-        value: Any = None
-        for i, c in enumerate(clauses):
-            if c.op == op and name in c.values:
-                spark_type = to_spark_type(schema.find_field(name).field_type, field_ids=False)
-                expr = F.expr(c.values[name]).cast(spark_type)
-                value = (
-                    F.when(index == F.lit(i), expr) if value is None else value.when(index == F.lit(i), expr)
-                )
-        out[name] = value.otherwise(otherwise(name))
-    return out
+    return {
+        name: F.expr(value).cast(to_spark_type(schema.find_field(name).field_type, field_ids=False))
+        for name, value in values.items()
+    }
