@@ -8,6 +8,7 @@ import pytest
 
 from bench import (
     bench_changelog,
+    bench_column_updates,
     bench_core,
     bench_deletes,
     bench_maintenance,
@@ -120,3 +121,22 @@ def test_bench_s3_tiny(capsys: pytest.CaptureFixture[str]) -> None:
     assert "command:  python -m bench.bench_s3 --appends 2" in out
     for name in ("icefloe v3", "icefloe v4", "pyiceberg v2"):
         assert f"  {name} " in out
+
+
+COLUMNS = "--rows 20000 --columns 8 --files 2 --scan-runs 1"
+
+
+def test_bench_column_updates_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bench_column_updates.main([*COLUMNS.split(), "--dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert f"command:  python -m bench.bench_column_updates {COLUMNS}" in out
+    assert "(a) UPDATE c0 of 2,000 rows (10%) of 20,000 x 8 columns" in out
+    rows = {
+        line.split("  ")[0]: line.split()
+        for line in out.splitlines()
+        if line.startswith(("copy", "merge", "column"))
+    }
+    assert set(rows) == {"copy-on-write", "merge-on-read", "column file"}
+    megabytes = {label: float(cells[cells.index("MiB") - 1]) for label, cells in rows.items()}
+    assert megabytes["column file"] < megabytes["merge-on-read"] < megabytes["copy-on-write"]
+    assert "(!)" not in out and "(b) full scan of the column-update table" in out
