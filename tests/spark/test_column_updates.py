@@ -117,9 +117,11 @@ def test_sql_update_and_merge_write_column_files(spark, catalog: Catalog, pair) 
     assert [r for r in rows if r[0] in (1, 60)] == [(1, 9.5, "T1"), (60, 6.5, "t60")]
     files = _column_files(catalog.load_table(name))
     assert sorted(cf.field_ids for fs in files.values() for cf in fs) == [(2,), (2,), (3,)]
-    # a filtered Spark read sees the updated values, the changelog the updates
+    # a filtered Spark read and the data source see the updated values, the changelog the updates
     table = catalog.load_table(name)
     assert read_table(spark, name, filter="price = 6.5").select("id").collect()[0][0] == 60
+    source = spark.read.format("icefloe").load(name).select("id", "price", "tag").collect()
+    assert sorted(tuple(r) for r in source) == rows
     last = table.current_snapshot()
     assert last is not None and last.parent_snapshot_id is not None
     changes = table.changelog(last.parent_snapshot_id, identifier_columns=["id"]).to_arrow()
