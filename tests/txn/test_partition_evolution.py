@@ -321,9 +321,7 @@ def test_end_to_end_partition_evolution(tmp_path: Path, format_version: int) -> 
     assert [r["id"] for r in table.scan(snapshot_id=s1).to_arrow().to_pylist()] == [1, 2]
     assert sorted(r["id"] for r in table.scan(snapshot_id=s2).to_arrow().to_pylist()) == [1, 2, 3, 4, 5]
     # the same filters on the evolved specs, at the current snapshot and an older one
-    assert sorted(
-        r["id"] for r in table.scan(filter="cat = 'x'", snapshot_id=s2).to_arrow().to_pylist()
-    ) == [
+    assert sorted(r["id"] for r in table.scan(filter="cat = 'x'", snapshot_id=s2).to_arrow().to_pylist()) == [
         1,
         3,
         4,
@@ -343,7 +341,7 @@ def test_end_to_end_partition_evolution(tmp_path: Path, format_version: int) -> 
 
     static = StaticTable.from_metadata(table.metadata_location)
     assert sorted(r["id"] for r in static.scan().to_arrow().to_pylist()) == [1, 2, 3, 4, 5, 6]
-    assert sorted(r["id"] for r in static.scan(filter="cat == 'x'").to_arrow().to_pylist()) == [1, 3, 4]
+    assert sorted(r["id"] for r in static.scan(row_filter="cat == 'x'").to_arrow().to_pylist()) == [1, 3, 4]
     assert sorted(r["id"] for r in static.scan(snapshot_id=s2).to_arrow().to_pylist()) == [1, 2, 3, 4, 5]
     assert [s.spec_id for s in static.metadata.partition_specs] == [0, 1, 2]
     from tests.support.interop import read_with_duckdb
