@@ -141,8 +141,7 @@ def migrate_table(
         raise Unsupported("migrate needs a table of the session catalog (snapshot a path instead)")
     if not resolved.external:
         raise Unsupported(
-            f"migrating the managed table {resolved.table}: dropping it would delete its files; "
-            "use snapshot"
+            f"migrating the managed table {resolved.table}: dropping it would delete its files; use snapshot"
         )
     _, count = import_parquet(catalog, resolved, identifier, dict(properties or {}))
     name = ".".join(f"`{p}`" for p in resolved.table.split("."))
