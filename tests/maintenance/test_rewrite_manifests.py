@@ -59,3 +59,31 @@ def test_rewrite_manifests_v4_is_unsupported(catalog: Catalog) -> None:
     table = make_table(catalog, "db.t", 4, batches=2, rows=3)
     with pytest.raises(Unsupported, match="format version 4"):
         rewrite_manifests(table)
+
+
+def test_rewrite_manifests_of_one_spec(catalog: Catalog) -> None:
+    from icefloe.spec.transforms import BucketTransform
+    from tests.maintenance.helpers import batch
+
+    table = make_table(catalog, "db.t", 2, batches=2, rows=6)  # two manifests of spec 0
+    table.update_spec().add_field("id", BucketTransform(2)).commit()
+    table = table.refresh()
+    table.append(batch(100, 6))
+    table.append(batch(200, 6))
+    table = table.refresh()
+    md = table.metadata
+    specs = sorted(
+        m.partition_spec_id
+        for m in manifest_refs(table.io, md, md.current_snapshot())  # type: ignore[arg-type]
+    )
+    assert specs == [0, 0, 1, 1]
+    result = rewrite_manifests(table, spec_id=1)
+    assert (result.rewritten_manifests, result.added_manifests) == (2, 1)
+    table = table.refresh()
+    md = table.metadata
+    specs = sorted(
+        m.partition_spec_id
+        for m in manifest_refs(table.io, md, md.current_snapshot())  # type: ignore[arg-type]
+    )
+    assert specs == [0, 0, 1]
+    assert table.scan().to_arrow().num_rows == 24

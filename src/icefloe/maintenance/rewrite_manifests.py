@@ -44,6 +44,7 @@ class RewriteManifests(SnapshotProducer):
     """A ``replace`` snapshot whose data manifests are those of the parent, re-packed."""
 
     operation: Operation = Operation.REPLACE
+    spec_id: int | None = None  # only the data manifests of this partition spec (None: all)
     rewritten: list[ManifestFile] = field(default_factory=list)
     added: list[ManifestFile] = field(default_factory=list)
 
@@ -55,6 +56,10 @@ class RewriteManifests(SnapshotProducer):
             raise ValidationError("rewrite_manifests: the branch has no snapshot")
         return TreeChange()
 
+    def selects(self, m: ManifestFile) -> bool:
+        """Whether this rewrite re-packs the manifest."""
+        return m.content == ManifestContent.DATA and self.spec_id in (None, m.partition_spec_id)
+
     def write_tree(self, ctx: AttemptContext, request: TreeWriteRequest) -> TreeResult:
         """Write the re-packed data manifests and a manifest list with the kept delete manifests."""
         io, md, parent = request.io, request.metadata, request.parent
@@ -63,8 +68,8 @@ class RewriteManifests(SnapshotProducer):
             request.effective_properties, MANIFEST_TARGET_SIZE, DEFAULT_MANIFEST_TARGET_SIZE
         )
         refs = manifest_refs(io, md, parent)
-        data = [m for m in refs if m.content == ManifestContent.DATA]
-        kept = [m for m in refs if m.content != ManifestContent.DATA]
+        data = [m for m in refs if self.selects(m)]
+        kept = [m for m in refs if not self.selects(m)]
         written: list[str] = []
         new: list[ManifestFile] = []
         specs = md.specs_by_id()
@@ -143,8 +148,11 @@ def _chunks(entries: list[ManifestEntry], total_bytes: int, target: int) -> list
     return [entries[i : i + size] for i in range(0, len(entries), size)]
 
 
-def rewrite_manifests(table: TableHandle, branch: str = MAIN_BRANCH) -> RewriteManifestsResult:
-    """Re-pack the data manifests of ``branch``'s head; a no-op when it has at most one."""
+def rewrite_manifests(
+    table: TableHandle, branch: str = MAIN_BRANCH, spec_id: int | None = None
+) -> RewriteManifestsResult:
+    """Re-pack the data manifests (of partition spec ``spec_id``, default all) of ``branch``'s head;
+    a no-op when there is at most one."""
     md = table.metadata
     if md.format_version >= 4:
         raise Unsupported(
@@ -154,9 +162,9 @@ def rewrite_manifests(table: TableHandle, branch: str = MAIN_BRANCH) -> RewriteM
     head = branch_head(md, branch)
     if head is None:
         return RewriteManifestsResult(0, 0)
-    data = [m for m in manifest_refs(table.io, md, head) if m.content == ManifestContent.DATA]
+    producer = RewriteManifests(branch=branch, spec_id=spec_id)
+    data = [m for m in manifest_refs(table.io, md, head) if producer.selects(m)]
     if len(data) <= 1:
         return RewriteManifestsResult(0, 0)
-    producer = RewriteManifests(branch=branch)
     commit_action(table, producer)
     return RewriteManifestsResult(len(producer.rewritten), len(producer.added))

@@ -173,6 +173,8 @@ def test_rewrite_manifests_on_v4_names_the_construct(spark: Any, catalog: Catalo
     assert rows(sql(spark, f"CALL icefloe.system.rewrite_position_delete_files('{table_name}')")) == [
         (0, 0, 0, 0)
     ]
+    with pytest.raises(UnsupportedStatement, match="where or options"):
+        sql(spark, f"CALL icefloe.system.rewrite_position_delete_files('{table_name}', where => 'id > 1')")
 
 
 def test_create_changelog_view(spark: Any, catalog: Catalog, table_name: str) -> None:

@@ -346,7 +346,8 @@ def _rewrite_manifests(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
 
     table = _table(ctx, args)  # use_caching is accepted and ignored: nothing is cached here
     try:
-        result = rewrite_manifests(table)
+        spec_id = args.get("spec_id")
+        result = rewrite_manifests(table, spec_id=int(spec_id) if spec_id is not None else None)
     except Unsupported as exc:
         raise UnsupportedStatement("rewrite_manifests on a format version 4 table", str(exc)) from exc
     return _frame(
@@ -359,6 +360,10 @@ def _rewrite_manifests(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
 def _rewrite_position_delete_files(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
     from icefloe.maintenance.rewrite_position_deletes import rewrite_position_delete_files
 
+    if args.get("where") is not None or args.get("options"):
+        raise UnsupportedStatement(
+            "rewrite_position_delete_files with where or options", "every data file is considered"
+        )
     result = rewrite_position_delete_files(_table(ctx, args))
     return _frame(
         ctx,
