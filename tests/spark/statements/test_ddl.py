@@ -294,6 +294,11 @@ def test_replace_keeps_the_table_and_its_history(
     sql(spark, f"INSERT INTO {name} VALUES (7, 0.5)")
     assert rows(sql(spark, f"SELECT * FROM {name}")) == [(7, 0.5)]
     assert len(catalog.load_table(table_name).snapshots()) == 3
+    # a replacement may read the table it replaces (the rows are read before the commit)
+    sql(spark, f"CREATE OR REPLACE TABLE {name} USING iceberg AS SELECT id + 1 AS id, v FROM {name}")
+    assert rows(sql(spark, f"SELECT * FROM {name}")) == [(8, 0.5)]
+    t = catalog.load_table(table_name)
+    assert len(t.snapshots()) == 4 and [f.field_id for f in t.schema().fields] == [1, 4]
     # REPLACE of a table that does not exist fails and creates nothing
     with pytest.raises(NoSuchTable):
         sql(spark, f"REPLACE TABLE {name}_missing (id BIGINT) USING iceberg")
