@@ -13,21 +13,42 @@ mapping (``schema.name-mapping.default``) and is read by column name.
   table owns the files from then on. Only external source tables: dropping a managed table would
   delete the files it now references.
 
-Partitioned sources are not supported (their files do not hold the partition columns, which would
-have to be filled from the directory names on every read).
+Hive-style partitioned sources (``.../k=v/...``) become tables partitioned by identity on the same
+columns; each file's partition tuple comes from its directory names, and readers fill the columns
+the files lack from it (``scan.reader.ReadRequest.specs``). Partition columns of type int, long,
+string, date, boolean, double, float and decimal are supported.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from icefloe.errors import Unsupported, ValidationError
 from icefloe.spark.footer import data_files_from_footers
 from icefloe.spark.schema import to_iceberg_schema
+from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
-from icefloe.spec.types import ListType, MapType, NestedField, StructType
+from icefloe.spec.transforms import IdentityTransform
+from icefloe.spec.types import (
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    ListType,
+    LongType,
+    MapType,
+    NestedField,
+    StringType,
+    StructType,
+)
 from icefloe.txn.producers import AppendFiles
 
 if TYPE_CHECKING:
@@ -38,6 +59,7 @@ if TYPE_CHECKING:
 
 NAME_MAPPING = "schema.name-mapping.default"
 SESSION_CATALOG = "spark_catalog"
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 
 
 @dataclass(frozen=True)
@@ -47,15 +69,16 @@ class ParquetSource:
     frame: DataFrame
     table: str | None
     external: bool
+    partition_columns: tuple[str, ...] = field(default=())
 
 
 def resolve_source(spark: SparkSession, text: str) -> ParquetSource:
     """``parquet.`/path```, a path, or a (``spark_catalog.``) session-catalog Parquet table."""
     text = text.strip()
     if text.lower().startswith("parquet."):
-        return ParquetSource(spark.read.parquet(text[len("parquet.") :].strip("`")), None, True)
+        return _directory(spark.read.parquet(text[len("parquet.") :].strip("`")))
     if text.startswith("/") or "://" in text:
-        return ParquetSource(spark.read.parquet(text), None, True)
+        return _directory(spark.read.parquet(text))
     parts = [p.strip("`") for p in text.split(".")]
     if parts[0].lower() == SESSION_CATALOG:
         parts = parts[1:]
@@ -64,9 +87,50 @@ def resolve_source(spark: SparkSession, text: str) -> ParquetSource:
     provider = info.get("Provider", "").lower()
     if provider != "parquet":
         raise Unsupported(f"importing {text}: only Parquet tables can be imported, not {provider or 'this'}")
-    if any(c.isPartition for c in spark.catalog.listColumns(".".join(parts))):
-        raise Unsupported(f"importing {text}: partitioned source tables are not supported")
-    return ParquetSource(spark.table(name), ".".join(parts), info.get("Type", "").upper() == "EXTERNAL")
+    partitions = tuple(c.name for c in spark.catalog.listColumns(".".join(parts)) if c.isPartition)
+    external = info.get("Type", "").upper() == "EXTERNAL"
+    return ParquetSource(spark.table(name), ".".join(parts), external, partitions)
+
+
+def _directory(frame: DataFrame) -> ParquetSource:
+    """A directory source; its partition columns are those named by ``name=`` directories."""
+    files = frame.inputFiles()
+    segments = {s.split("=", 1)[0].lower() for s in files[0].split("/")[:-1] if "=" in s} if files else set()
+    return ParquetSource(frame, None, True, tuple(c for c in frame.columns if c.lower() in segments))
+
+
+def _partition_value(text: str | None, t: IcebergType, path: str) -> Any:
+    """The internal value of one Hive-style directory value (``None``: a null partition)."""
+    if text is None or text == HIVE_NULL:
+        return None
+    value = unquote(text)
+    if isinstance(t, IntegerType | LongType):
+        return int(value)
+    if isinstance(t, StringType):
+        return value
+    if isinstance(t, DateType):
+        return (datetime.date.fromisoformat(value) - datetime.date(1970, 1, 1)).days
+    if isinstance(t, BooleanType):
+        return value.lower() == "true"
+    if isinstance(t, DoubleType | FloatType):
+        return float(value)
+    if isinstance(t, DecimalType):
+        return Decimal(value)
+    raise Unsupported(f"importing {path}: partition values of type {t} are not supported")
+
+
+def _partition_of(path: str, schema: Schema, columns: tuple[str, ...]) -> tuple[Any, ...]:
+    found: dict[str, str] = {}
+    for segment in path.split("/")[:-1]:
+        if "=" in segment:
+            key, value = segment.split("=", 1)
+            found[unquote(key).lower()] = value
+    out = []
+    for name in columns:
+        if name.lower() not in found:
+            raise ValidationError(f"importing {path}: no directory names partition column {name!r}")
+        out.append(_partition_value(found[name.lower()], schema.find_field(name).field_type, path))
+    return tuple(out)
 
 
 def _name_mapping(schema: Schema) -> str:
@@ -81,11 +145,7 @@ def _name_mapping(schema: Schema) -> str:
 
 
 def _files(source: ParquetSource) -> list[str]:
-    files = sorted(source.frame.inputFiles())
-    roots = {f.rsplit("/", 1)[0] for f in files}
-    if source.table is None and any("=" in r.rsplit("/", 1)[-1] for r in roots):
-        raise Unsupported("importing a partitioned Parquet directory is not supported")
-    return files
+    return sorted(source.frame.inputFiles())
 
 
 def import_parquet(
@@ -99,12 +159,19 @@ def import_parquet(
     if catalog.table_exists(identifier):
         raise ValidationError(f"table {'.'.join(identifier)!r} already exists")
     files = _files(source)
-    table = catalog.create_table(
-        identifier, to_iceberg_schema(source.frame.schema), None, location=location, properties=properties
+    schema = to_iceberg_schema(source.frame.schema)
+    spec = PartitionSpec(
+        *(
+            PartitionField(schema.find_field(name).field_id, 1000 + i, IdentityTransform(), name)
+            for i, name in enumerate(source.partition_columns)
+        )
     )
+    table = catalog.create_table(identifier, schema, spec, location=location, properties=properties)
     try:
         schema = table.schema()
-        data = data_files_from_footers(table.io, [(f, ()) for f in files], schema, 0, table.properties)
+        cols = source.partition_columns
+        located = [(f, _partition_of(f, schema, cols)) for f in files]
+        data = data_files_from_footers(table.io, located, schema, table.spec().spec_id, table.properties)
         with table.transaction() as tx:
             tx.set_properties({NAME_MAPPING: _name_mapping(schema)})
             tx.add_action(AppendFiles(files=data))

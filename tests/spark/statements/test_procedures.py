@@ -234,6 +234,21 @@ def test_snapshot_and_migrate_parquet_tables(
     )
     assert rows(out) == [(1,)]
     assert rows(sql(spark, f"SELECT * FROM icefloe.db.{name}_dir")) == expected
+    # a Hive-style partitioned directory: identity partitions, values from the directory names
+    part_dir = tmp_path / "part"
+    spark.range(6).selectExpr("id", "cast(id % 2 AS int) AS p", "concat('k', id % 3) AS k").coalesce(
+        1
+    ).write.partitionBy("p", "k").parquet(str(part_dir))
+    out = sql(spark, f"CALL icefloe.system.snapshot('parquet.`{part_dir}`', 'db.{name}_part')")
+    assert rows(out) == [(6,)]
+    part = catalog.load_table(f"db.{name}_part")
+    assert [(f.name, str(f.transform)) for f in part.spec().fields] == [("p", "identity"), ("k", "identity")]
+    all_rows = [(i, i % 2, f"k{i % 3}") for i in range(6)]
+    assert rows(sql(spark, f"SELECT * FROM icefloe.db.{name}_part")) == all_rows
+    assert rows(sql(spark, f"SELECT id FROM icefloe.db.{name}_part WHERE k = 'k1' AND p = 0")) == [(4,)]
+    sql(spark, f"DELETE FROM icefloe.db.{name}_part WHERE k = 'k1' AND id > 1")
+    assert rows(sql(spark, f"SELECT * FROM icefloe.db.{name}_part")) == [r for r in all_rows if r[0] != 4]
+    assert spark.read.parquet(str(part_dir)).count() == 6  # the source files are untouched
     # migrate: the same table name in icefloe, the session catalog's table is gone, files stay
     out = sql(spark, f"CALL icefloe.system.migrate('spark_catalog.db.{name}_src')")
     assert out.columns == ["migrated_files_count"] and rows(out) == [(1,)]
