@@ -6,13 +6,13 @@ import pyarrow as pa
 import pytest
 
 from icefloe.catalog.base import Catalog
-from icefloe.errors import ValidationError
+from icefloe.errors import CommitConflict, ValidationError
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.transforms import IdentityTransform
 from icefloe.spec.types import ListType, LongType, NestedField, StringType, StructType
 from icefloe.txn.producers import AppendFiles
-from icefloe.txn.replace_table import ReplaceTable, reuse_field_ids
+from icefloe.txn.replace_table import ReplacementAppend, ReplaceTable, reuse_field_ids
 
 pytestmark = [pytest.mark.catalog_namespaces("db")]
 
@@ -65,5 +65,10 @@ def test_replace_keeps_history_and_removes_main(catalog: Catalog, fv: int) -> No
     current = t.current_snapshot()
     assert current is not None and current.parent_snapshot_id is None and len(t.snapshots()) == 2
     assert t.spec().fields == ()
+    # the rows were written for another spec than the replacement ends up with: refused
+    with pytest.raises(CommitConflict, match="concurrent commit"), t.transaction() as tx:
+        tx.add_action(ReplaceTable(new_schema, PartitionSpec(), {}))
+        tx.add_action(ReplacementAppend(files=[], schema=t.schema(), spec_id=t.spec().spec_id + 5))
+    assert len(t.refresh().snapshots()) == 2
     with pytest.raises(ValidationError, match="format version"), t.transaction() as tx:
         tx.add_action(ReplaceTable(new_schema, PartitionSpec(), {"format-version": "1"}))

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from icefloe.errors import ValidationError
+from icefloe.errors import CommitConflict, ValidationError
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
-from icefloe.spec.snapshots import MAIN_BRANCH
+from icefloe.spec.snapshots import MAIN_BRANCH, Snapshot
 from icefloe.spec.sort_order import UNSORTED
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.types import IcebergType, ListType, MapType, NestedField, StructType
@@ -35,6 +35,8 @@ from icefloe.spec.updates import (
     TableUpdate,
     UpgradeFormatVersion,
 )
+from icefloe.tree.changes import TreeChange
+from icefloe.txn.producers import AppendFiles
 from icefloe.txn.transaction import AttemptContext
 
 
@@ -173,3 +175,27 @@ def replacement_updates(
     if MAIN_BRANCH in current.refs:
         updates.append(RemoveSnapshotRef(MAIN_BRANCH))
     return updates
+
+
+@dataclass
+class ReplacementAppend(AppendFiles):
+    """The rows of ``REPLACE ... AS SELECT``, written against the replaced schema and spec.
+
+    Queued after :class:`ReplaceTable`; it fails (not retried) when a concurrent commit made the
+    replacement come out with another schema or spec than the one the files were written for.
+    """
+
+    schema: Schema | None = None
+    spec_id: int | None = None
+
+    def change(self, ctx: AttemptContext, current: TableMetadata, parent: Snapshot | None) -> TreeChange:
+        """The files, when the replaced table is still the one they were written for."""
+        if (self.schema is not None and current.schema().fields != self.schema.fields) or (
+            self.spec_id is not None and current.default_spec_id != self.spec_id
+        ):
+            raise CommitConflict(
+                "cannot commit REPLACE TABLE ... AS SELECT: a concurrent commit changed the table's "
+                "schema or partition specs while the rows were written",
+                retryable=False,
+            )
+        return super().change(ctx, current, parent)

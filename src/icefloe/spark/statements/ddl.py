@@ -138,8 +138,7 @@ def _replace_table(
     from icefloe.spark.write import stage_dataframe
     from icefloe.spec.updates import apply_updates
     from icefloe.table.table import Table
-    from icefloe.txn.producers import AppendFiles
-    from icefloe.txn.replace_table import ReplaceTable, replacement_updates
+    from icefloe.txn.replace_table import ReplacementAppend, ReplaceTable, replacement_updates
 
     table = ctx.catalog.load_table(ident)
     action = ReplaceTable(schema, spec, properties, location)
@@ -158,7 +157,11 @@ def _replace_table(
     try:
         with table.transaction() as tx:
             tx.add_action(action)
-            tx.add_action(AppendFiles(files=list(staged.files)))
+            tx.add_action(
+                ReplacementAppend(
+                    files=list(staged.files), schema=preview.schema(), spec_id=preview.default_spec_id
+                )
+            )
     except BaseException as exc:
         if nothing_committed(exc):
             staged.discard()
