@@ -95,7 +95,7 @@ def test_bad_table_names_are_rejected(catalog: Catalog, name: str) -> None:
 
 def test_bad_filter_names_the_column(table: Table) -> None:
     with pytest.raises(ValidationError, match="nope"):
-        table.scan(row_filter="nope > 1").to_arrow()
+        table.scan(filter="nope > 1").to_arrow()
     with pytest.raises(ValidationError, match="nope"):
         table.delete("nope = 1")
     assert _state(table)[1] == [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]

@@ -65,7 +65,7 @@ def test_concurrent_appends(catalog_uri: str, tmp_path: Path, format_version: in
     rows = sorted((r["writer"], r["seq"]) for r in table.to_arrow().to_pylist())
     assert rows == [(w, i) for w in range(PROCESSES) for i in range(APPENDS_EACH)]
     # Row ids were handed out exactly once across all writers (merged manifests may leave gaps).
-    row_ids = table.scan(selected_fields=("_row_id",)).to_arrow()["_row_id"].to_pylist()
+    row_ids = table.scan(columns=("_row_id",)).to_arrow()["_row_id"].to_pylist()
     assert None not in row_ids and len(set(row_ids)) == len(row_ids)
     assert table.metadata.next_row_id is not None and max(row_ids) < table.metadata.next_row_id
     # Abandoned attempts cleaned up after themselves: every manifest list (v4: root manifest) on

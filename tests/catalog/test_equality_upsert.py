@@ -339,7 +339,7 @@ def test_upserted_rows_get_new_row_ids(catalog: Catalog, fv: int) -> None:
     table.append(_arrow([(i, "a", i) for i in range(5)]))
     before = {
         r["id"]: r
-        for r in table.scan(selected_fields=("id", "_row_id", "_last_updated_sequence_number"))
+        for r in table.scan(columns=("id", "_row_id", "_last_updated_sequence_number"))
         .to_arrow()
         .to_pylist()
     }
@@ -350,7 +350,7 @@ def test_upserted_rows_get_new_row_ids(catalog: Catalog, fv: int) -> None:
     assert snap is not None
     after = {
         r["id"]: r
-        for r in table.scan(selected_fields=("id", "_row_id", "_last_updated_sequence_number"))
+        for r in table.scan(columns=("id", "_row_id", "_last_updated_sequence_number"))
         .to_arrow()
         .to_pylist()
     }

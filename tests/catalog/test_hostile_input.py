@@ -51,16 +51,16 @@ def _rows(table: Table) -> list[tuple[int, str]]:
 )
 def test_deeply_nested_filters_are_refused_clearly(table: Table, text: str) -> None:
     with pytest.raises(ValidationError, match=f"nested more than {MAX_NESTING} levels"):
-        table.scan(row_filter=text).to_arrow()
+        table.scan(filter=text).to_arrow()
 
 
 def test_nesting_up_to_the_limit_and_long_chains_still_work(table: Table) -> None:
     nested = "(" * MAX_NESTING + "id = 1" + ")" * MAX_NESTING
-    assert table.scan(row_filter=nested).to_arrow()["id"].to_pylist() == [1]
+    assert table.scan(filter=nested).to_arrow()["id"].to_pylist() == [1]
     chain = " or ".join(f"id = {i}" for i in range(2, 5000))  # balanced, not 5000 levels deep
-    assert table.scan(row_filter=chain).to_arrow()["id"].to_pylist() == [2]
+    assert table.scan(filter=chain).to_arrow()["id"].to_pylist() == [2]
     both = " and ".join(["id >= 1"] * 3000)
-    assert sorted(table.scan(row_filter=both).to_arrow()["id"].to_pylist()) == [1, 2]
+    assert sorted(table.scan(filter=both).to_arrow()["id"].to_pylist()) == [1, 2]
     assert repr(parse("a = 1 or b = 2 or c = 3")) == repr(parse("(a = 1 or b = 2) or c = 3"))
 
 
@@ -86,7 +86,7 @@ def test_partition_values_longer_than_a_file_name_are_written_and_read(table: Ta
     long_a, long_b = "x" * 300 + "a", "x" * 300 + "b"  # same 200-character prefix, different values
     table.append(pa.table({"id": pa.array([3, 4], pa.int64()), "name": [long_a, long_b]}))
     assert _rows(table) == [(1, "a"), (2, "b"), (3, long_a), (4, long_b)]
-    got = table.scan(row_filter=f"name = '{long_b}'").to_arrow()
+    got = table.scan(filter=f"name = '{long_b}'").to_arrow()
     assert got["id"].to_pylist() == [4]
 
 

@@ -294,7 +294,7 @@ def test_merge_on_read_needs_v2(catalog: Catalog) -> None:
         table.delete("id = 1", mode="merge-on-read")
     result = table.update({"v": 0}, "id = 1")  # copy-on-write works on v1
     assert result.updated_rows == 1
-    assert table.scan(row_filter="id = 1").to_arrow()["v"].to_pylist() == [0]
+    assert table.scan(filter="id = 1").to_arrow()["v"].to_pylist() == [0]
 
 
 def test_merge_refuses_ambiguous_or_unknown_input(catalog: Catalog) -> None:

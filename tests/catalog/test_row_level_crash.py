@@ -294,7 +294,7 @@ def check_committed_state(uri: str, warehouse: str) -> int:
     assert markers == list(range(step, -1, -1)), f"a step was committed twice or skipped: {markers}"
     _check_files_exist(table)
     columns = ["id", "cat", "v"] + (["_row_id"] if table.format_version >= 3 else [])
-    data = table.scan(selected_fields=tuple(columns)).to_arrow().to_pydict()
+    data = table.scan(columns=tuple(columns)).to_arrow().to_pydict()
     got = sorted(zip(data["id"], data["cat"], data["v"], strict=True))
     assert got == sorted(model_at(step).values()), f"rows differ from step {step}'s"
     if table.format_version >= 3:

@@ -155,7 +155,7 @@ def _contents(table: Any) -> dict[int, Row]:
 
 
 def _lineage(table: Any) -> dict[int, tuple[int, int]]:
-    data = table.scan(selected_fields=("id", "_row_id", "_last_updated_sequence_number")).to_arrow()
+    data = table.scan(columns=("id", "_row_id", "_last_updated_sequence_number")).to_arrow()
     return {r["id"]: (r["_row_id"], r["_last_updated_sequence_number"]) for r in data.to_pylist()}
 
 

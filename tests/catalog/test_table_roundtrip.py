@@ -160,7 +160,7 @@ def test_roundtrip_through_every_reader(catalog: Catalog, format_version: int, p
     if format_version <= 2:
         assert rows_of(read_with_iceberg_rust(table.metadata_location)) == current
     # A filtered, projected scan equals the same filter applied in Arrow.
-    got = table.scan(row_filter="score > 5 and category != 'c1x'", selected_fields=("id", "score")).to_arrow()
+    got = table.scan(filter="score > 5 and category != 'c1x'", columns=("id", "score")).to_arrow()
     want_mask = pc.and_(pc.greater(state["score"], 5), pc.not_equal(state["category"], "c1x"))
     assert sorted(got["id"].to_pylist()) == sorted(
         state.filter(pc.fill_null(want_mask, False))["id"].to_pylist()
@@ -177,7 +177,7 @@ def test_row_lineage_survives_copy_on_write(catalog: Catalog, format_version: in
     assert first is not None and first.first_row_id == 10 and first.added_rows == 10
     before = {
         r["id"]: (r["_row_id"], r["_last_updated_sequence_number"])
-        for r in table.scan(selected_fields=("id", "_row_id", "_last_updated_sequence_number"))
+        for r in table.scan(columns=("id", "_row_id", "_last_updated_sequence_number"))
         .to_arrow()
         .to_pylist()
     }
@@ -185,7 +185,7 @@ def test_row_lineage_survives_copy_on_write(catalog: Catalog, format_version: in
     table.delete("id = 3 or id = 15")
     after = {
         r["id"]: (r["_row_id"], r["_last_updated_sequence_number"])
-        for r in table.scan(selected_fields=("id", "_row_id", "_last_updated_sequence_number"))
+        for r in table.scan(columns=("id", "_row_id", "_last_updated_sequence_number"))
         .to_arrow()
         .to_pylist()
     }

@@ -62,7 +62,7 @@ def batch(ids: range) -> pa.Table:
 
 
 def rows_of(table: Table, **scan: Any) -> list[tuple[int, str]]:
-    got = table.scan(selected_fields=("id", "cat"), **scan).to_arrow()
+    got = table.scan(columns=("id", "cat"), **scan).to_arrow()
     return sorted(zip(got["id"].to_pylist(), got["cat"].to_pylist(), strict=True))
 
 
@@ -127,7 +127,7 @@ def test_v1_to_v4_step_by_step(catalog: Catalog) -> None:
     commit_and_record("append", range(40, 45))
     commit_and_record("delete", where="id = 9")
     # every live row has a distinct row id once the v3 commits assigned them
-    lineage = table.scan(selected_fields=("id", "_row_id")).to_arrow()
+    lineage = table.scan(columns=("id", "_row_id")).to_arrow()
     row_ids = lineage["_row_id"].to_pylist()
     assert None not in row_ids and len(set(row_ids)) == len(row_ids)
 
@@ -136,7 +136,7 @@ def test_v1_to_v4_step_by_step(catalog: Catalog) -> None:
     assert table.format_version == 4 and table.metadata_location != before
     assert table.current_snapshot().snapshot_id == history[-1][0]  # type: ignore[union-attr]
     check_history(table, history)
-    same_ids = table.scan(selected_fields=("id", "_row_id")).to_arrow()
+    same_ids = table.scan(columns=("id", "_row_id")).to_arrow()
     assert sorted(same_ids.to_pylist(), key=lambda r: r["id"]) == sorted(
         lineage.to_pylist(), key=lambda r: r["id"]
     )
@@ -161,7 +161,7 @@ def test_v1_straight_to_v4(catalog: Catalog) -> None:
     table.append(batch(range(12, 15)))
     table.delete("id = 3")
     assert rows_of(table) == model(set(range(15)) - {3})
-    ids = table.scan(selected_fields=("_row_id",)).to_arrow()["_row_id"].to_pylist()
+    ids = table.scan(columns=("_row_id",)).to_arrow()["_row_id"].to_pylist()
     assert None not in ids and len(set(ids)) == 14
 
 
@@ -252,8 +252,8 @@ def run_checks(table: Table, case: dict[str, Any], main_head: int | None = None)
         if main_head is not None and snapshot_id is None and ref in (None, "main"):
             snapshot_id, ref = main_head, None
         result = table.scan(
-            row_filter=convert(check.get("filter_expr"), IcefloeBuilder()),
-            selected_fields=tuple(check["columns"]),
+            filter=convert(check.get("filter_expr"), IcefloeBuilder()),
+            columns=tuple(check["columns"]),
             snapshot_id=snapshot_id,
             ref=ref,
         ).to_arrow()
@@ -275,7 +275,7 @@ def test_java_v3_table_upgraded_to_v4(catalog: Catalog, tmp_path: Path, name: st
     expected = expected_table(case, current).select(columns).to_pylist()
     expected_ids = sorted(r["id"] for r in expected)
     lineage_before = {
-        r["id"]: r["_row_id"] for r in table.scan(selected_fields=("id", "_row_id")).to_arrow().to_pylist()
+        r["id"]: r["_row_id"] for r in table.scan(columns=("id", "_row_id")).to_arrow().to_pylist()
     }
     next_row_id = table.metadata.next_row_id or 0
 
@@ -287,10 +287,10 @@ def test_java_v3_table_upgraded_to_v4(catalog: Catalog, tmp_path: Path, name: st
     assert snap is not None and snap.root_manifest is not None
     refs = manifest_refs(table.io, table.metadata, snap)
     assert any(m.format_version < 4 for m in refs)
-    ids = sorted(table.scan(selected_fields=("id",)).to_arrow()["id"].to_pylist())
+    ids = sorted(table.scan(columns=("id",)).to_arrow()["id"].to_pylist())
     assert ids == sorted([*expected_ids, 10_000, 10_001, 10_002])
     got = {
-        r["id"]: r["_row_id"] for r in table.scan(selected_fields=("id", "_row_id")).to_arrow().to_pylist()
+        r["id"]: r["_row_id"] for r in table.scan(columns=("id", "_row_id")).to_arrow().to_pylist()
     }
     assert {i: got[i] for i in lineage_before} == lineage_before  # row ids survive the upgrade
     assert sorted(got[i] for i in (10_000, 10_001, 10_002)) == [next_row_id, next_row_id + 1, next_row_id + 2]
@@ -302,12 +302,12 @@ def test_java_v3_table_upgraded_to_v4(catalog: Catalog, tmp_path: Path, name: st
     ):
         table.delete(f"id = {victim}", mode=mode)
     remaining = [*sorted(set(expected_ids) - set(victims)), 10_000, 10_001, 10_002]
-    assert sorted(table.scan(selected_fields=("id",)).to_arrow()["id"].to_pylist()) == sorted(remaining)
+    assert sorted(table.scan(columns=("id",)).to_arrow()["id"].to_pylist()) == sorted(remaining)
     # no v4 position-delete files: deletion vectors are colocated with their data file
     for m in manifest_refs(table.io, table.metadata, table.current_snapshot()):  # type: ignore[arg-type]
         assert m.format_version < 4 or m.content != FileContent.POSITION_DELETES
     fresh = catalog.load_table(("db", name))
-    assert sorted(fresh.scan(selected_fields=("id",)).to_arrow()["id"].to_pylist()) == sorted(remaining)
+    assert sorted(fresh.scan(columns=("id",)).to_arrow()["id"].to_pylist()) == sorted(remaining)
     run_checks(fresh, case, main_head=head)  # the old snapshots are untouched by the new commits
     assert _files_under(case["table_location"]) == case["files"]  # the shared fixture is untouched
 

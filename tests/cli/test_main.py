@@ -286,6 +286,35 @@ def test_tree_of_a_small_v4_table_shows_inline_entries_and_their_dv(
     assert statuses == ["EXISTING", "EXISTING", "MODIFIED", "REPLACED"]
 
 
+def test_tree_of_a_v4_table_shows_column_files_of_inline_entries(catalog: Catalog, icefloe: Icefloe) -> None:
+    table = make_table(catalog, "db.t", 4, batches=1, rows=6)  # 3 files, inline in the root
+    with table.transaction() as tx:
+        tx.set_properties({"write.update.mode": "merge-on-read", "write.v4.column-updates.enabled": "true"})
+    table.update({"val": -1}, "id = 0")  # val is no partition source: a column file on the 'a' file
+    table.refresh()
+    snap = table.current_snapshot()
+    assert snap is not None and snap.root_manifest is not None
+    root = read_root(table.io, table.metadata, snap.root_manifest)
+    (updated,) = [e for e in root.inline if e.data_file.column_files]
+    (cf,) = updated.data_file.column_files
+    out = icefloe("tree", "db.t")
+    rows = [w for w in out.words[2:] if "MODIFIED" in w]
+    assert rows == [
+        [
+            rows[0][0],
+            "DATA",
+            "MODIFIED",
+            "inline",
+            "records=2",
+            "columns=3",
+            _rel(table, updated.data_file.file_path),
+            "column",
+            "file",
+            _rel(table, cf.location),
+        ]
+    ]
+
+
 def test_tree_of_a_v4_table_with_leaves_shows_references_and_manifest_dvs(
     catalog: Catalog, icefloe: Icefloe
 ) -> None:

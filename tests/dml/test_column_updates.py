@@ -323,3 +323,21 @@ def _warehouse_files(t: Table) -> list[Any]:
 
     root = Path(t.metadata.location.removeprefix("file://")) / "data"
     return sorted(root.rglob("*.parquet"))
+
+
+def test_schema_evolution_after_a_column_file(catalog: Catalog) -> None:
+    t, twin = _pair(catalog, "evolve")
+    for table in (t, twin):
+        table.update({"price": -3.0, "tag": "u"}, "id in (3, 13)")
+        with table.update_schema() as update:
+            update.add_column("extra", LongType())
+            update.rename_column("price", "cost")
+        table.update({"extra": 7}, "id = 3")  # a new column in a second column file
+        with table.update_schema() as update:
+            update.delete_column("tag")  # a column the first column file holds
+    assert _state(t) == _state(twin)
+    rows = {r["id"]: r for r in _state(t)}
+    assert rows[3]["cost"] == -3.0 and rows[3]["extra"] == 7 and "tag" not in rows[3]
+    assert rows[13]["cost"] == -3.0 and rows[13]["extra"] is None and rows[4]["cost"] == 4.0
+    files = _file_of(t, 3).data_file.column_files
+    assert [cf.field_ids for cf in files] == [(2, 3), (6,)]  # extra got id 6 (info.a has 5)

@@ -43,7 +43,7 @@ def _table(catalog: Catalog, fv: int) -> Table:
 
 
 def _lineage(table: Table) -> Lineage:
-    rows = table.scan(selected_fields=LINEAGE).to_arrow().to_pylist()
+    rows = table.scan(columns=LINEAGE).to_arrow().to_pylist()
     out = {r["id"]: (r["tag"], r["_row_id"], r["_last_updated_sequence_number"]) for r in rows}
     assert len(out) == len(rows), "ids must stay unique"
     if table.format_version == 3:

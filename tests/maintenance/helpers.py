@@ -81,7 +81,7 @@ def rows_by_id(table: Table, lineage: bool | None = None) -> dict[int, dict[str,
     table.refresh()
     with_lineage = table.format_version >= 3 if lineage is None else lineage
     columns = ("id", "cat", "val", *(LINEAGE if with_lineage else ()))
-    got = table.scan(selected_fields=columns).to_arrow().to_pylist()
+    got = table.scan(columns=columns).to_arrow().to_pylist()
     out = {r["id"]: r for r in got}
     assert len(out) == len(got), "duplicate ids"
     return out

@@ -49,7 +49,7 @@ def _needed_files(table: Table) -> set[str]:
 
 
 def _rows_of(table: Table, snapshot_id: int) -> list[tuple[object, ...]]:
-    got = table.scan(snapshot_id=snapshot_id, selected_fields=("id", "cat", "val")).to_arrow()
+    got = table.scan(snapshot_id=snapshot_id, columns=("id", "cat", "val")).to_arrow()
     return sorted(tuple(r.values()) for r in got.to_pylist())
 
 

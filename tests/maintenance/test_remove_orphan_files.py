@@ -41,7 +41,7 @@ def _every_snapshot(table: Table) -> dict[int, list[tuple[object, ...]]]:
     table.refresh()
     out = {}
     for s in table.snapshots():
-        got = table.scan(snapshot_id=s.snapshot_id, selected_fields=("id", "cat", "val")).to_arrow()
+        got = table.scan(snapshot_id=s.snapshot_id, columns=("id", "cat", "val")).to_arrow()
         out[s.snapshot_id] = sorted(tuple(r.values()) for r in got.to_pylist())
     return out
 

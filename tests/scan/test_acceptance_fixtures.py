@@ -88,8 +88,8 @@ def test_check_matches_fingerprint(
     table = corpus_tables[case["case"]]
     row_filter = convert(check.get("filter_expr"), IcefloeBuilder())
     scan = table.scan(
-        row_filter=row_filter,
-        selected_fields=tuple(check["columns"]),
+        filter=row_filter,
+        columns=tuple(check["columns"]),
         snapshot_id=check.get("snapshot_id"),
         ref=check.get("ref"),
     )

@@ -90,7 +90,7 @@ class Model:
         if snap is None or snap.snapshot_id in self.states:
             return
         cols = ("id", "tag", "_row_id") if self.lineage else ("id", "tag")
-        rows = self.table.scan(snapshot_id=snap.snapshot_id, selected_fields=cols).to_arrow().to_pylist()
+        rows = self.table.scan(snapshot_id=snap.snapshot_id, columns=cols).to_arrow().to_pylist()
         if self.lineage:
             state: Any = {r["_row_id"]: (r["id"], r["tag"]) for r in rows}
             assert len(state) == len(rows), "row ids are unique"

@@ -92,7 +92,7 @@ def test_every_row_of_every_format_with_deletes(catalog: Catalog) -> None:
 
 def test_projection_and_row_filter(catalog: Catalog) -> None:
     table, _ = foreign_table(catalog)
-    got = table.scan(row_filter="qty >= 10 and name is not null", selected_fields=("id", "point")).to_arrow()
+    got = table.scan(filter="qty >= 10 and name is not null", columns=("id", "point")).to_arrow()
     want = [
         {"id": r["id"], "point": r["point"]}
         for r in expected(set(range(70)) - DELETED)
@@ -100,7 +100,7 @@ def test_projection_and_row_filter(catalog: Catalog) -> None:
     ]
     assert got.column_names == ["id", "point"]
     assert normalized(got) == want
-    meta = table.scan(row_filter="id < 12", selected_fields=("id", "_file", "_pos")).to_arrow()
+    meta = table.scan(filter="id < 12", columns=("id", "_file", "_pos")).to_arrow()
     assert sorted((r["id"], r["_pos"]) for r in meta.to_pylist()) == [
         (i, i) for i in range(12) if i not in DELETED
     ]
@@ -116,7 +116,7 @@ def test_schema_evolution_by_field_id(catalog: Catalog) -> None:
         update.update_column("qty", "long")
         update.add_column("extra", "string", initial_default="dflt")
     table = catalog.load_table("db.t")
-    got = table.scan(selected_fields=("id", "label", "point", "qty", "extra")).to_arrow()
+    got = table.scan(columns=("id", "label", "point", "qty", "extra")).to_arrow()
     assert got.schema.field("qty").type == pa.int64()
     want = [
         {
@@ -160,7 +160,7 @@ def test_orc_files_match_pyiceberg(catalog: Catalog) -> None:
         tx.add_action(AppendFiles(files=[orc]))
     table = catalog.load_table("db.orc_only")
     columns = ["id", "name", "price", "day", "tags", "point", "qty"]
-    ours = table.scan(selected_fields=tuple(columns)).to_arrow()
+    ours = table.scan(columns=tuple(columns)).to_arrow()
     theirs = read_with_pyiceberg(table.metadata_location, columns=columns)
     assert normalized(ours) == normalized(theirs.select(columns))
 
@@ -170,5 +170,5 @@ def test_avro_equality_deletes(catalog: Catalog) -> None:
     eq = ff.write_avro_equality_deletes(f"{table.metadata.location}/data/eq-0.avro", [0, 33, 65])
     with table.transaction() as tx:
         tx.add_action(RowDelta(added_deletes=[eq]))
-    got = catalog.load_table("db.t").scan(selected_fields=("id",)).to_arrow()
+    got = catalog.load_table("db.t").scan(columns=("id",)).to_arrow()
     assert sorted(got.column("id").to_pylist()) == sorted(set(range(70)) - DELETED - {0, 33, 65})

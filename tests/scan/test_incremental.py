@@ -59,7 +59,7 @@ def test_only_appends_are_read_and_rows_as_appended(catalog: Catalog, fv: int) -
     t.append(_rows(100, 105))
     t.overwrite(_rows(200, 202), "id >= 100")  # an overwrite is not an append
     t.delete("id = 101", mode="copy-on-write")
-    got = t.scan(start_snapshot_id=start.snapshot_id, selected_fields=("id",)).to_arrow()
+    got = t.scan(start_snapshot_id=start.snapshot_id, columns=("id",)).to_arrow()
     # rows exactly as the append added them, even though later commits removed them
     assert got.column_names == ["id"]
     assert _ids(got) == [100, 101, 102, 103, 104]
@@ -91,7 +91,7 @@ def test_bad_ranges_are_clear_errors(catalog: Catalog) -> None:
 def test_batch_reader_streams_every_scan(catalog: Catalog, fv: int) -> None:
     t = _table(catalog, fv)
     t.delete("id in (0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30, 33, 36, 39)", mode="merge-on-read")
-    reader = t.scan(row_filter="id < 35", selected_fields=("tag", "id")).to_arrow_batch_reader(batch_size=4)
+    reader = t.scan(filter="id < 35", columns=("tag", "id")).to_arrow_batch_reader(batch_size=4)
     assert reader.schema.names == ["tag", "id"]
     batches = list(reader)
     assert all(b.num_rows <= 4 for b in batches)

@@ -31,7 +31,7 @@ def _table(catalog: Catalog, fv: int) -> Table:
 
 def _delete_positions(table: Table, positions: dict[int, list[int]]) -> None:
     """Delete rows by position: key 0 is the file of the first append, 1 of the second."""
-    rows = table.scan(selected_fields=("id", "_file")).to_arrow().to_pylist()
+    rows = table.scan(columns=("id", "_file")).to_arrow().to_pylist()
     first_id_of_file: dict[str, int] = {}
     for r in rows:
         first_id_of_file[r["_file"]] = min(r["id"], first_id_of_file.get(r["_file"], r["id"]))
@@ -57,10 +57,10 @@ def test_deletes_apply_and_other_readers_agree(catalog: Catalog, fv: int) -> Non
     assert sorted(read_with_pyiceberg(table.metadata_location)["id"].to_pylist()) == want
     assert sorted(read_with_duckdb(table.metadata_location)["id"].to_pylist()) == want
     # _pos keeps the physical row position; _row_id keeps lineage on v3.
-    got = table.scan(selected_fields=("id", "_pos")).to_arrow().to_pylist()
+    got = table.scan(columns=("id", "_pos")).to_arrow().to_pylist()
     assert all(r["_pos"] == r["id"] % 10 for r in got)
     if fv == 3:
-        lineage = table.scan(selected_fields=("id", "_row_id")).to_arrow().to_pylist()
+        lineage = table.scan(columns=("id", "_row_id")).to_arrow().to_pylist()
         assert all(r["_row_id"] == r["id"] for r in lineage)
     summary = table.current_snapshot().summary  # type: ignore[union-attr]
     assert summary["total-records"] == "20"
@@ -101,6 +101,6 @@ def test_missing_delete_file_names_the_file(catalog: Catalog) -> None:
 def test_empty_projection_keeps_the_row_count(catalog: Catalog) -> None:
     table = _table(catalog, 3)
     _delete_positions(table, {0: [5, 6]})  # ids 5 and 6
-    scan = table.scan(selected_fields=(), row_filter="id >= 5")  # ids 7..19 remain
+    scan = table.scan(columns=(), filter="id >= 5")  # ids 7..19 remain
     assert scan.to_arrow().num_rows == 13
     assert scan.to_arrow().num_columns == 0

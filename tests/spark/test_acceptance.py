@@ -69,8 +69,8 @@ def test_spark_read_matches_fingerprint(spark, corpus, case, check) -> None:  # 
         spark,
         ("acceptance", case["case"]),
         snapshot_id=check.get("snapshot_id"),
-        branch=check.get("ref"),
-        row_filter=row_filter,
+        ref=check.get("ref"),
+        filter=row_filter,
         columns=check["columns"],
     )
     result = df.toArrow()

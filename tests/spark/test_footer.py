@@ -66,7 +66,7 @@ def test_nan_only_column_has_no_bounds(spark, catalog: Catalog, table_name: str)
     d_id = table.schema().find_field("d").field_id
     assert data_file.nan_value_counts == {d_id: 2}
     assert d_id not in data_file.lower_bounds and d_id not in data_file.upper_bounds
-    assert table.scan(row_filter="d is nan").to_arrow().num_rows == 2  # not pruned
+    assert table.scan(filter="d is nan").to_arrow().num_rows == 2  # not pruned
 
 
 def test_nan_filters_per_route(spark, catalog: Catalog, table_name: str) -> None:  # type: ignore[no-untyped-def]
@@ -84,8 +84,8 @@ def test_nan_filters_per_route(spark, catalog: Catalog, table_name: str) -> None
         ("d is not nan", [1, 2, 3, 4, 5]),
         ("f > 0", [1, 5]),
     ):
-        python = sorted(table.scan(row_filter=text).to_arrow().column("id").to_pylist())
-        spark_route = sorted(r["id"] for r in read_table(spark, table_name, row_filter=text).collect())
+        python = sorted(table.scan(filter=text).to_arrow().column("id").to_pylist())
+        spark_route = sorted(r["id"] for r in read_table(spark, table_name, filter=text).collect())
         assert python == want, text
         assert spark_route == want, text
     create_view(spark, "nan_view", table_name)

@@ -17,7 +17,7 @@ def test_read_table_and_data_source_read_every_format(spark, catalog: Catalog, t
     assert {"avro", "orc"} <= {t.data_file.file_format for t in plan.python}
     want = expected(set(range(70)) - DELETED)
     assert normalized(read_table(spark, table_name).toArrow()) == want
-    filtered = read_table(spark, table_name, row_filter="qty < 4", columns=["id", "qty"]).toArrow()
+    filtered = read_table(spark, table_name, filter="qty < 4", columns=["id", "qty"]).toArrow()
     assert normalized(filtered) == [{"id": r["id"], "qty": r["qty"]} for r in want if r["qty"] < 4]
     create_view(spark, "foreign_view", table_name)
     ids = [r[0] for r in spark.sql("SELECT id FROM foreign_view WHERE id < 40 ORDER BY id").collect()]

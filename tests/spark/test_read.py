@@ -58,7 +58,7 @@ def test_filter_prunes_files_and_filters_rows(spark, daily, table_name: str) -> 
     plan = plan_read(daily, row_filter=flt)
     assert 0 < len(plan.files) < len(full.files)  # other days' files are skipped by partition pruning
     assert plan.stats.files_selected == len(plan.files)
-    df = read_table(spark, table_name, row_filter=flt)
+    df = read_table(spark, table_name, filter=flt)
     read = {r[0] for r in df.select(F.input_file_name()).distinct().collect()}
     assert len(read) <= len(plan.files) < len(full.files)
     want = [r for r in df_rows(_data(spark, 0, 800)) if r[1].day == 3 and r[0] < 700]
@@ -68,7 +68,7 @@ def test_filter_prunes_files_and_filters_rows(spark, daily, table_name: str) -> 
 
 
 def test_filter_on_unprojected_column(spark, daily, table_name: str) -> None:  # type: ignore[no-untyped-def]
-    df = read_table(spark, table_name, columns=["id"], row_filter="k = 'k1' and x > 900")
+    df = read_table(spark, table_name, columns=["id"], filter="k = 'k1' and x > 900")
     assert df.columns == ["id"]
     assert df_rows(df) == [(i,) for i in range(800) if i % 3 == 1 and i * 1.5 > 900]
 
@@ -85,7 +85,7 @@ def test_row_lineage_and_file_position_columns(spark, daily, table_name: str) ->
     cols = ["id", "_row_id", "_last_updated_sequence_number", "_file", "_pos"]
     df = read_table(spark, table_name, columns=cols)
     assert df.columns == cols
-    want = sorted_rows(daily.scan(selected_fields=tuple(cols)).to_arrow(), cols)
+    want = sorted_rows(daily.scan(columns=tuple(cols)).to_arrow(), cols)
     got = df_rows(df, cols)
     assert got == want
     assert sorted(r[1] for r in got) == list(range(800))  # row ids inherited: first_row_id + position

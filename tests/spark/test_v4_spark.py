@@ -81,12 +81,12 @@ def test_filters_prune_and_metadata_columns(spark, v4, table_name: str) -> None:
     flt = "ts >= '2024-05-03T00:00:00+00:00' and ts < '2024-05-04T00:00:00+00:00' and id > 100"
     full, plan = plan_read(v4), plan_read(v4, row_filter=flt)
     assert 0 < len(plan.files) < len(full.files)
-    df = read_table(spark, table_name, row_filter=flt)
+    df = read_table(spark, table_name, filter=flt)
     assert df_rows(df) == [r for r in _model(_default_k(range(601))) if r[0] % 6 == 2 and r[0] > 100]
     cols = ["id", "_row_id", "_last_updated_sequence_number", "_file", "_pos"]
     meta = read_table(spark, table_name, columns=cols)
     got = df_rows(meta, cols)
-    assert got == sorted_rows(v4.scan(selected_fields=tuple(cols)).to_arrow(), cols)
+    assert got == sorted_rows(v4.scan(columns=tuple(cols)).to_arrow(), cols)
     assert sorted(r[1] for r in got) == list(range(601))  # row ids: one range per append
     assert {r[2] for r in got if r[0] < 600} == {1} and {r[2] for r in got if r[0] == 600} == {2}
     # _file / _pos name the row's place in its data file

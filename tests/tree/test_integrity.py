@@ -79,7 +79,7 @@ def test_a_manifest_the_list_says_is_empty_cannot_vanish_silently(table: Table) 
     snap = table.current_snapshot()
     assert snap is not None
     _rewrite_list(table, added_files_count=0, existing_files_count=0, added_rows_count=0)
-    for scan in (table.scan(), table.scan(row_filter="id > 0")):  # filtered scans too
+    for scan in (table.scan(), table.scan(filter="id > 0")):  # filtered scans too
         with pytest.raises(CorruptMetadata, match="count total-data-files 1, the summary") as err:
             scan.to_arrow()
         assert err.value.location == snap.manifest_list

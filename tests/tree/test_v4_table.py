@@ -39,7 +39,7 @@ def ids(table: Table, **scan: Any) -> list[int]:
 
 
 def lineage(table: Table) -> dict[int, tuple[int, int]]:
-    got = table.scan(selected_fields=("id", "_row_id", "_last_updated_sequence_number")).to_arrow()
+    got = table.scan(columns=("id", "_row_id", "_last_updated_sequence_number")).to_arrow()
     return {r["id"]: (r["_row_id"], r["_last_updated_sequence_number"]) for r in got.to_pylist()}
 
 

@@ -315,14 +315,14 @@ def test_end_to_end_partition_evolution(tmp_path: Path, format_version: int) -> 
     )
     everything = [(i, c) for i, c in zip(range(1, 7), ["x", "y", "x", "x", "y", "z"], strict=True)]
     assert sorted((r["id"], r["cat"]) for r in table.scan().to_arrow().to_pylist()) == everything
-    assert sorted(r["id"] for r in table.scan(row_filter="cat = 'x'").to_arrow().to_pylist()) == [1, 3, 4]
+    assert sorted(r["id"] for r in table.scan(filter="cat = 'x'").to_arrow().to_pylist()) == [1, 3, 4]
     day_102 = "ts >= '1970-04-13T00:00:00' and ts < '1970-04-14T00:00:00'"
-    assert sorted(r["id"] for r in table.scan(row_filter=day_102).to_arrow().to_pylist()) == [4, 5]
+    assert sorted(r["id"] for r in table.scan(filter=day_102).to_arrow().to_pylist()) == [4, 5]
     assert [r["id"] for r in table.scan(snapshot_id=s1).to_arrow().to_pylist()] == [1, 2]
     assert sorted(r["id"] for r in table.scan(snapshot_id=s2).to_arrow().to_pylist()) == [1, 2, 3, 4, 5]
     # the same filters on the evolved specs, at the current snapshot and an older one
     assert sorted(
-        r["id"] for r in table.scan(row_filter="cat = 'x'", snapshot_id=s2).to_arrow().to_pylist()
+        r["id"] for r in table.scan(filter="cat = 'x'", snapshot_id=s2).to_arrow().to_pylist()
     ) == [
         1,
         3,
@@ -332,7 +332,7 @@ def test_end_to_end_partition_evolution(tmp_path: Path, format_version: int) -> 
     assert (
         sorted(
             r["id"]
-            for r in table.scan(row_filter=f"id in ({', '.join(map(str, bucket_3))})").to_arrow().to_pylist()
+            for r in table.scan(filter=f"id in ({', '.join(map(str, bucket_3))})").to_arrow().to_pylist()
         )
         == bucket_3
     )
@@ -343,7 +343,7 @@ def test_end_to_end_partition_evolution(tmp_path: Path, format_version: int) -> 
 
     static = StaticTable.from_metadata(table.metadata_location)
     assert sorted(r["id"] for r in static.scan().to_arrow().to_pylist()) == [1, 2, 3, 4, 5, 6]
-    assert sorted(r["id"] for r in static.scan(row_filter="cat == 'x'").to_arrow().to_pylist()) == [1, 3, 4]
+    assert sorted(r["id"] for r in static.scan(filter="cat == 'x'").to_arrow().to_pylist()) == [1, 3, 4]
     assert sorted(r["id"] for r in static.scan(snapshot_id=s2).to_arrow().to_pylist()) == [1, 2, 3, 4, 5]
     assert [s.spec_id for s in static.metadata.partition_specs] == [0, 1, 2]
     from tests.support.interop import read_with_duckdb

@@ -744,7 +744,7 @@ def test_end_to_end_date_to_timestamp_and_unknown_promotions(tmp_path: Path, for
         {"id": 2, "d": dt.datetime(2024, 1, 3, 5), "u": "x"},
     ]
     # the old file's 4-byte date bounds still prune correctly as timestamps
-    assert [r["id"] for r in table.scan(row_filter="d < '2024-01-02T12:00:00'").to_arrow().to_pylist()] == [1]
+    assert [r["id"] for r in table.scan(filter="d < '2024-01-02T12:00:00'").to_arrow().to_pylist()] == [1]
 
 
 @pytest.mark.parametrize("format_version", [2, 4])

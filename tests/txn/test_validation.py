@@ -79,7 +79,7 @@ def _ids(table: Table) -> list[int]:
 
 def _entry_with(table: Table, row_id: int) -> ManifestEntry:
     """The live entry of the data file holding ``row_id``."""
-    rows = table.scan(selected_fields=("id", "_file")).to_arrow().to_pylist()
+    rows = table.scan(columns=("id", "_file")).to_arrow().to_pylist()
     path = next(r["_file"] for r in rows if r["id"] == row_id)
     return next(t.entry for t in table.scan().plan_files() if t.file_path == path)
 
@@ -210,7 +210,7 @@ def test_cow_against_a_concurrent_matching_append(
     table = _table(catalog, version)
     planned = _plan_cow(table, "id < 5", level)
     table.append(_rows([2, 100], "a"))
-    appended = next(t.file_path for t in table.scan(row_filter="id = 100").plan_files())
+    appended = next(t.file_path for t in table.scan(filter="id = 100").plan_files())
     if level is SERIALIZABLE:
         err = _conflict(table, planned, appended, "serializable")
         assert "id < 5" in str(err) or "LessThan" in str(err)
@@ -346,7 +346,7 @@ def test_mor_against_a_concurrent_matching_append(
     table = _table(catalog, version)
     planned = _plan_mor(table, [1], level, conflict_filter="id < 2")
     table.append(_rows([0], "z"))
-    appended = next(t.file_path for t in table.scan(row_filter="cat = 'z'").plan_files())
+    appended = next(t.file_path for t in table.scan(filter="cat = 'z'").plan_files())
     if level is SERIALIZABLE:
         _conflict(table, planned, appended)
         assert _ids(table) == sorted([*range(20), 0])
