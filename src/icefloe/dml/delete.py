@@ -96,6 +96,12 @@ def matching_positions(
 ) -> np.ndarray:
     """Positions of the live rows of the task's file that match its residual (filter columns only)."""
     schema = md.schema()
-    request = ReadRequest(schema, prune_columns(schema, set()), (POS.name,), case_sensitive=case_sensitive)
+    request = ReadRequest(
+        schema,
+        prune_columns(schema, set()),
+        (POS.name,),
+        case_sensitive=case_sensitive,
+        specs=md.specs_by_id(),
+    )
     rows = read_task(io, task, request)
     return np.asarray(rows.column(POS.name).to_numpy(), dtype=np.int64)

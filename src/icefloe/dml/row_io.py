@@ -44,7 +44,7 @@ def read_for_change(
     """
     schema = md.schema()
     meta = (POS_COLUMN, *LINEAGE_COLUMNS) if has_lineage(md) else (POS_COLUMN,)
-    request = ReadRequest(schema, schema, meta, case_sensitive=case_sensitive)
+    request = ReadRequest(schema, schema, meta, case_sensitive=case_sensitive, specs=md.specs_by_id())
     return read_task(io, replace(task, residual=AlwaysTrue()), request)
 
 

@@ -126,7 +126,9 @@ class ChangelogScan:
     def _read_request(self) -> ReadRequest:
         schema = self.table_schema
         meta = (POS.name, ROW_ID.name) if self.tracks_lineage else (POS.name,)
-        return ReadRequest(schema, schema, meta, self.row_filter, self.case_sensitive)
+        return ReadRequest(
+            schema, schema, meta, self.row_filter, self.case_sensitive, self.metadata.specs_by_id()
+        )
 
     def output_columns(self) -> tuple[list[str], list[str]]:
         """Table columns and metadata columns of the output, in order."""

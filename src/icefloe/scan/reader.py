@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -19,7 +20,8 @@ from icefloe.formats.data_files import read_data_file
 from icefloe.io.fileio import FileIO, normalize_location
 from icefloe.scan.column_files import overlay_column_files
 from icefloe.scan.tasks import DeleteFileRef, FileScanTask
-from icefloe.spec.content import FileContent
+from icefloe.spec.content import DataFile, FileContent
+from icefloe.spec.partitioning import PartitionSpec
 from icefloe.spec.schema import (
     FILE_PATH_COLUMN_ID,
     LAST_UPDATED_SEQ_COLUMN_ID,
@@ -28,6 +30,7 @@ from icefloe.spec.schema import (
     Schema,
     prune_columns,
 )
+from icefloe.spec.transforms import IdentityTransform
 from icefloe.spec.types import (
     IcebergType,
     ListType,
@@ -93,6 +96,21 @@ class ReadRequest:
     metadata_columns: tuple[str, ...] = ()
     row_filter: Expression = field(default_factory=AlwaysTrue)
     case_sensitive: bool = True
+    # the table's partition specs by id: a file that lacks an identity-partitioned column (an
+    # imported Hive-style file) gets it from its partition tuple (empty: no such filling)
+    specs: Mapping[int, PartitionSpec] = field(default_factory=dict)
+
+    def identity_constants(self, data_file: DataFile) -> dict[int, Any] | None:
+        """Source field id -> partition value of the file's identity partition fields (None: none)."""
+        spec = self.specs.get(data_file.spec_id)
+        if spec is None:
+            return None
+        out = {
+            f.source_id: value
+            for f, value in zip(spec.fields, data_file.partition, strict=False)
+            if isinstance(f.transform, IdentityTransform)
+        }
+        return out or None
 
     def output_schema(self) -> pa.Schema:
         """Arrow schema of the result: projected columns then metadata columns (uuid as ``pa.uuid()``)."""
@@ -188,7 +206,13 @@ def read_task(
     limits = None if row_groups is None else row_groups.limits
     with reading(task.file_path, "read the data file"):
         table = read_data_file(
-            io, task.file_path, read_schema, task.data_file.file_format, row_groups=groups, row_limits=limits
+            io,
+            task.file_path,
+            read_schema,
+            task.data_file.file_format,
+            row_groups=groups,
+            row_limits=limits,
+            constants=request.identity_constants(task.data_file),
         )
     if row_groups is None:
         _check_against_manifest(table, task, read_schema)

@@ -170,7 +170,9 @@ class TableScan:
     def read_request(self) -> ReadRequest:
         """What every task of this scan produces (projected columns, metadata columns, filter)."""
         projected, meta = self.projection()
-        return ReadRequest(self.schema(), projected, meta, self.row_filter, self.case_sensitive)
+        return ReadRequest(
+            self.schema(), projected, meta, self.row_filter, self.case_sensitive, self.metadata.specs_by_id()
+        )
 
     def _output_columns(self, available: list[str]) -> list[str]:
         if "*" in self.selected_fields:

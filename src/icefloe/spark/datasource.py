@@ -232,7 +232,9 @@ class _ReadSetup:
 
         scan = self.scan(self.io())
         projected, meta = scan.projection()
-        return ReadRequest(scan.schema(), projected, tuple(meta), self.row_filter)
+        return ReadRequest(
+            scan.schema(), projected, tuple(meta), self.row_filter, specs=self.metadata.specs_by_id()
+        )
 
     def fields(self) -> list[Any]:
         from icefloe.scan.reader import METADATA_COLUMNS

@@ -36,6 +36,7 @@ from icefloe.spark.compat import map_in_arrow
 from icefloe.spark.runtime import executor_io, resolve_catalog, session_conf, spark_location
 from icefloe.spark.schema import native_readable, to_spark_field, to_spark_schema
 from icefloe.spark.storage import spark_native_storage
+from icefloe.spec.partitioning import PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import NestedField
 
@@ -65,6 +66,7 @@ class ReadPlan:
     io_properties: dict[str, str] = field(default_factory=dict)
     location: str = ""
     order: tuple[str, ...] = ()
+    specs: dict[int, PartitionSpec] = field(default_factory=dict)
 
     @property
     def files(self) -> list[str]:
@@ -74,7 +76,12 @@ class ReadPlan:
     def request(self) -> ReadRequest:
         """The icefloe read request for the Python route."""
         return ReadRequest(
-            self.table_schema, self.projected, self.metadata_columns, self.row_filter, self.case_sensitive
+            self.table_schema,
+            self.projected,
+            self.metadata_columns,
+            self.row_filter,
+            self.case_sensitive,
+            self.specs,
         )
 
     def output_fields(self) -> list[NestedField]:
@@ -131,6 +138,7 @@ def plan_read(
         io_properties=dict(table.io.properties),
         location=table.metadata.location,
         order=selected if "*" not in selected else (),
+        specs=table.metadata.specs_by_id(),
     )
     # Spark resolves columns by field id only; files of tables with a name mapping may have none.
     name_mapped = NAME_MAPPING_PROPERTY in table.metadata.properties

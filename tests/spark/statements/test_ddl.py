@@ -253,6 +253,58 @@ def test_ctas_and_replace(spark: Any, catalog: Catalog, table_name: str) -> None
     assert rows(sql(spark, f"SELECT * FROM {name}")) == [(2,)]
 
 
+@pytest.mark.parametrize("version", [2, 3, 4])
+def test_replace_keeps_the_table_and_its_history(
+    spark: Any, catalog: Catalog, table_name: str, version: int
+) -> None:
+    name = f"icefloe.{table_name}"
+    sql(
+        spark,
+        f"CREATE TABLE {name} (id BIGINT, k STRING) USING iceberg PARTITIONED BY (k) "
+        f"TBLPROPERTIES ('format-version' = '{version}', 'keep' = 'yes')",
+    )
+    sql(spark, f"INSERT INTO {name} VALUES (1, 'a'), (2, 'b')")
+    before = catalog.load_table(table_name)
+    uuid, (first,) = before.metadata.table_uuid, [s.snapshot_id for s in before.snapshots()]
+    # RTAS: new schema (id keeps its field id, n is new), new spec, a new snapshot without parent
+    sql(
+        spark,
+        f"CREATE OR REPLACE TABLE {name} USING iceberg PARTITIONED BY (bucket(2, id)) "
+        "TBLPROPERTIES ('extra' = '1') AS SELECT id * 10 AS id, 'x' AS n FROM range(3)",
+    )
+    t = catalog.load_table(table_name)
+    assert t.metadata.table_uuid == uuid and t.format_version == version
+    assert [(f.field_id, f.name) for f in t.schema().fields] == [(1, "id"), (3, "n")]
+    assert [(f.name, str(f.transform)) for f in t.spec().fields] == [("id_bucket", "bucket[2]")]
+    assert t.properties["keep"] == "yes" and t.properties["extra"] == "1"
+    snaps = t.snapshots()
+    assert snaps[0].snapshot_id == first and len(snaps) == 2
+    current = t.current_snapshot()
+    assert current is not None and current.parent_snapshot_id is None
+    assert rows(sql(spark, f"SELECT * FROM {name}")) == [(0, "x"), (10, "x"), (20, "x")]
+    assert rows(sql(spark, f"SELECT id, k FROM {name} VERSION AS OF {first}")) == [(1, "a"), (2, "b")]
+    assert rows(sql(spark, f"SELECT count(*) FROM {name}.snapshots")) == [(2,)]
+    # plain REPLACE: the new definition and no current snapshot; the old snapshots stay
+    sql(spark, f"REPLACE TABLE {name} (id BIGINT, v DOUBLE) USING iceberg")
+    t = catalog.load_table(table_name)
+    assert t.current_snapshot() is None and len(t.snapshots()) == 2
+    assert [(f.field_id, f.name) for f in t.schema().fields] == [(1, "id"), (4, "v")]
+    assert t.spec().fields == ()
+    assert rows(sql(spark, f"SELECT * FROM {name}")) == []
+    sql(spark, f"INSERT INTO {name} VALUES (7, 0.5)")
+    assert rows(sql(spark, f"SELECT * FROM {name}")) == [(7, 0.5)]
+    assert len(catalog.load_table(table_name).snapshots()) == 3
+    # a replacement may read the table it replaces (the rows are read before the commit)
+    sql(spark, f"CREATE OR REPLACE TABLE {name} USING iceberg AS SELECT id + 1 AS id, v FROM {name}")
+    assert rows(sql(spark, f"SELECT * FROM {name}")) == [(8, 0.5)]
+    t = catalog.load_table(table_name)
+    assert len(t.snapshots()) == 4 and [f.field_id for f in t.schema().fields] == [1, 4]
+    # REPLACE of a table that does not exist fails and creates nothing
+    with pytest.raises(NoSuchTable):
+        sql(spark, f"REPLACE TABLE {name}_missing (id BIGINT) USING iceberg")
+    assert not catalog.table_exists(f"{table_name}_missing")
+
+
 def test_errors_name_position_and_construct(spark: Any, table_name: str) -> None:
     with pytest.raises(SqlSyntaxError, match="line 2, column"):
         sql(spark, f"SELECT 1;\nSELECT * FROM icefloe.{table_name} WHERE")

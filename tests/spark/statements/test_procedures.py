@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from icefloe.catalog.base import Catalog
-from icefloe.errors import ValidationError
+from icefloe.errors import Unsupported, ValidationError
 from icefloe.spark import sql
 from icefloe.spark.statements import UnsupportedStatement
 
@@ -59,8 +59,8 @@ def test_snapshot_procedures(spark: Any, catalog: Catalog, table_name: str) -> N
     assert rows(out) == [("main", current, dev_head)]
     with pytest.raises(ValidationError):
         sql(spark, f"CALL icefloe.system.rollback_to_snapshot('{table_name}', 12345)")
-    with pytest.raises(UnsupportedStatement, match="rewrite_manifests"):
-        sql(spark, f"CALL icefloe.system.rewrite_manifests('{table_name}')")
+    with pytest.raises(UnsupportedStatement, match="no_such_procedure"):
+        sql(spark, f"CALL icefloe.system.no_such_procedure('{table_name}')")
 
 
 def test_maintenance_procedures(spark: Any, catalog: Catalog, table_name: str, tmp_path: Any) -> None:
@@ -113,3 +113,151 @@ def test_maintenance_procedures(spark: Any, catalog: Catalog, table_name: str, t
     assert out.columns == ["current_snapshot_id", "total_records_count", "total_data_files_count"]
     assert out.collect()[0][1:] == (6, 1)
     assert rows(sql(spark, f"SELECT count(*) FROM {t}_copy")) == [(6,)]
+
+
+def _one_file_appends(catalog: Catalog, table_name: str, batches: list[list[int]]) -> None:
+    table = catalog.load_table(table_name)
+    for values in batches:
+        table.append(pa.table({"id": pa.array(values, pa.int64())}))
+
+
+@pytest.mark.parametrize("fv", [2, 3])
+def test_rewrite_manifests_and_position_delete_files(
+    spark: Any, catalog: Catalog, table_name: str, fv: int
+) -> None:
+    t = f"icefloe.{table_name}"
+    sql(
+        spark,
+        f"CREATE TABLE {t} (id BIGINT) USING iceberg TBLPROPERTIES ('format-version' = '{fv}', "
+        "'write.delete.mode' = 'merge-on-read')",
+    )
+    _one_file_appends(catalog, table_name, [[1, 2, 3], [4, 5], [6]])
+    assert rows(sql(spark, f"SELECT content, count(*) FROM {t}.manifests GROUP BY content")) == [(0, 3)]
+    out = sql(spark, f"CALL icefloe.system.rewrite_manifests(table => '{t}', use_caching => false)")
+    assert out.columns == ["rewritten_manifests_count", "added_manifests_count"]
+    assert rows(out) == [(3, 1)]
+    assert rows(sql(spark, f"SELECT content, count(*) FROM {t}.manifests GROUP BY content")) == [(0, 1)]
+    assert rows(sql(spark, f"SELECT operation FROM {t}.snapshots ORDER BY committed_at DESC LIMIT 1")) == [
+        ("replace",)
+    ]
+    assert rows(sql(spark, f"SELECT id FROM {t}")) == [(i,) for i in range(1, 7)]
+    assert rows(sql(spark, f"CALL icefloe.system.rewrite_manifests('{table_name}')")) == [(0, 0)]
+    # two deletes on the first file: two position delete files (v2) or one DV (v3)
+    sql(spark, f"DELETE FROM {t} WHERE id = 1")
+    sql(spark, f"DELETE FROM {t} WHERE id = 2")
+    deletes = rows(sql(spark, f"SELECT file_path, file_size_in_bytes FROM {t}.delete_files"))
+    out = sql(spark, f"CALL icefloe.system.rewrite_position_delete_files('{table_name}')")
+    assert out.columns == [
+        "rewritten_delete_files_count",
+        "added_delete_files_count",
+        "rewritten_bytes_count",
+        "added_bytes_count",
+    ]
+    after = rows(sql(spark, f"SELECT file_path, file_size_in_bytes, record_count FROM {t}.delete_files"))
+    if fv == 2:
+        assert len(deletes) == 2 and len(after) == 1
+        assert rows(out) == [(2, 1, sum(d[1] for d in deletes), after[0][1])]
+        assert after[0][2] == 2
+    else:
+        assert len(deletes) == 1 and rows(out) == [(0, 0, 0, 0)]
+        assert [a[:2] for a in after] == deletes
+    assert rows(sql(spark, f"SELECT id FROM {t}")) == [(i,) for i in range(3, 7)]
+
+
+def test_rewrite_manifests_on_v4_names_the_construct(spark: Any, catalog: Catalog, table_name: str) -> None:
+    t = f"icefloe.{table_name}"
+    sql(spark, f"CREATE TABLE {t} (id BIGINT) USING iceberg TBLPROPERTIES ('format-version' = '4')")
+    _one_file_appends(catalog, table_name, [[1], [2]])
+    with pytest.raises(UnsupportedStatement, match="format version 4"):
+        sql(spark, f"CALL icefloe.system.rewrite_manifests('{table_name}')")
+    assert rows(sql(spark, f"CALL icefloe.system.rewrite_position_delete_files('{table_name}')")) == [
+        (0, 0, 0, 0)
+    ]
+    with pytest.raises(UnsupportedStatement, match="where or options"):
+        sql(spark, f"CALL icefloe.system.rewrite_position_delete_files('{table_name}', where => 'id > 1')")
+
+
+def test_create_changelog_view(spark: Any, catalog: Catalog, table_name: str) -> None:
+    t = f"icefloe.{table_name}"
+    sql(spark, f"CREATE TABLE {t} (id BIGINT, v STRING) USING iceberg TBLPROPERTIES ('format-version' = '3')")
+    sql(spark, f"INSERT INTO {t} VALUES (1, 'a'), (2, 'b')")
+    first = catalog.load_table(table_name).current_snapshot().snapshot_id  # type: ignore[union-attr]
+    sql(spark, f"INSERT INTO {t} VALUES (3, 'c')")
+    sql(spark, f"UPDATE {t} SET v = 'B' WHERE id = 2")
+    view = f"chg_{table_name.split('.')[-1]}"
+    out = sql(
+        spark,
+        f"CALL icefloe.system.create_changelog_view(table => '{t}', changelog_view => '{view}', "
+        f"options => map('start-snapshot-id', '{first}'), compute_updates => true, "
+        "identifier_columns => array('id'))",
+    )
+    assert out.columns == ["changelog_view"] and rows(out) == [(view,)]
+    got = rows(spark.sql(f"SELECT _change_type, _change_ordinal, id, v FROM {view}"))
+    assert got == [
+        ("INSERT", 0, 3, "c"),
+        ("UPDATE_AFTER", 1, 2, "B"),
+        ("UPDATE_BEFORE", 1, 2, "b"),
+    ]
+    out = sql(spark, f"CALL icefloe.system.create_changelog_view('{table_name}')")
+    default = f"{table_name.split('.')[-1]}_changes"
+    assert rows(out) == [(default,)]
+    assert rows(spark.sql(f"SELECT count(*) FROM {default}")) == [(5,)]
+
+
+def test_snapshot_and_migrate_parquet_tables(
+    spark: Any, catalog: Catalog, table_name: str, tmp_path: Any
+) -> None:
+    name = table_name.split(".")[-1]
+    src_dir = tmp_path / "src"
+    spark.range(5).selectExpr("id", "cast(id * 10 AS int) AS v", "concat('s', id) AS s").coalesce(
+        1
+    ).write.parquet(str(src_dir))
+    spark.sql("CREATE DATABASE IF NOT EXISTS spark_catalog.db")
+    spark.sql(f"CREATE TABLE spark_catalog.db.{name}_src USING parquet LOCATION '{src_dir}'")
+    expected = [(i, i * 10, f"s{i}") for i in range(5)]
+    # snapshot: a new icefloe table over the same files, which icefloe never deletes
+    out = sql(spark, f"CALL icefloe.system.snapshot('spark_catalog.db.{name}_src', 'db.{name}_snap')")
+    assert out.columns == ["imported_files_count"] and rows(out) == [(1,)]
+    snap = catalog.load_table(f"db.{name}_snap")
+    assert snap.properties["gc.enabled"] == "false"
+    assert [f.name for f in snap.schema().fields] == ["id", "v", "s"]
+    assert rows(sql(spark, f"SELECT * FROM icefloe.db.{name}_snap")) == expected
+    ((path,),) = rows(sql(spark, f"SELECT file_path FROM icefloe.db.{name}_snap.data_files"))
+    assert path.endswith(".parquet") and str(src_dir) in path  # referenced, not copied
+    sql(spark, f"INSERT INTO icefloe.db.{name}_snap VALUES (9, 90, 's9')")
+    assert rows(sql(spark, f"SELECT count(*) FROM icefloe.db.{name}_snap WHERE v >= 30")) == [(3,)]
+    assert spark.table(f"spark_catalog.db.{name}_src").count() == 5  # the source is untouched
+    # snapshot of a directory
+    out = sql(
+        spark,
+        f"CALL icefloe.system.snapshot(source_table => 'parquet.`{src_dir}`', table => 'db.{name}_dir')",
+    )
+    assert rows(out) == [(1,)]
+    assert rows(sql(spark, f"SELECT * FROM icefloe.db.{name}_dir")) == expected
+    # a Hive-style partitioned directory: identity partitions, values from the directory names
+    part_dir = tmp_path / "part"
+    spark.range(6).selectExpr("id", "cast(id % 2 AS int) AS p", "concat('k', id % 3) AS k").coalesce(
+        1
+    ).write.partitionBy("p", "k").parquet(str(part_dir))
+    out = sql(spark, f"CALL icefloe.system.snapshot('parquet.`{part_dir}`', 'db.{name}_part')")
+    assert rows(out) == [(6,)]
+    part = catalog.load_table(f"db.{name}_part")
+    assert [(f.name, str(f.transform)) for f in part.spec().fields] == [("p", "identity"), ("k", "identity")]
+    all_rows = [(i, i % 2, f"k{i % 3}") for i in range(6)]
+    assert rows(sql(spark, f"SELECT * FROM icefloe.db.{name}_part")) == all_rows
+    assert rows(sql(spark, f"SELECT id FROM icefloe.db.{name}_part WHERE k = 'k1' AND p = 0")) == [(4,)]
+    sql(spark, f"DELETE FROM icefloe.db.{name}_part WHERE k = 'k1' AND id > 1")
+    assert rows(sql(spark, f"SELECT * FROM icefloe.db.{name}_part")) == [r for r in all_rows if r[0] != 4]
+    assert spark.read.parquet(str(part_dir)).count() == 6  # the source files are untouched
+    # migrate: the same table name in icefloe, the session catalog's table is gone, files stay
+    out = sql(spark, f"CALL icefloe.system.migrate('spark_catalog.db.{name}_src')")
+    assert out.columns == ["migrated_files_count"] and rows(out) == [(1,)]
+    assert rows(sql(spark, f"SELECT * FROM icefloe.db.{name}_src")) == expected
+    assert not spark.catalog.tableExists(f"spark_catalog.db.{name}_src")
+    assert rows(sql(spark, f"SELECT * FROM icefloe.db.{name}_snap WHERE id < 5")) == expected
+    # a managed table cannot be migrated: dropping it would delete the files
+    spark.sql(f"CREATE TABLE spark_catalog.db.{name}_managed USING parquet AS SELECT 1 AS id")
+    with pytest.raises(Unsupported, match="managed"):
+        sql(spark, f"CALL icefloe.system.migrate('spark_catalog.db.{name}_managed')")
+    assert not catalog.table_exists(f"db.{name}_managed")
+    spark.sql(f"DROP TABLE spark_catalog.db.{name}_managed")

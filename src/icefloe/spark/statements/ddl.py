@@ -10,13 +10,14 @@ from icefloe.errors import AlreadyExists, NoSuchNamespace, NoSuchTable
 from icefloe.spark.statements.columns import schema_of
 from icefloe.spark.statements.errors import UnsupportedStatement
 from icefloe.spark.statements.names import SqlContext, namespace_parts
-from icefloe.spark.statements.parse import Statement, to_sql
+from icefloe.spark.statements.parse import Statement, to_sql, tokenize
 from icefloe.spark.statements.partition_terms import partition_term
 from icefloe.spark.statements.query import run_query, table_parts
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from icefloe.spec.partitioning import PartitionSpec
     from icefloe.spec.schema import Schema
 
 _NAMESPACE_KINDS = ("NAMESPACE", "DATABASE", "SCHEMA")
@@ -32,7 +33,9 @@ def handle(ctx: SqlContext, stmt: Statement, tree: exp.Expr) -> DataFrame | None
         if kind in _NAMESPACE_KINDS:
             return create_namespace(ctx, tree)
         if kind == "TABLE":
-            return create_table(ctx, tree)
+            tokens = tokenize(stmt.text)
+            plain_replace = bool(tokens) and tokens[0].text.upper() == "REPLACE"
+            return create_table(ctx, tree, plain_replace)
         return None
     if isinstance(tree, exp.Drop):
         return drop(ctx, tree)
@@ -63,8 +66,9 @@ def create_namespace(ctx: SqlContext, tree: exp.Create) -> DataFrame | None:
     return empty(ctx)
 
 
-def create_table(ctx: SqlContext, tree: exp.Create) -> DataFrame | None:
-    """CREATE [OR REPLACE] TABLE [IF NOT EXISTS] ... [AS SELECT]."""
+def create_table(ctx: SqlContext, tree: exp.Create, plain_replace: bool = False) -> DataFrame | None:
+    """CREATE [OR REPLACE] TABLE [IF NOT EXISTS] ... [AS SELECT]; ``REPLACE TABLE`` (``plain_replace``)
+    needs the table to exist."""
     from icefloe.spark.statements.results import empty
     from icefloe.spark.views import parse_partitioning
     from icefloe.spark.write import write_table
@@ -88,6 +92,8 @@ def create_table(ctx: SqlContext, tree: exp.Create) -> DataFrame | None:
         return empty(ctx)
     if exists and not tree.args.get("replace"):
         raise AlreadyExists(f"table {'.'.join(ident)!r} already exists")
+    if plain_replace and not exists:
+        raise NoSuchTable(f"table {'.'.join(ident)!r} does not exist (REPLACE TABLE needs it)")
     source = run_query(ctx, query) if query is not None else None
     if schema_node is not None:
         columns = [c for c in schema_node.expressions if isinstance(c, exp.ColumnDef)]
@@ -99,9 +105,10 @@ def create_table(ctx: SqlContext, tree: exp.Create) -> DataFrame | None:
     else:
         raise UnsupportedStatement("CREATE TABLE without columns or AS SELECT")
     spec = parse_partitioning(schema, partition_texts)
-    if exists:
-        ctx.catalog.drop_table(ident)  # CREATE OR REPLACE: the new table starts a new history
+    if exists:  # [CREATE OR] REPLACE: the same table, with its history, gets the new definition
+        _replace_table(ctx, ident, schema, spec, properties, location, source)
         ctx.forget(ident)
+        return empty(ctx)
     if not ctx.catalog.namespace_exists(ident[:-1]):
         raise NoSuchNamespace(f"namespace {'.'.join(ident[:-1])!r} does not exist")
     table = ctx.catalog.create_table(ident, schema, spec, location=location, properties=properties)
@@ -113,6 +120,52 @@ def create_table(ctx: SqlContext, tree: exp.Create) -> DataFrame | None:
             raise
     ctx.forget(table.identifier)
     return empty(ctx)
+
+
+def _replace_table(
+    ctx: SqlContext,
+    ident: tuple[str, ...],
+    schema: Schema,
+    spec: PartitionSpec,
+    properties: dict[str, str],
+    location: str | None,
+    source: DataFrame | None,
+) -> None:
+    """Replace the table's definition in one commit, with the rows of ``source`` when given."""
+    import time
+
+    from icefloe.errors import nothing_committed
+    from icefloe.spark.write import stage_dataframe
+    from icefloe.spec.updates import apply_updates
+    from icefloe.table.table import Table
+    from icefloe.txn.replace_table import ReplacementAppend, ReplaceTable, replacement_updates
+
+    table = ctx.catalog.load_table(ident)
+    action = ReplaceTable(schema, spec, properties, location)
+    if source is None:
+        with table.transaction() as tx:
+            tx.add_action(action)
+        return
+    # the rows are written with the replaced schema and spec, then committed with the replacement
+    md = table.metadata
+    preview = apply_updates(
+        md, replacement_updates(md, schema, spec, properties, location), int(time.time() * 1000)
+    )
+    staged = stage_dataframe(
+        source, Table(table.identifier, preview, table.metadata_location, table.io, table.commit_target)
+    )
+    try:
+        with table.transaction() as tx:
+            tx.add_action(action)
+            tx.add_action(
+                ReplacementAppend(
+                    files=list(staged.files), schema=preview.schema(), spec_id=preview.default_spec_id
+                )
+            )
+    except BaseException as exc:
+        if nothing_committed(exc):
+            staged.discard()
+        raise
 
 
 def drop(ctx: SqlContext, tree: exp.Drop) -> DataFrame | None:

@@ -340,6 +340,107 @@ def _register_table(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
     )
 
 
+def _rewrite_manifests(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
+    from icefloe.errors import Unsupported
+    from icefloe.maintenance.rewrite_manifests import rewrite_manifests
+
+    table = _table(ctx, args)  # use_caching is accepted and ignored: nothing is cached here
+    try:
+        spec_id = args.get("spec_id")
+        result = rewrite_manifests(table, spec_id=int(spec_id) if spec_id is not None else None)
+    except Unsupported as exc:
+        raise UnsupportedStatement("rewrite_manifests on a format version 4 table", str(exc)) from exc
+    return _frame(
+        ctx,
+        "rewritten_manifests_count int, added_manifests_count int",
+        [(result.rewritten_manifests, result.added_manifests)],
+    )
+
+
+def _rewrite_position_delete_files(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
+    from icefloe.maintenance.rewrite_position_deletes import rewrite_position_delete_files
+
+    if args.get("where") is not None or args.get("options"):
+        raise UnsupportedStatement(
+            "rewrite_position_delete_files with where or options", "every data file is considered"
+        )
+    result = rewrite_position_delete_files(_table(ctx, args))
+    return _frame(
+        ctx,
+        "rewritten_delete_files_count int, added_delete_files_count int, rewritten_bytes_count bigint, "
+        "added_bytes_count bigint",
+        [
+            (
+                result.rewritten_delete_files,
+                result.added_delete_files,
+                result.rewritten_bytes,
+                result.added_bytes,
+            )
+        ],
+    )
+
+
+def _create_changelog_view(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
+    from icefloe.spark.changes import create_changelog_view
+
+    table = _table(ctx, args)
+    columns = args.get("identifier_columns")
+    name = create_changelog_view(
+        ctx.spark,
+        ".".join(table.identifier),
+        args.get("changelog_view"),
+        options=args.get("options"),
+        compute_updates=args.get("compute_updates"),
+        identifier_columns=[str(c) for c in columns] if columns is not None else None,
+        net_changes=bool(args.get("net_changes", False)),
+        catalog=ctx.catalog,
+    )
+    return _frame(ctx, "changelog_view string", [(name,)])
+
+
+def _identifier(ctx: SqlContext, text: str) -> tuple[str, ...]:
+    parts = [p.strip("`") for p in text.split(".")]
+    if len(parts) > 1 and parts[0].lower() in (ctx.name.lower(), "spark_catalog"):
+        parts = parts[1:]
+    elif len(parts) == 1 and ctx.current_namespace():
+        parts = [*ctx.current_namespace(), parts[0]]
+    return tuple(parts)
+
+
+def _snapshot(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
+    from icefloe.spark.table_import import snapshot_table
+
+    if args.get("source_table") is None or args.get("table") is None:
+        raise ValidationError("CALL system.snapshot: the arguments 'source_table' and 'table' are required")
+    count = snapshot_table(
+        ctx.spark,
+        ctx.catalog,
+        str(args["source_table"]),
+        _identifier(ctx, str(args["table"])),
+        {str(k): str(v) for k, v in (args.get("properties") or {}).items()},
+        location=args.get("location"),
+    )
+    return _frame(ctx, "imported_files_count bigint", [(count,)])
+
+
+def _migrate(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
+    from icefloe.spark.table_import import migrate_table
+
+    if args.get("drop_backup") is False or args.get("backup_table_name") is not None:
+        raise UnsupportedStatement(
+            "migrate with a backup table", "the source is dropped from the session catalog"
+        )
+    source = str(args["table"])
+    count = migrate_table(
+        ctx.spark,
+        ctx.catalog,
+        source,
+        _identifier(ctx, source),
+        {str(k): str(v) for k, v in (args.get("properties") or {}).items()},
+    )
+    return _frame(ctx, "migrated_files_count bigint", [(count,)])
+
+
 PROCEDURES: dict[str, tuple[tuple[str, ...], Procedure]] = {
     "rollback_to_snapshot": (("table", "snapshot_id"), lambda c, a: _move_main(c, a, "rollback_to_snapshot")),
     "rollback_to_timestamp": (("table", "timestamp"), lambda c, a: _move_main(c, a, "rollback_to_timestamp")),
@@ -358,4 +459,12 @@ PROCEDURES: dict[str, tuple[tuple[str, ...], Procedure]] = {
     ),
     "rewrite_data_files": (("table", "strategy", "sort_order", "options", "where"), _rewrite_data_files),
     "register_table": (("table", "metadata_file"), _register_table),
+    "rewrite_manifests": (("table", "use_caching", "spec_id"), _rewrite_manifests),
+    "rewrite_position_delete_files": (("table", "options", "where"), _rewrite_position_delete_files),
+    "create_changelog_view": (
+        ("table", "changelog_view", "options", "compute_updates", "identifier_columns", "net_changes"),
+        _create_changelog_view,
+    ),
+    "snapshot": (("source_table", "table", "location", "properties", "parallelism"), _snapshot),
+    "migrate": (("table", "properties", "drop_backup", "backup_table_name", "parallelism"), _migrate),
 }
