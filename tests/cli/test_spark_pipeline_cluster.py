@@ -1,0 +1,177 @@
+"""The main job (``icefloe.cli.spark_pipeline``) on a Spark standalone cluster, with a worker killed.
+
+A master and two workers (1 core each) run in their own JVMs on 127.0.0.1
+(``tests/support/spark_cluster.py``); the job's driver runs in a subprocess with
+``--master spark://...``, against the test S3 server (an ``s3://`` warehouse, credentials from the
+AWS environment variables) and a PostgreSQL catalog. Every stage of the job checks its own counts
+and exits non-zero on a mismatch.
+
+In the middle of the first ingest job (a write stage) one task pauses right after writing its first
+data file (``tests/support/executor_pause/sitecustomize.py``, on the executors' ``PYTHONPATH``);
+the test waits for that marker and SIGKILLs the worker the task runs under, JVM, executor and all.
+Spark reruns the task on the surviving worker, icefloe's job staging drops the dead attempt's
+file, and the job commits each write exactly once. Nothing here waits for a fixed time.
+
+Size: ``CI`` set: 4,000 rows; otherwise 40,000. The full-size run on a cluster is the README's
+command (``bash scripts/main-job.sh --master spark://... --rows 4000000``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pytest
+
+from icefloe.catalog.sql import SqlCatalog
+from icefloe.cli.spark_pipeline import IDENT
+from icefloe.io.fileio import S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY
+from tests.support.s3server import ACCESS_KEY, SECRET_KEY, S3Server
+from tests.support.spark_cluster import ClusterProcess, SparkCluster, running_cluster, wait_for
+
+CI = bool(os.environ.get("CI"))
+ROWS = 4_000 if CI else 40_000
+BATCHES = 2
+JOB_TIMEOUT_S = 3600.0
+"""Only a bound for a hung job: the job normally takes a few minutes."""
+HOOK_DIR = Path(__file__).parents[1] / "support" / "executor_pause"
+SRC_DIR = Path(__file__).parents[2] / "src"
+
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[SparkCluster]:
+    yield from running_cluster(tmp_path / "cluster")
+
+
+def _job_command(
+    cluster: SparkCluster, s3: S3Server, warehouse: str, uri: str, catalog: str, marker: Path
+) -> list[str]:
+    storage = {k: v for k, v in s3.properties.items() if k not in (S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY)}
+    conf = {
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.memory": "1g",
+        "spark.executor.memory": "512m",
+        "spark.executor.cores": "1",
+        "spark.cores.max": "2",
+        # both executors take part from the first job on (no scheduling before they registered)
+        "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+        "spark.scheduler.maxRegisteredResourcesWaitingTime": "600s",
+        "spark.default.parallelism": "2",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.python.authenticate.socketTimeout": "120s",
+        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        "spark.executorEnv.PYTHONPATH": str(HOOK_DIR),
+        "spark.executorEnv.ICEFLOE_TEST_PAUSE_MARKER": str(marker),
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "icefloe.cli.spark_pipeline",
+        "--rows",
+        str(ROWS),
+        "--batches",
+        str(BATCHES),
+    ]
+    command += ["--master", cluster.master_url, "--catalog-uri", uri, "--warehouse", warehouse]
+    for key, value in {**storage, "name": catalog}.items():
+        command.append(f"--catalog-property={key}={value}")
+    for key, value in conf.items():
+        command.append(f"--conf={key}={value}")
+    return command
+
+
+def _report(stdout: str) -> dict[str, str]:
+    """The report's lines as {label: value} (labels keep their indentation, as ``Report.lines``)."""
+    lines = stdout.split("icefloe Spark pipeline report\n", 1)[1].splitlines()
+    pairs = [re.match(r"  ( *\S.*?) {2,}(\S.*)$", line) for line in lines]
+    return {m.group(1): m.group(2) for m in pairs if m}
+
+
+def test_main_job_on_a_cluster_commits_once_despite_a_killed_worker(
+    cluster: SparkCluster, s3: S3Server, s3_warehouse: str, postgres_uri: str, tmp_path: Path
+) -> None:
+    marker = tmp_path / "paused-task"
+    catalog_name = f"cluster_{uuid.uuid4().hex[:8]}"
+    command = _job_command(cluster, s3, s3_warehouse, postgres_uri, catalog_name, marker)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_", "AWS_"))}
+    env.update(
+        AWS_ACCESS_KEY_ID=ACCESS_KEY,
+        AWS_SECRET_ACCESS_KEY=SECRET_KEY,
+        SPARK_LOCAL_IP="127.0.0.1",
+        PYTHONPATH=os.pathsep.join([str(SRC_DIR), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    )
+    out, err = tmp_path / "driver.out", tmp_path / "driver.err"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        driver = subprocess.Popen(
+            command, stdout=stdout, stderr=stderr, env=env, cwd=tmp_path, start_new_session=True
+        )
+    try:
+        # fails at once if the driver exits before any task paused
+        wait_for(
+            "a write task to pause", marker.exists, [ClusterProcess("driver", driver, err)], JOB_TIMEOUT_S
+        )
+        paused_pid, staged_file = marker.read_text().split()
+        victim = cluster.kill_worker_of(int(paused_pid))
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(paused_pid), signal.SIGKILL)  # the task's Python worker is in its own group
+        returncode = driver.wait(timeout=JOB_TIMEOUT_S)
+    finally:
+        if driver.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait(timeout=60)
+    stdout_text, stderr_text = out.read_text(), err.read_text()
+    assert returncode == 0, stderr_text[-6000:] + "\n" + cluster.logs()
+    assert victim.process.poll() is not None
+    assert [w for w in cluster.workers if w.process.poll() is None] != []  # the survivor ran the rest
+    assert "/spark-" in staged_file and s3_warehouse in staged_file  # paused inside the first ingest job
+
+    report = _report(stdout_text)
+    assert report["  ingest"] == f"{ROWS:,} rows in {BATCHES} snapshots"  # committed once, no duplicates
+    first = next(v for k, v in report.items() if k.startswith("rows in the first snapshot"))
+    assert first == f"{ROWS // BATCHES:,}"
+    assert report["operations"] == "append x5, overwrite x3, delete x1, replace x1"
+    assert report["  merge"].endswith(f", {ROWS // 100:,} inserted")
+    rows_now = int(report["rows now"].replace(",", ""))
+
+    catalog = SqlCatalog(catalog_name, uri=postgres_uri, warehouse=s3_warehouse, **s3.properties)
+    try:
+        table = catalog.load_table(IDENT)
+        data = table.scan().to_arrow()
+        assert data.num_rows == rows_now
+        assert pc.count_distinct(data["trip_id"]).as_py() == rows_now  # no duplicate rows
+        late = pc.and_(
+            pc.greater_equal(data["trip_id"], ROWS), pc.less(data["trip_id"], ROWS + 3 * (ROWS // 20))
+        )
+        assert 0 < pc.sum(late).as_py() <= 3 * (ROWS // 20)
+        # every file under the table's data directory belongs to a retained snapshot: the killed
+        # attempt's file (and any other staging leftover) is gone
+        referenced = set()
+        for snapshot in table.snapshots():
+            referenced.update(table.inspect.files(snapshot_id=snapshot.snapshot_id)["file_path"].to_pylist())
+        stored = set(table.io.list_prefix(table.location() + "/data"))
+        assert staged_file not in stored
+        assert stored == referenced
+        metadata = [
+            table.io.new_input(p).read() for p in table.io.list_prefix(table.location() + "/metadata")
+        ]
+    finally:
+        catalog.close()
+
+    # the secret key reached the executors but no log and no metadata file
+    logs = [stdout_text, stderr_text, cluster.logs()]
+    logs += [p.read_text(errors="replace") for p in (tmp_path / "cluster").rglob("std*") if p.is_file()]
+    assert all(SECRET_KEY not in text for text in logs)
+    assert metadata and all(SECRET_KEY.encode() not in blob for blob in metadata)
