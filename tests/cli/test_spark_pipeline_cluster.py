@@ -12,8 +12,9 @@ the test waits for that marker and SIGKILLs the worker the task runs under, JVM,
 Spark reruns the task on the surviving worker, icefloe's job staging drops the dead attempt's
 file, and the job commits each write exactly once. Nothing here waits for a fixed time.
 
-Size: ``CI`` set: 4,000 rows; otherwise 40,000. The full-size run on a cluster is the README's
-command (``bash scripts/main-job.sh --master spark://... --rows 4000000``).
+Size: ``CI`` set: 4,000 rows; otherwise 40,000; ``ICEFLOE_CLUSTER_ROWS`` sets it (the full size:
+``ICEFLOE_CLUSTER_ROWS=4000000 .venv/bin/python -m pytest tests/cli/test_spark_pipeline_cluster.py``).
+On an existing cluster the job is the README's command (``scripts/main-job.sh --master ...``).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from tests.support.s3server import ACCESS_KEY, SECRET_KEY, S3Server
 from tests.support.spark_cluster import ClusterProcess, SparkCluster, running_cluster, wait_for
 
 CI = bool(os.environ.get("CI"))
-ROWS = 4_000 if CI else 40_000
+ROWS = int(os.environ.get("ICEFLOE_CLUSTER_ROWS", "4000" if CI else "40000"))
 BATCHES = 2
 JOB_TIMEOUT_S = 3600.0
 """Only a bound for a hung job: the job normally takes a few minutes."""
