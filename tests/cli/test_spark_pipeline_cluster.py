@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,7 +34,16 @@ from icefloe.catalog.sql import SqlCatalog
 from icefloe.cli.spark_pipeline import IDENT
 from icefloe.io.fileio import S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY
 from tests.support.s3server import ACCESS_KEY, SECRET_KEY, S3Server
-from tests.support.spark_cluster import ClusterProcess, SparkCluster, running_cluster, wait_for
+from tests.support.spark_cluster import (
+    CLUSTER_JOB_CONF,
+    ClusterProcess,
+    SparkCluster,
+    main_job_command,
+    main_job_env,
+    parse_report,
+    running_cluster,
+    wait_for,
+)
 
 CI = bool(os.environ.get("CI"))
 ROWS = int(os.environ.get("ICEFLOE_CLUSTER_ROWS", "4000" if CI else "40000"))
@@ -44,7 +51,6 @@ BATCHES = 2
 JOB_TIMEOUT_S = 3600.0
 """Only a bound for a hung job: the job normally takes a few minutes."""
 HOOK_DIR = Path(__file__).parents[1] / "support" / "executor_pause"
-SRC_DIR = Path(__file__).parents[2] / "src"
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -54,65 +60,21 @@ def cluster(tmp_path: Path) -> Iterator[SparkCluster]:
     yield from running_cluster(tmp_path / "cluster")
 
 
-def _job_command(
-    cluster: SparkCluster, s3: S3Server, warehouse: str, uri: str, catalog: str, marker: Path
-) -> list[str]:
-    storage = {k: v for k, v in s3.properties.items() if k not in (S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY)}
-    conf = {
-        "spark.driver.host": "127.0.0.1",
-        "spark.driver.bindAddress": "127.0.0.1",
-        "spark.driver.memory": "1g",
-        "spark.executor.memory": "512m",
-        "spark.executor.cores": "1",
-        "spark.cores.max": "2",
-        # both executors take part from the first job on (no scheduling before they registered)
-        "spark.scheduler.minRegisteredResourcesRatio": "1.0",
-        "spark.scheduler.maxRegisteredResourcesWaitingTime": "600s",
-        "spark.default.parallelism": "2",
-        "spark.sql.shuffle.partitions": "4",
-        "spark.python.authenticate.socketTimeout": "120s",
-        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
-        "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
-        "spark.executorEnv.PYTHONPATH": str(HOOK_DIR),
-        "spark.executorEnv.ICEFLOE_TEST_PAUSE_MARKER": str(marker),
-    }
-    command = [
-        sys.executable,
-        "-m",
-        "icefloe.cli.spark_pipeline",
-        "--rows",
-        str(ROWS),
-        "--batches",
-        str(BATCHES),
-    ]
-    command += ["--master", cluster.master_url, "--catalog-uri", uri, "--warehouse", warehouse]
-    for key, value in {**storage, "name": catalog}.items():
-        command.append(f"--catalog-property={key}={value}")
-    for key, value in conf.items():
-        command.append(f"--conf={key}={value}")
-    return command
-
-
-def _report(stdout: str) -> dict[str, str]:
-    """The report's lines as {label: value} (labels keep their indentation, as ``Report.lines``)."""
-    lines = stdout.split("icefloe Spark pipeline report\n", 1)[1].splitlines()
-    pairs = [re.match(r"  ( *\S.*?) {2,}(\S.*)$", line) for line in lines]
-    return {m.group(1): m.group(2) for m in pairs if m}
-
-
 def test_main_job_on_a_cluster_commits_once_despite_a_killed_worker(
     cluster: SparkCluster, s3: S3Server, s3_warehouse: str, postgres_uri: str, tmp_path: Path
 ) -> None:
     marker = tmp_path / "paused-task"
     catalog_name = f"cluster_{uuid.uuid4().hex[:8]}"
-    command = _job_command(cluster, s3, s3_warehouse, postgres_uri, catalog_name, marker)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_", "AWS_"))}
-    env.update(
-        AWS_ACCESS_KEY_ID=ACCESS_KEY,
-        AWS_SECRET_ACCESS_KEY=SECRET_KEY,
-        SPARK_LOCAL_IP="127.0.0.1",
-        PYTHONPATH=os.pathsep.join([str(SRC_DIR), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    storage = {k: v for k, v in s3.properties.items() if k not in (S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY)}
+    catalog_props = {"uri": postgres_uri, "warehouse": s3_warehouse, "name": catalog_name, **storage}
+    pause = {
+        "spark.executorEnv.PYTHONPATH": str(HOOK_DIR),
+        "spark.executorEnv.ICEFLOE_TEST_PAUSE_MARKER": str(marker),
+    }
+    command = main_job_command(
+        cluster.master_url, ROWS, BATCHES, catalog_props, {**CLUSTER_JOB_CONF, **pause}
     )
+    env = main_job_env(ACCESS_KEY, SECRET_KEY)
     out, err = tmp_path / "driver.out", tmp_path / "driver.err"
     with out.open("wb") as stdout, err.open("wb") as stderr:
         driver = subprocess.Popen(
@@ -139,7 +101,7 @@ def test_main_job_on_a_cluster_commits_once_despite_a_killed_worker(
     assert [w for w in cluster.workers if w.process.poll() is None] != []  # the survivor ran the rest
     assert "/spark-" in staged_file and s3_warehouse in staged_file  # paused inside the first ingest job
 
-    report = _report(stdout_text)
+    report = parse_report(stdout_text)
     assert report["  ingest"] == f"{ROWS:,} rows in {BATCHES} snapshots"  # committed once, no duplicates
     first = next(v for k, v in report.items() if k.startswith("rows in the first snapshot"))
     assert first == f"{ROWS // BATCHES:,}"

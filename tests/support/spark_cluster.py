@@ -18,6 +18,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -208,6 +209,74 @@ def start_cluster(directory: Path, workers: int = 2, worker_memory: str = "1g") 
         cluster.stop()
         raise
     return cluster
+
+
+SRC_DIR = Path(__file__).parents[2] / "src"
+
+CLUSTER_JOB_CONF = {
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.memory": "1g",
+    "spark.executor.memory": "512m",
+    "spark.executor.cores": "1",
+    "spark.cores.max": "2",
+    # both executors take part from the first job on (no scheduling before they registered)
+    "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+    "spark.scheduler.maxRegisteredResourcesWaitingTime": "600s",
+    "spark.default.parallelism": "2",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.python.authenticate.socketTimeout": "120s",
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+}
+"""Spark settings of the main job on the test cluster: two 1-core executors, small heaps, loopback."""
+
+
+def main_job_command(
+    master: str,
+    rows: int,
+    batches: int,
+    catalog: dict[str, str],
+    conf: dict[str, str],
+) -> list[str]:
+    """``python -m icefloe.cli.spark_pipeline`` with ``--master``, catalog properties and Spark confs.
+
+    ``catalog`` holds ``uri``, ``warehouse`` and the other catalog properties (``name``, ``s3.*``
+    without credentials: those go in the environment, see ``main_job_env``).
+    """
+    props = dict(catalog)
+    command = [
+        sys.executable,
+        "-m",
+        "icefloe.cli.spark_pipeline",
+        "--rows",
+        str(rows),
+        "--batches",
+        str(batches),
+    ]
+    command += ["--master", master, "--catalog-uri", props.pop("uri"), "--warehouse", props.pop("warehouse")]
+    command += [f"--catalog-property={key}={value}" for key, value in props.items()]
+    command += [f"--conf={key}={value}" for key, value in conf.items()]
+    return command
+
+
+def main_job_env(access_key: str, secret_key: str) -> dict[str, str]:
+    """The job's environment: S3 credentials as AWS variables, loopback, icefloe's sources first."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_", "AWS_"))}
+    env.update(
+        AWS_ACCESS_KEY_ID=access_key,
+        AWS_SECRET_ACCESS_KEY=secret_key,
+        SPARK_LOCAL_IP="127.0.0.1",
+        PYTHONPATH=os.pathsep.join([str(SRC_DIR), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    )
+    return env
+
+
+def parse_report(stdout: str) -> dict[str, str]:
+    """The main job's printed report as {label: value} (labels keep their indentation)."""
+    lines = stdout.split("icefloe Spark pipeline report\n", 1)[1].splitlines()
+    pairs = [re.match(r"  ( *\S.*?) {2,}(\S.*)$", line) for line in lines]
+    return {m.group(1): m.group(2) for m in pairs if m}
 
 
 def running_cluster(directory: Path, workers: int = 2) -> Iterator[SparkCluster]:
