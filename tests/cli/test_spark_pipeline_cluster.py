@@ -48,6 +48,9 @@ from tests.support.spark_cluster import (
 CI = bool(os.environ.get("CI"))
 ROWS = int(os.environ.get("ICEFLOE_CLUSTER_ROWS", "4000" if CI else "40000"))
 BATCHES = 2
+# What the same job leaves on local[2] without any failure (rows, sum of trip_id, sum of fare):
+# the job's data is deterministic, so the killed-worker run on the cluster must match exactly.
+LOCAL_RESULT = {4_000: (4_396, 16_029_499, "143087.80"), 40_000: (43_949, None, None)}
 JOB_TIMEOUT_S = 3600.0
 """Only a bound for a hung job: the job normally takes a few minutes."""
 HOOK_DIR = Path(__file__).parents[1] / "support" / "executor_pause"
@@ -115,6 +118,12 @@ def test_main_job_on_a_cluster_commits_once_despite_a_killed_worker(
         data = table.scan().to_arrow()
         assert data.num_rows == rows_now
         assert pc.count_distinct(data["trip_id"]).as_py() == rows_now  # no duplicate rows
+        if ROWS in LOCAL_RESULT:
+            local_rows, trip_id_sum, fare_sum = LOCAL_RESULT[ROWS]
+            assert rows_now == local_rows
+            if trip_id_sum is not None:
+                assert pc.sum(data["trip_id"]).as_py() == trip_id_sum
+                assert str(pc.sum(data["fare"]).as_py()) == fare_sum
         late = pc.and_(
             pc.greater_equal(data["trip_id"], ROWS), pc.less(data["trip_id"], ROWS + 3 * (ROWS // 20))
         )

@@ -70,7 +70,8 @@ class SparkCluster:
 
     def status(self) -> dict[str, Any]:
         """The master's JSON status (workers, applications)."""
-        with urllib.request.urlopen(self.ui_url.rstrip("/") + "/json/", timeout=30) as response:
+        no_proxy = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback, never a proxy
+        with no_proxy.open(self.ui_url.rstrip("/") + "/json/", timeout=30) as response:
             return dict(json.load(response))
 
     def alive_workers(self) -> int:
