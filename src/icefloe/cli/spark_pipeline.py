@@ -8,7 +8,9 @@ compaction of the files carrying them, Spark SQL queries with file pruning, time
 snapshot expiry deleting the files only old snapshots read, and a streaming stage (a bronze table
 fed by a stream, a silver table kept by a streaming read of bronze with a MERGE per micro-batch,
 its changelog printed for one interval: ``icefloe.cli.streaming_stage``).
-Run it with ``bash scripts/main-job.sh`` (``--rows N`` to resize).
+Run it with ``bash scripts/main-job.sh`` (``--rows N`` to resize); ``--master``, ``--catalog-uri``,
+``--warehouse``, ``--catalog-property`` and ``--conf`` run it on a cluster against object storage
+(``icefloe.cli.job_options``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import argparse
 import time
 from typing import TYPE_CHECKING
 
-from icefloe.catalog import default_catalog_uri, default_warehouse
+from icefloe.cli.job_options import JobTarget, add_target_arguments, target_from_arguments
 from icefloe.cli.pipeline import DAYS, START, TRIPS_SCHEMA, TRIPS_SPEC, Report, progress, stage
 from icefloe.maintenance.expire_snapshots import expire_snapshots
 
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from icefloe.dml.change_builder import RowLevelResult
+    from icefloe.table.table import Table
 
 NAMESPACE = "demo"
 DAY_5 = "pickup_at >= '2026-01-06T00:00:00+00:00' and pickup_at < '2026-01-07T00:00:00+00:00'"
@@ -76,22 +79,39 @@ def merge_trip_corrections(spark: SparkSession, rows: int) -> RowLevelResult:
     return result
 
 
-def run(rows: int, batches: int, spark: SparkSession | None = None) -> Report:
+def start_session(target: JobTarget) -> SparkSession:
+    """A session on ``target``'s master, remembering its catalog (properties included) in the conf."""
+    from icefloe.spark import session
+    from icefloe.spark.runtime import CATALOG_CONF_PREFIX
+
+    catalog_conf = {CATALOG_CONF_PREFIX + k: v for k, v in target.catalog_properties.items()}
+    return session(
+        "icefloe-main-job",
+        master=target.master,
+        catalog_uri=target.catalog_uri,
+        warehouse=target.warehouse,
+        **{**catalog_conf, **target.spark_conf},
+    )
+
+
+def run(
+    rows: int, batches: int, spark: SparkSession | None = None, target: JobTarget | None = None
+) -> Report:
     """Run the pipeline and return its report.
 
-    Without ``spark`` a local session on the embedded defaults is started (and stopped at the
-    end); a given session is used as it is configured, catalog included, and left running.
+    Without ``spark`` a session on ``target`` (default: ``local[2]`` on the embedded defaults) is
+    started and stopped at the end; a given session is used as it is configured, catalog
+    included, and left running.
     """
-    from icefloe.spark import delete_rows, read_table, rewrite_data_files, session, write_table
+    from icefloe.spark import delete_rows, read_table, rewrite_data_files, write_table
     from icefloe.spark.runtime import resolve_catalog
 
     report = Report()
     own_session = spark is None
     if spark is None:
-        with stage("start Spark (local[2])", report):
-            spark = session(
-                "icefloe-main-job", catalog_uri=default_catalog_uri(), warehouse=default_warehouse()
-            )
+        target = target or JobTarget()
+        with stage(f"start Spark ({target.master})", report):
+            spark = start_session(target)
     catalog = resolve_catalog(spark, None)
     if not catalog.namespace_exists((NAMESPACE,)):
         catalog.create_namespace((NAMESPACE,))
@@ -108,26 +128,32 @@ def run(rows: int, batches: int, spark: SparkSession | None = None) -> Report:
             n = per_batch if b < batches - 1 else rows - per_batch * (batches - 1)
             write_table(generate(spark, b * per_batch, n, 0, DAYS), IDENT, mode="append")
             progress(b + 1, batches, "jobs committed")
-    table.refresh()
+    expected_rows = _check_total(table, rows, "ingest")
+    if len(table.snapshots()) != batches:
+        raise SystemExit(f"ingest: {len(table.snapshots())} snapshots, expected {batches}")
+    report.add("  ingest", f"{expected_rows:,} rows in {batches} snapshots")
     first_snapshot = table.snapshots()[0].snapshot_id
 
     increments = max(rows // 20, 1)
     with stage(f"3 incremental appends of {increments:,} late rows", report):
         for i in range(3):
             write_table(generate(spark, rows + i * increments, increments, DAYS - 1, 1), IDENT, mode="append")
+    expected_rows = _check_total(table, expected_rows + 3 * increments, "incremental appends")
 
     with stage("overwrite day 0 with corrected data", report):
         day0 = "pickup_at >= '2026-01-01T00:00:00+00:00' and pickup_at < '2026-01-02T00:00:00+00:00'"
-        write_table(
-            generate(spark, 10 * rows, max(rows // 50, 1), 0, 1),
-            IDENT,
-            mode="overwrite",
-            filter=day0,
-        )
+        replaced = read_table(spark, IDENT, filter=day0).count()
+        corrected = max(rows // 50, 1)
+        write_table(generate(spark, 10 * rows, corrected, 0, 1), IDENT, mode="overwrite", filter=day0)
+    expected_rows = _check_total(table, expected_rows - replaced + corrected, "overwrite of day 0")
 
     with stage("delete trips shorter than 50 m (copy-on-write)", report):
+        short = "distance_km < 0.05"
+        short_trips = read_table(spark, IDENT, filter=short).count()
         table.refresh()
-        table.delete("distance_km < 0.05")
+        table.delete(short)
+    expected_rows = _check_total(table, expected_rows - short_trips, "copy-on-write delete")
+    report.add("  overwrite, delete", f"{replaced:,} rows replaced by {corrected:,}, {short_trips:,} deleted")
 
     with stage("Spark MERGE: fare corrections and new trips (merge-on-read, deletion vectors)", report):
         merged = merge_trip_corrections(spark, rows)
@@ -168,6 +194,9 @@ def run(rows: int, batches: int, spark: SparkSession | None = None) -> Report:
         first_rows = read_table(spark, IDENT, snapshot_id=first_snapshot).count()
     with stage("count the current table with Spark", report):
         now_rows = read_table(spark, IDENT).count()
+    expected_rows += merged.inserted_rows - deleted.deleted_rows
+    if now_rows != expected_rows:
+        raise SystemExit(f"the table holds {now_rows} rows, the stages' counts add up to {expected_rows}")
     distinct = read_table(spark, IDENT, columns=["trip_id"]).distinct().count()
     if distinct != now_rows:
         raise SystemExit(f"duplicate trip ids: {now_rows} rows but {distinct} distinct ids")
@@ -196,14 +225,25 @@ def run(rows: int, batches: int, spark: SparkSession | None = None) -> Report:
     return report
 
 
+def _check_total(table: Table, expected: int, what: str) -> int:
+    """Stop the job unless the table's current snapshot holds ``expected`` rows (data files only)."""
+    table.refresh()
+    snapshot = table.current_snapshot()
+    total = int(snapshot.summary.get("total-records", "-1")) if snapshot else 0
+    if total != expected:
+        raise SystemExit(f"{what}: the table holds {total} rows, expected {expected}")
+    return total
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m icefloe.cli.spark_pipeline``."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=4_000_000, help="rows in the initial ingest")
     parser.add_argument("--batches", type=int, default=4, help="Spark jobs (commits) for the initial ingest")
+    add_target_arguments(parser)
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
-    report = run(args.rows, args.batches)
+    report = run(args.rows, args.batches, target=target_from_arguments(args))
     report.add("total time", f"{time.perf_counter() - t0:.2f} s")
     print("\nicefloe Spark pipeline report\n" + report.render())
     return 0
