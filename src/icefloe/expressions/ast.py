@@ -130,88 +130,71 @@ class _Frozen(Expression):
         raise AttributeError(f"{type(self).__name__} is immutable")
 
 
-class And(_Frozen):
-    """Both operands hold. ``And(a, b, c)`` nests to the left; constants simplify away."""
+class _Connective(_Frozen):
+    """``And`` / ``Or``: two operands; ``cls(a, b, c)`` nests to the left and constants simplify
+    away (the absorbing constant wins, the neutral one drops out)."""
 
     __slots__ = ("left", "right")
     left: Expression
     right: Expression
+    _absorbing: type[AlwaysTrue] | type[AlwaysFalse]
+    _neutral: type[AlwaysTrue] | type[AlwaysFalse]
+    _keyword: str
 
     def __new__(cls, left: Expression, right: Expression, *rest: Expression) -> Expression:  # type: ignore[misc]
         if rest:
-            return And(And(left, right), *rest)
+            return cls(cls(left, right), *rest)
         left, right = _check(left), _check(right)
-        if isinstance(left, AlwaysFalse) or isinstance(right, AlwaysFalse):
-            return AlwaysFalse()
-        if isinstance(left, AlwaysTrue):
+        if isinstance(left, cls._absorbing) or isinstance(right, cls._absorbing):
+            return cls._absorbing()
+        if isinstance(left, cls._neutral):
             return right
-        if isinstance(right, AlwaysTrue):
+        if isinstance(right, cls._neutral):
             return left
         obj = object.__new__(cls)
         object.__setattr__(obj, "left", left)
         object.__setattr__(obj, "right", right)
         return obj
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self.left == other.left and self.right == other.right
+
+    def __hash__(self) -> int:
+        return hash((self._keyword, self.left, self.right))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.left!r}, {self.right!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.left, self.right))
+
+
+class And(_Connective):
+    """Both operands hold. ``And(a, b, c)`` nests to the left; constants simplify away."""
+
+    __slots__ = ()
+    _absorbing, _neutral, _keyword = AlwaysFalse, AlwaysTrue, "and"
 
     def negate(self) -> Expression:
         """NOT (a AND b) = NOT a OR NOT b."""
         return Or(self.left.negate(), self.right.negate())
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, And) and self.left == other.left and self.right == other.right
-
-    def __hash__(self) -> int:
-        return hash(("and", self.left, self.right))
-
-    def __repr__(self) -> str:
-        return f"And({self.left!r}, {self.right!r})"
-
     def __str__(self) -> str:
         return f"{_paren_or(self.left)} AND {_paren_or(self.right)}"
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (And, (self.left, self.right))
 
-
-class Or(_Frozen):
+class Or(_Connective):
     """Either operand holds. ``Or(a, b, c)`` nests to the left; constants simplify away."""
 
-    __slots__ = ("left", "right")
-    left: Expression
-    right: Expression
-
-    def __new__(cls, left: Expression, right: Expression, *rest: Expression) -> Expression:  # type: ignore[misc]
-        if rest:
-            return Or(Or(left, right), *rest)
-        left, right = _check(left), _check(right)
-        if isinstance(left, AlwaysTrue) or isinstance(right, AlwaysTrue):
-            return AlwaysTrue()
-        if isinstance(left, AlwaysFalse):
-            return right
-        if isinstance(right, AlwaysFalse):
-            return left
-        obj = object.__new__(cls)
-        object.__setattr__(obj, "left", left)
-        object.__setattr__(obj, "right", right)
-        return obj
+    __slots__ = ()
+    _absorbing, _neutral, _keyword = AlwaysTrue, AlwaysFalse, "or"
 
     def negate(self) -> Expression:
         """NOT (a OR b) = NOT a AND NOT b."""
         return And(self.left.negate(), self.right.negate())
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Or) and self.left == other.left and self.right == other.right
-
-    def __hash__(self) -> int:
-        return hash(("or", self.left, self.right))
-
-    def __repr__(self) -> str:
-        return f"Or({self.left!r}, {self.right!r})"
-
     def __str__(self) -> str:
         return f"{self.left} OR {self.right}"
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (Or, (self.left, self.right))
 
 
 def _paren_or(e: Expression) -> str:
