@@ -127,6 +127,7 @@ def test_a_deletion_vector_is_one_puffin_delete_file_wherever_it_is_built() -> N
         "content_offset": 4,
         "content_size_in_bytes": 38,
         "deletion_vector": None,
+        "column_files": None,
     }
     built = deletion_vector_file(data, dv)
     assert {f.name: getattr(built, f.name) for f in dataclasses.fields(DataFile)} == expected
