@@ -9,6 +9,7 @@ after the same statements.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -23,7 +24,9 @@ from icefloe.spec.content import ColumnFile, EntryStatus
 from icefloe.spec.schema import LAST_UPDATED_SEQ_COLUMN_ID, POS_COLUMN_ID, Schema
 from icefloe.spec.types import DoubleType, LongType, NestedField, StringType, StructType
 from icefloe.table.table import Table
+from icefloe.tree.changes import TreeChange, TreeWriteRequest
 from icefloe.tree.read_seam import live_entries
+from icefloe.tree.v3_write import write_v3_tree
 
 pytestmark = pytest.mark.catalog_namespaces("db")
 
@@ -245,9 +248,6 @@ def test_hostile_column_file_positions_are_corrupt_metadata(catalog: Catalog) ->
 
 
 def test_v3_tables_refuse_column_files(catalog: Catalog) -> None:
-    from icefloe.tree.changes import TreeChange, TreeWriteRequest
-    from icefloe.tree.v3_write import write_v3_tree
-
     t = catalog.create_table("db.v3", SCHEMA, properties={"format-version": "3"})
     t.append(_rows(2))
     cf = ColumnFile("file:///nowhere.parquet", "parquet", 1, (2,))
@@ -318,9 +318,7 @@ def test_equality_deletes_and_column_files_never_mix(catalog: Catalog) -> None:
     assert all(not e.data_file.column_files for e in _entries(t).values() if e.data_file.record_count > 1)
 
 
-def _warehouse_files(t: Table) -> list[Any]:
-    from pathlib import Path
-
+def _warehouse_files(t: Table) -> list[Path]:
     root = Path(t.metadata.location.removeprefix("file://")) / "data"
     return sorted(root.rglob("*.parquet"))
 
