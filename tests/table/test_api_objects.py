@@ -3,6 +3,7 @@ static tables, the package-root facade and the deprecated keyword names."""
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from icefloe.dml.merge_clauses import MergeSpec, WhenMatched, spec_from_flags
 from icefloe.errors import Unsupported, ValidationError
 from icefloe.spec.types import IntegerType, ListType, LongType, MapType, NestedField, StringType, StructType
 from icefloe.table import Table
+from icefloe.table.table_transaction import TableTransaction
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string())])
 
@@ -153,6 +155,39 @@ def test_deprecated_keywords_still_work_with_a_warning(catalog: SqlCatalog) -> N
             options=icefloe.CommitOptions(),
             branch="main",
         )
+
+
+def test_deprecation_warnings_point_at_the_users_call(catalog: SqlCatalog) -> None:
+    """However many icefloe frames lie between (Table forwards to TableTransaction), the warning names
+    the line that used the old keyword, so the user knows what to change."""
+    table = _table(catalog, 3)
+    row = pa.table({"id": pa.array([8], pa.int64()), "v": ["h"]})
+    calls = [
+        lambda: table.delete(delete_filter="id = 1"),
+        lambda: table.update({"v": "x"}, update_filter="id = 2"),
+        lambda: table.overwrite(row, overwrite_filter="id = 8"),
+        lambda: table.append(pa.table({"id": pa.array([9], pa.int64()), "v": ["i"]}), branch="main"),
+        lambda: table.upsert(row, on="id", snapshot_properties={"k": "v"}),
+        lambda: table.scan(selected_fields=("id",)),
+        lambda: table.merge(row, on="id", when_matched_update=True),
+    ]
+    for call in calls:
+        with pytest.warns(DeprecationWarning) as caught:
+            call()
+        assert [w.filename for w in caught] == [__file__], [str(w.message) for w in caught]
+    with table.transaction() as tx, pytest.warns(DeprecationWarning) as caught:
+        tx.delete(delete_filter="id = 3")
+    assert [w.filename for w in caught] == [__file__]
+    assert _rows(table) == [(2, "x"), (5, "e"), (8, "h"), (9, "i")]
+
+
+def test_table_writes_share_the_transaction_signatures() -> None:
+    """``Table.<verb>`` is ``TableTransaction.<verb>`` committed at once: one signature for both."""
+    for verb in ("append", "overwrite", "delete", "update", "upsert"):
+        table_method, queue_method = getattr(Table, verb), getattr(TableTransaction, verb)
+        assert inspect.signature(table_method) == inspect.signature(queue_method), verb
+        assert table_method.__qualname__ == f"Table.{verb}"
+        assert table_method.__doc__ != queue_method.__doc__, verb  # says "commits", not "queues"
 
 
 def test_inspect_and_maintenance_accessors(catalog: SqlCatalog) -> None:

@@ -11,16 +11,16 @@ Reads go through ``scan()``; writes (``append``, ``overwrite``, row-level ``dele
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Iterator, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, overload
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.deprecation import renamed
+from icefloe.deprecation import renamed, warn_deprecated
 from icefloe.dml import upsert as equality_upsert
 from icefloe.dml.change_builder import RowLevelResult
 from icefloe.dml.merge_clauses import MergeSpec, spec_from_flags
@@ -48,6 +48,38 @@ from icefloe.txn.transaction import Action
 
 if TYPE_CHECKING:
     from icefloe.io.fileio import FileIO
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _in_one_snapshot(
+    queue: Callable[Concatenate[TableTransaction, P], R], doc: str
+) -> Callable[Concatenate[Table, P], R]:
+    """``Table.<verb>``: the ``TableTransaction`` method of that name, committed at once.
+
+    One signature serves both objects (deprecated keyword names included), so they cannot drift.
+    """
+
+    @functools.wraps(queue)
+    def commit_at_once(table: Table, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with table.transaction() as tx:
+            result = queue(tx, *args, **kwargs)
+        return result
+
+    commit_at_once.__qualname__ = f"Table.{queue.__name__}"
+    commit_at_once.__doc__ = doc
+    return commit_at_once
+
+
+def _without_result(method: Callable[Concatenate[Table, P], object]) -> Callable[Concatenate[Table, P], None]:
+    """``method`` returning None (a committed ``TableTransaction`` is no result for the caller)."""
+
+    @functools.wraps(method)
+    def run(table: Table, /, *args: P.args, **kwargs: P.kwargs) -> None:
+        method(table, *args, **kwargs)
+
+    return run
 
 
 class Table:
@@ -246,81 +278,30 @@ class Table:
             raise
         tx.commit()
 
-    def append(
-        self,
-        df: pa.Table,
-        options: CommitOptions | None = None,
-        *,
-        branch: str | None = None,
-        snapshot_properties: dict[str, str] | None = None,
-    ) -> None:
-        """Append rows (one new snapshot)."""
-        opts = resolve_options(options, branch, snapshot_properties)
-        with self.transaction() as tx:
-            tx.append(df, opts)
-
-    def overwrite(
-        self,
-        df: pa.Table,
-        filter: Expression | str | bool | None = None,
-        options: CommitOptions | None = None,
-        case_sensitive: bool = True,
-        *,
-        overwrite_filter: Expression | str | None = None,
-        branch: str | None = None,
-        snapshot_properties: dict[str, str] | None = None,
-    ) -> None:
-        """Replace the rows matching ``filter`` (default: all rows) with ``df``, in one snapshot."""
-        opts = resolve_options(options, branch, snapshot_properties)
-        chosen = renamed(filter, overwrite_filter, "filter", "overwrite_filter")
-        with self.transaction() as tx:
-            tx.overwrite(df, chosen, opts, case_sensitive)
-
-    def delete(
-        self,
-        filter: Expression | str | bool | None = None,
-        mode: str | None = None,
-        options: CommitOptions | None = None,
-        case_sensitive: bool = True,
-        *,
-        delete_filter: Expression | str | None = None,
-        branch: str | None = None,
-        snapshot_properties: dict[str, str] | None = None,
-    ) -> RowLevelResult:
+    append = _without_result(_in_one_snapshot(TableTransaction.append, "Append rows (one new snapshot)."))
+    overwrite = _without_result(
+        _in_one_snapshot(
+            TableTransaction.overwrite,
+            "Replace the rows matching ``filter`` (default: all rows) with ``df``, in one snapshot.",
+        )
+    )
+    delete = _in_one_snapshot(
+        TableTransaction.delete,
         """Delete the rows matching ``filter`` (no snapshot when nothing matches).
 
         ``mode``: ``copy-on-write`` (rewrite the touched files) or ``merge-on-read`` (write
         position deletes / deletion vectors); None uses the table property ``write.delete.mode``.
-        """
-        opts = resolve_options(options, branch, snapshot_properties)
-        chosen = renamed(filter, delete_filter, "filter", "delete_filter")
-        with self.transaction() as tx:
-            result = tx.delete(chosen, mode, opts, case_sensitive)
-        return result
-
-    def update(
-        self,
-        set: Mapping[str, Any],
-        filter: Expression | str | bool | None = None,
-        mode: str | None = None,
-        options: CommitOptions | None = None,
-        case_sensitive: bool = True,
-        *,
-        update_filter: Expression | str | None = None,
-        branch: str | None = None,
-        snapshot_properties: dict[str, str] | None = None,
-    ) -> RowLevelResult:
+        """,
+    )
+    update = _in_one_snapshot(
+        TableTransaction.update,
         """``UPDATE table SET ... WHERE filter`` (default: every row).
 
         ``set`` maps column names to literals or ``pyarrow.compute`` expressions over the row's
         current values, e.g. ``{"price": pc.field("price") * 2, "note": "sale"}``.
         ``mode``: None uses ``write.update.mode``.
-        """
-        opts = resolve_options(options, branch, snapshot_properties)
-        chosen = renamed(filter, update_filter, "filter", "update_filter")
-        with self.transaction() as tx:
-            result = tx.update(set, chosen, mode, opts, case_sensitive)
-        return result
+        """,
+    )
 
     @overload
     def merge(
@@ -396,13 +377,11 @@ class Table:
         unknown = set(legacy) - {*flags, "branch", "snapshot_properties"}
         if unknown:
             raise TypeError(f"merge() got unexpected keyword arguments {sorted(unknown)}")
-        warnings.warn(
+        warn_deprecated(
             "merge(..., when_matched_update=...) is deprecated: use "
-            "table.merge(source, on=...).when_matched_update(...)....execute()",
-            DeprecationWarning,
-            stacklevel=3,
+            "table.merge(source, on=...).when_matched_update(...)....execute()"
         )
-        opts = resolve_options(options, legacy.get("branch"), legacy.get("snapshot_properties"), stacklevel=4)
+        opts = resolve_options(options, legacy.get("branch"), legacy.get("snapshot_properties"))
         spec = spec_from_flags(
             on,
             legacy.get("when_matched_update", True),
@@ -414,21 +393,10 @@ class Table:
             result = tx.queue_merge(source, spec, mode, opts, case_sensitive)
         return result
 
-    def upsert(
-        self,
-        df: pa.Table,
-        on: Sequence[str] | str,
-        mode: str | None = None,
-        options: CommitOptions | None = None,
-        *,
-        branch: str | None = None,
-        snapshot_properties: dict[str, str] | None = None,
-    ) -> RowLevelResult:
-        """Replace the rows whose ``on`` key appears in ``df`` by ``df``'s rows and insert the rest."""
-        opts = resolve_options(options, branch, snapshot_properties)
-        with self.transaction() as tx:
-            result = tx.upsert(df, on, mode, opts)
-        return result
+    upsert = _in_one_snapshot(
+        TableTransaction.upsert,
+        "Replace the rows whose ``on`` key appears in ``df`` by ``df``'s rows and insert the rest.",
+    )
 
     def upsert_with_equality_deletes(
         self,

@@ -12,10 +12,10 @@ The keywords ``branch=`` and ``snapshot_properties=`` of earlier releases still 
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from icefloe.deprecation import warn_deprecated
 from icefloe.errors import ValidationError
 from icefloe.spec.snapshots import MAIN_BRANCH
 from icefloe.spec.table_metadata import TableMetadata
@@ -67,8 +67,6 @@ def resolve_options(
     options: CommitOptions | None,
     branch: str | None = None,
     snapshot_properties: Mapping[str, str] | None = None,
-    *,
-    stacklevel: int = 3,
 ) -> CommitOptions:
     """``options``, or one built from the deprecated ``branch=`` / ``snapshot_properties=`` keywords."""
     if branch is None and snapshot_properties is None:
@@ -77,11 +75,9 @@ def resolve_options(
         raise ValidationError(
             "give either options=CommitOptions(...) or branch=/snapshot_properties=, not both"
         )
-    warnings.warn(
+    warn_deprecated(
         "branch= and snapshot_properties= are deprecated: pass options=CommitOptions(branch=..., "
-        "snapshot_properties=...)",
-        DeprecationWarning,
-        stacklevel=stacklevel,
+        "snapshot_properties=...)"
     )
     branch = MAIN_BRANCH if branch is None else branch  # a blank name is refused, not main
     return CommitOptions(branch=branch, snapshot_properties=dict(snapshot_properties or {}))
