@@ -15,61 +15,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe.errors import ValidationError
+from icefloe.expressions.arrow_types import literal_arrow_type
 from icefloe.expressions.ast import AlwaysFalse, AlwaysTrue, And, Expression, Not, Op, Or, rewrite_not
 from icefloe.expressions.binding import bind
 from icefloe.expressions.bound import BoundPredicate, BoundReference, is_bound
 from icefloe.expressions.float_order import is_floating
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import (
-    BinaryType,
-    BooleanType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FixedType,
-    FloatType,
     IcebergType,
-    IntegerType,
-    LongType,
-    StringType,
-    TimestampNanoType,
-    TimestampType,
-    TimestamptzNanoType,
-    TimestamptzType,
-    TimeType,
     UUIDType,
 )
 
 __all__ = ["literal_arrow_type", "to_arrow_expression"]
-
-_SIMPLE_TYPES: dict[type[IcebergType], pa.DataType] = {
-    BooleanType: pa.bool_(),
-    IntegerType: pa.int32(),
-    LongType: pa.int64(),
-    FloatType: pa.float64(),  # literals stay doubles so comparisons with float32 values are exact
-    DoubleType: pa.float64(),
-    DateType: pa.date32(),
-    TimeType: pa.time64("us"),
-    TimestampType: pa.timestamp("us"),
-    TimestamptzType: pa.timestamp("us", tz="UTC"),
-    TimestampNanoType: pa.timestamp("ns"),
-    TimestamptzNanoType: pa.timestamp("ns", tz="UTC"),
-    StringType: pa.string(),
-    BinaryType: pa.binary(),
-    UUIDType: pa.binary(16),
-}
-
-
-def literal_arrow_type(type_: IcebergType) -> pa.DataType:
-    """The Arrow type used for literals compared with a column of this Iceberg type."""
-    if isinstance(type_, DecimalType):
-        return pa.decimal128(type_.precision, type_.scale)
-    if isinstance(type_, FixedType):
-        return pa.binary(type_.length)
-    try:
-        return _SIMPLE_TYPES[type(type_)]
-    except KeyError:
-        raise ValidationError(f"no Arrow literal type for Iceberg type {type_}") from None
 
 
 def _arrow_value(type_: IcebergType, value: Any) -> Any:

@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe.errors import ValidationError
+from icefloe.expressions.arrow_types import primitive_to_arrow
 from icefloe.spec.schema import Schema, assign_fresh_ids
 from icefloe.spec.types import (
     BinaryType,
@@ -65,39 +66,8 @@ from icefloe.spec.types import (
 FIELD_ID_KEY = b"PARQUET:field_id"
 DOC_KEY = b"doc"
 
-_PRIMITIVES: dict[type[PrimitiveType], pa.DataType] = {
-    BooleanType: pa.bool_(),
-    IntegerType: pa.int32(),
-    LongType: pa.int64(),
-    FloatType: pa.float32(),
-    DoubleType: pa.float64(),
-    DateType: pa.date32(),
-    TimeType: pa.time64("us"),
-    TimestampType: pa.timestamp("us"),
-    TimestamptzType: pa.timestamp("us", tz="UTC"),
-    TimestampNanoType: pa.timestamp("ns"),
-    TimestamptzNanoType: pa.timestamp("ns", tz="UTC"),
-    StringType: pa.string(),
-    UUIDType: pa.binary(16),
-    BinaryType: pa.binary(),
-    UnknownType: pa.null(),
-}
-
-
 # ---------------------------------------------------------------------------------------------
 # Iceberg -> Arrow
-
-
-def primitive_to_arrow(t: PrimitiveType) -> pa.DataType:
-    """The Arrow type of an Iceberg primitive type."""
-    if isinstance(t, DecimalType):
-        return pa.decimal128(t.precision, t.scale)
-    if isinstance(t, FixedType):
-        return pa.binary(t.length)
-    try:
-        return _PRIMITIVES[type(t)]
-    except KeyError:
-        raise ValidationError(f"no Arrow type for Iceberg type {t}") from None
 
 
 def type_to_arrow(t: IcebergType, include_field_ids: bool = True) -> pa.DataType:
