@@ -39,7 +39,7 @@ from icefloe.spec.content import (
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.tree.locations import LocationProvider
 from icefloe.tree.v4_policy import V4Policy
-from icefloe.tree.v4_read import table_location
+from icefloe.tree.v4_read import counted_reference, table_location
 from icefloe.tree.v4_root_checks import MDV_ENCODING_KEY
 
 logger = logging.getLogger(__name__)
@@ -192,35 +192,19 @@ class TreeFiles:
         self, path: str, length: int, rows: list[ManifestEntry], content: ManifestContent
     ) -> ManifestFile:
         """The root reference of a leaf written by this commit."""
-        files = dict.fromkeys(EntryStatus, 0)
-        records = dict.fromkeys(EntryStatus, 0)
-        for e in rows:
-            files[e.status] += 1
-            records[e.status] += e.data_file.record_count
         live = [e for e in rows if e.is_live]
         seqs = [self.seq if e.sequence_number is None else e.sequence_number for e in live]
         spec_ids = {e.data_file.spec_id for e in rows}
-        return ManifestFile(
-            manifest_path=path,
-            manifest_length=length,
-            partition_spec_id=spec_ids.pop() if len(spec_ids) == 1 else -1,
-            content=content,
+        return counted_reference(
+            rows,
+            path,
+            length,
+            content,
+            snapshot_id=self.snapshot_id,
             sequence_number=self.seq,
             min_sequence_number=min(seqs, default=self.seq),
-            added_snapshot_id=self.snapshot_id,
-            added_files_count=files[EntryStatus.ADDED],
-            existing_files_count=files[EntryStatus.EXISTING],
-            deleted_files_count=files[EntryStatus.DELETED],
-            added_rows_count=records[EntryStatus.ADDED],
-            existing_rows_count=records[EntryStatus.EXISTING],
-            deleted_rows_count=records[EntryStatus.DELETED],
-            format_version=4,
+            partition_spec_id=spec_ids.pop() if len(spec_ids) == 1 else -1,
             status=EntryStatus.ADDED,
-            replaced_files_count=files[EntryStatus.REPLACED],
-            replaced_rows_count=records[EntryStatus.REPLACED],
-            modified_files_count=files[EntryStatus.MODIFIED],
-            modified_rows_count=records[EntryStatus.MODIFIED],
-            record_count=len(rows),
             content_stats=self.aggregate(live) or None,
         )
 

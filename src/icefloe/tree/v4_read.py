@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -204,20 +204,45 @@ def inline_reference(root: RootContents, snapshot: Snapshot, content: ManifestCo
     rows = [e for e in root.inline if e.data_file.content == want]
     if not rows:
         return None
+    live_seqs = [e.sequence_number for e in rows if e.is_live and e.sequence_number is not None]
+    return counted_reference(
+        rows,
+        root.location,
+        root.length,
+        content,
+        snapshot_id=snapshot.snapshot_id,
+        sequence_number=snapshot.sequence_number,
+        min_sequence_number=min(live_seqs, default=snapshot.sequence_number),
+    )
+
+
+def counted_reference(
+    rows: Sequence[ManifestEntry],
+    location: str,
+    length: int,
+    content: ManifestContent,
+    *,
+    snapshot_id: int,
+    sequence_number: int,
+    min_sequence_number: int,
+    partition_spec_id: int = -1,
+    status: EntryStatus = EntryStatus.EXISTING,
+    content_stats: ContentStats | None = None,
+) -> ManifestFile:
+    """A v4 reference to ``rows`` stored at ``location``, its files and rows counted by entry status."""
     files = dict.fromkeys(EntryStatus, 0)
     records = dict.fromkeys(EntryStatus, 0)
     for e in rows:
         files[e.status] += 1
         records[e.status] += e.data_file.record_count
-    live_seqs = [e.sequence_number for e in rows if e.is_live and e.sequence_number is not None]
     return ManifestFile(
-        manifest_path=root.location,
-        manifest_length=root.length,
-        partition_spec_id=-1,
+        manifest_path=location,
+        manifest_length=length,
+        partition_spec_id=partition_spec_id,
         content=content,
-        sequence_number=snapshot.sequence_number,
-        min_sequence_number=min(live_seqs, default=snapshot.sequence_number),
-        added_snapshot_id=snapshot.snapshot_id,
+        sequence_number=sequence_number,
+        min_sequence_number=min_sequence_number,
+        added_snapshot_id=snapshot_id,
         added_files_count=files[EntryStatus.ADDED],
         existing_files_count=files[EntryStatus.EXISTING],
         deleted_files_count=files[EntryStatus.DELETED],
@@ -225,11 +250,13 @@ def inline_reference(root: RootContents, snapshot: Snapshot, content: ManifestCo
         existing_rows_count=records[EntryStatus.EXISTING],
         deleted_rows_count=records[EntryStatus.DELETED],
         format_version=4,
+        status=status,
         replaced_files_count=files[EntryStatus.REPLACED],
         replaced_rows_count=records[EntryStatus.REPLACED],
         modified_files_count=files[EntryStatus.MODIFIED],
         modified_rows_count=records[EntryStatus.MODIFIED],
         record_count=len(rows),
+        content_stats=content_stats,
     )
 
 
