@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 
 from icefloe.errors import CorruptMetadata
 from icefloe.formats.avro import schemas as avs
-from icefloe.formats.avro.manifest import ManifestHeader, _header
+from icefloe.formats.avro.manifest import ManifestHeader, _header, stored_partition_fields
 from icefloe.formats.frozen_builders import fast_constructor
 from icefloe.io.fileio import local_path
 from icefloe.spec.content import DataFile, EntryStatus, FileContent, LazyMap, ManifestEntry
@@ -522,31 +522,6 @@ def _partition_column(arr: pa.Array, avro_type: Any, named: dict[str, dict], loc
     return arr
 
 
-def _choose_partition_fields(
-    part_record: dict | None, spec: PartitionSpec | None, location: str
-) -> list[dict | None]:
-    """The stored partition field of each spec field (by id, then name, then position)."""
-    if part_record is None:
-        return []
-    avro_fields = part_record.get("fields", [])
-    if spec is None:
-        return list(avro_fields)
-    by_id = avs.fields_by_id(part_record)
-    chosen: list[dict | None] = []
-    for i, pf in enumerate(spec.fields):
-        f = by_id.get(pf.field_id)
-        if f is None:
-            f = next((x for x in avro_fields if x.get("name") == pf.name), None)
-        if f is None and not by_id and i < len(avro_fields):
-            f = avro_fields[i]
-        chosen.append(f)
-    if not by_id and len(avro_fields) != len(spec.fields):
-        raise CorruptMetadata(
-            f"{location}: partition struct has {len(avro_fields)} fields, spec has {len(spec.fields)}"
-        )
-    return chosen
-
-
 def _field_type(record: dict, field_id: int, name: str) -> Any:
     f = avs.fields_by_id(record).get(field_id)
     if f is None:
@@ -683,12 +658,7 @@ def read_manifest_columns(
     except ColumnarUnsupported as exc:
         raise ColumnarUnsupported(f"{location}: {exc}") from exc
     avs.check_bounded_schema(plan.schema, location)  # before any decoder loops over its arrays
-    metadata = {}
-    for k, v in raw_meta.items():
-        try:
-            metadata[k] = v.decode("utf-8")
-        except UnicodeDecodeError:
-            continue
+    metadata = avs.text_metadata(raw_meta)
     # framing and recorded block checksums first: DataFusion spins on some corrupt blocks
     expected_rows = avs.block_record_count(data, sync_at, location, raw_meta)
     if avs.BLOCK_CRC_KEY not in raw_meta:
@@ -726,7 +696,7 @@ def read_manifest_columns(
 
     partition: list[pa.Array | None] = []
     converters: list[PartitionConverter] = []
-    chosen = _choose_partition_fields(plan.partition_record, spec, location)
+    chosen = stored_partition_fields(plan.partition_record, spec, location)
     if chosen and plan.partition_name is not None:
         part_arr = _struct_child(df_struct, plan.partition_name)
         if not pa.types.is_struct(part_arr.type):

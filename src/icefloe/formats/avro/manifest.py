@@ -322,29 +322,42 @@ def _lookup_spec(spec_lookup: SpecLookup, spec_id: int) -> PartitionSpec | None:
     return spec_lookup.get(spec_id)
 
 
+def stored_partition_fields(
+    part_record: dict | None, spec: PartitionSpec | None, location: str
+) -> list[dict | None]:
+    """The stored Avro partition field of each spec field (by id, then name, then position).
+
+    Without a spec: the stored fields as they are; None where a spec field is not stored; no
+    fields without a stored partition record.
+    """
+    if part_record is None:
+        return []
+    avro_fields = part_record.get("fields", [])
+    if spec is None:
+        return list(avro_fields)
+    by_id = avs.fields_by_id(part_record)
+    chosen: list[dict | None] = []
+    for i, pf in enumerate(spec.fields):
+        f = by_id.get(pf.field_id)
+        if f is None:
+            f = next((x for x in avro_fields if x.get("name") == pf.name), None)
+        if f is None and not by_id and i < len(avro_fields):
+            f = avro_fields[i]
+        chosen.append(f)
+    if not by_id and len(avro_fields) != len(spec.fields):
+        raise CorruptMetadata(
+            f"{location}: partition struct has {len(avro_fields)} fields, spec has {len(spec.fields)}"
+        )
+    return chosen
+
+
 def _partition_getter(
     part_record: dict | None, spec: PartitionSpec | None, named: dict[str, dict], location: str
 ) -> Callable[[Any], tuple[Any, ...]]:
     """Builds the function turning a stored partition record into a tuple in spec field order."""
     if part_record is None:
         return lambda p: ()
-    avro_fields = part_record.get("fields", [])
-    by_id = avs.fields_by_id(part_record)
-    if spec is None:
-        chosen: list[dict | None] = list(avro_fields)
-    else:
-        chosen = []
-        for i, pf in enumerate(spec.fields):
-            f = by_id.get(pf.field_id)
-            if f is None:
-                f = next((x for x in avro_fields if x.get("name") == pf.name), None)
-            if f is None and not by_id and i < len(avro_fields):
-                f = avro_fields[i]
-            chosen.append(f)
-        if not by_id and len(avro_fields) != len(spec.fields):
-            raise CorruptMetadata(
-                f"{location}: partition struct has {len(avro_fields)} fields, spec has {len(spec.fields)}"
-            )
+    chosen = stored_partition_fields(part_record, spec, location)
     names = [None if f is None else f["name"] for f in chosen]
     convs = [None if f is None else avs.partition_reader(f["type"], named) for f in chosen]
     if not names:

@@ -522,6 +522,17 @@ def _write_long(value: int) -> bytes:
     return bytes(out)
 
 
+def text_metadata(raw_meta: Mapping[str, bytes]) -> dict[str, str]:
+    """The Avro header metadata that is UTF-8 text (binary values such as checksums left out)."""
+    metadata = {}
+    for k, v in raw_meta.items():
+        try:
+            metadata[k] = v.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    return metadata
+
+
 def _parse_header(data: bytes, location: str) -> tuple[dict[str, bytes], int]:
     """The metadata map of an Avro object container file and the offset of its sync marker.
 
@@ -722,12 +733,7 @@ def open_avro(data: bytes, location: str) -> tuple[dict, dict[str, str], Iterabl
             writer_schema = json.loads(raw_meta["avro.schema"])
         except KeyError:
             raise CorruptMetadata(f"{location}: Avro header has no avro.schema", location=location) from None
-        metadata = {}
-        for k, v in raw_meta.items():
-            try:
-                metadata[k] = v.decode("utf-8")
-            except UnicodeDecodeError:
-                continue
+        metadata = text_metadata(raw_meta)
         raw_meta["avro.schema"] = json.dumps(without_logical_types(writer_schema)).encode("utf-8")
         patched = _encode_header(raw_meta) + data[sync_at:]
         records = fastavro.reader(io.BytesIO(patched))
