@@ -53,10 +53,10 @@ from icefloe.formats.metadata.files import (
     write_table_metadata,
 )
 from icefloe.io.fileio import FileIO, load_file_io
-from icefloe.spec.partitioning import UNPARTITIONED, PartitionSpec
+from icefloe.spec.partitioning import PartitionSpec
 from icefloe.spec.properties import gc_enabled
 from icefloe.spec.schema import Schema
-from icefloe.spec.sort_order import UNSORTED, SortOrder
+from icefloe.spec.sort_order import SortOrder
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.updates import new_table_metadata
 from icefloe.table.table import Table
@@ -77,7 +77,6 @@ from icefloe.txn.partition_evolution import check_redundant_fields
 logger = logging.getLogger(__name__)
 
 WAREHOUSE = "warehouse"
-DEFAULT_FORMAT_VERSION = 2
 NAMESPACE_LOCATION = "location"
 
 
@@ -313,14 +312,7 @@ class Catalog(ABC):
         table_location = (
             warehouse_location(location) if location else self.default_table_location(namespace, name)
         )
-        md = new_table_metadata(
-            schema,
-            partition_spec if partition_spec is not None else UNPARTITIONED,
-            sort_order if sort_order is not None else UNSORTED,
-            table_location,
-            props,
-            DEFAULT_FORMAT_VERSION,
-        )
+        md = new_table_metadata(schema, partition_spec, sort_order, table_location, props)
         check_redundant_fields(md.spec(), md.schema())  # the rule update_spec applies
         self._check_table_roots(namespace, name, md)
         io = self._file_io(md.properties, md.location)

@@ -39,9 +39,9 @@ from icefloe.errors import (
 )
 from icefloe.formats.metadata.files import encode_table_metadata, new_metadata_with_log, read_table_metadata
 from icefloe.io.fileio import local_path
-from icefloe.spec.partitioning import UNPARTITIONED, PartitionSpec
+from icefloe.spec.partitioning import PartitionSpec
 from icefloe.spec.schema import Schema
-from icefloe.spec.sort_order import UNSORTED, SortOrder
+from icefloe.spec.sort_order import SortOrder
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.updates import new_table_metadata
 from icefloe.table.table import Table
@@ -49,7 +49,6 @@ from icefloe.table.table import Table
 logger = logging.getLogger(__name__)
 VERSION_HINT = "version-hint.text"
 _VERSION_FILE = re.compile(r"^v(\d+)(\.gz)?\.metadata\.json$")
-DEFAULT_FORMAT_VERSION = 2
 
 
 def version_of(path: str) -> int | None:
@@ -211,14 +210,7 @@ class HadoopCatalog(Catalog):
         table_location = self.default_table_location(namespace, name)
         if location and location.rstrip("/") != table_location:
             raise Unsupported("Hadoop tables live in their directory under the warehouse; no custom location")
-        md = new_table_metadata(
-            schema,
-            partition_spec if partition_spec is not None else UNPARTITIONED,
-            sort_order if sort_order is not None else UNSORTED,
-            table_location,
-            {str(k): str(v) for k, v in (properties or {}).items()},
-            DEFAULT_FORMAT_VERSION,
-        )
+        md = new_table_metadata(schema, partition_spec, sort_order, table_location, properties)
         metadata_location = self.commit_table((*namespace, name), None, md)
         return self._table(namespace, name, metadata_location, md)
 

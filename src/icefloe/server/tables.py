@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from icefloe.catalog.base import DEFAULT_FORMAT_VERSION, warehouse_location
+from icefloe.catalog.base import warehouse_location
 from icefloe.errors import NoSuchTable, ValidationError
 from icefloe.formats.metadata.files import read_table_metadata
 from icefloe.server.auth import READ, WRITE
@@ -24,9 +24,7 @@ from icefloe.server.paging import page
 from icefloe.spec.commit_json import requirements_from_list, updates_from_list
 from icefloe.spec.json_codec import table_metadata_to_json
 from icefloe.spec.json_structures import schema_from_dict, sort_order_from_dict, spec_from_dict
-from icefloe.spec.partitioning import UNPARTITIONED
 from icefloe.spec.requirements import AssertCreate
-from icefloe.spec.sort_order import UNSORTED
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.updates import new_table_metadata
 
@@ -118,14 +116,7 @@ def create_table(state: ServerState, call: Call) -> Reply:
     check_location_properties(properties, catalog.warehouse)
     if body.get("stage-create"):
         catalog._require_namespace(namespace)
-        md = new_table_metadata(
-            schema,
-            spec if spec is not None else UNPARTITIONED,
-            order if order is not None else UNSORTED,
-            table_location,
-            properties,
-            DEFAULT_FORMAT_VERSION,
-        )
+        md = new_table_metadata(schema, spec, order, table_location, properties)
         return table_result(None, md)
     table = catalog.create_table((*namespace, name), schema, spec, order, table_location, properties)
     return table_result(table.metadata_location, table.metadata)

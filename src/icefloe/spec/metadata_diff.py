@@ -41,6 +41,7 @@ from icefloe.spec.updates import (
     SetSnapshotRef,
     TableUpdate,
     UpgradeFormatVersion,
+    ref_updates,
 )
 
 
@@ -97,22 +98,7 @@ def _snapshot_changes(base: TableMetadata, new: TableMetadata) -> list[TableUpda
     removed = tuple(s.snapshot_id for s in base.snapshots if s.snapshot_id not in new_ids)
     if removed:
         updates.append(RemoveSnapshots(removed))
-    for name in base.refs:
-        if name not in new.refs:
-            updates.append(RemoveSnapshotRef(name))
-    for name, ref in new.refs.items():
-        if base.refs.get(name) != ref:
-            updates.append(
-                SetSnapshotRef(
-                    name,
-                    ref.snapshot_id,
-                    ref.ref_type,
-                    ref.min_snapshots_to_keep,
-                    ref.max_snapshot_age_ms,
-                    ref.max_ref_age_ms,
-                )
-            )
-    return updates
+    return updates + ref_updates(base.refs, new.refs)
 
 
 def _property_changes(base: TableMetadata, new: TableMetadata) -> list[TableUpdate]:

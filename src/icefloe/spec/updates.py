@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import time
 import uuid as uuid_module
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from icefloe.errors import CommitConflict, Unsupported, ValidationError
-from icefloe.spec.partitioning import PartitionSpec
+from icefloe.spec.partitioning import UNPARTITIONED, PartitionSpec
 from icefloe.spec.properties import check_numeric_properties
 from icefloe.spec.requirements import (  # re-exported: requirements used to live here
     AssertCreate,
@@ -30,7 +31,7 @@ from icefloe.spec.requirements import (  # re-exported: requirements used to liv
 )
 from icefloe.spec.schema import Schema, assign_fresh_ids, check_format_version
 from icefloe.spec.snapshots import MAIN_BRANCH, RefType, Snapshot, SnapshotLogEntry, SnapshotRef
-from icefloe.spec.sort_order import SortOrder
+from icefloe.spec.sort_order import UNSORTED, SortOrder
 from icefloe.spec.table_metadata import SUPPORTED_FORMAT_VERSIONS, TableMetadata
 
 __all__ = [  # noqa: RUF022 - grouped: updates, requirements, functions
@@ -67,6 +68,7 @@ __all__ = [  # noqa: RUF022 - grouped: updates, requirements, functions
 ]
 
 LAST_ADDED = -1
+DEFAULT_FORMAT_VERSION = 2  # of a new table without a format-version property
 FORMAT_VERSION_PROPERTY = "format-version"
 _RESERVED_PROPERTIES = frozenset({FORMAT_VERSION_PROPERTY})
 
@@ -217,6 +219,24 @@ class _State:
     last_added_spec_id: int | None = None
     last_added_order_id: int | None = None
     added_snapshots: dict[int, Snapshot] = field(default_factory=dict)
+
+
+def ref_updates(before: Mapping[str, SnapshotRef], after: Mapping[str, SnapshotRef]) -> list[TableUpdate]:
+    """The updates that turn the refs ``before`` into ``after``: removals first, then set refs."""
+    updates: list[TableUpdate] = [RemoveSnapshotRef(name) for name in before if name not in after]
+    for name, ref in after.items():
+        if before.get(name) != ref:
+            updates.append(
+                SetSnapshotRef(
+                    name,
+                    ref.snapshot_id,
+                    ref.ref_type,
+                    ref.min_snapshots_to_keep,
+                    ref.max_snapshot_age_ms,
+                    ref.max_ref_age_ms,
+                )
+            )
+    return updates
 
 
 def _set(state: _State, **changes: Any) -> None:
@@ -481,18 +501,21 @@ def apply_updates(
 
 def new_table_metadata(
     schema: Schema,
-    partition_spec: PartitionSpec,
-    sort_order: SortOrder,
+    partition_spec: PartitionSpec | None,
+    sort_order: SortOrder | None,
     location: str,
     properties: dict[str, str] | None = None,
-    format_version: int = 2,
+    format_version: int = DEFAULT_FORMAT_VERSION,
     table_uuid: str | None = None,
     now_ms: int | None = None,
 ) -> TableMetadata:
     """Metadata of a new table: fresh column ids 1..n, partition field ids from 1000, spec id 0.
 
-    A ``format-version`` table property overrides ``format_version`` and is not stored.
+    No spec: unpartitioned; no sort order: unsorted. A ``format-version`` table property
+    overrides ``format_version`` and is not stored.
     """
+    partition_spec = UNPARTITIONED if partition_spec is None else partition_spec
+    sort_order = UNSORTED if sort_order is None else sort_order
     props = {str(k): str(v) for k, v in (properties or {}).items()}
     check_numeric_properties(props)
     requested = props.pop(FORMAT_VERSION_PROPERTY, None)

@@ -19,7 +19,7 @@ from icefloe.errors import CommitConflict, ValidationError
 from icefloe.spec.ref_names import check_ref_name
 from icefloe.spec.snapshots import MAIN_BRANCH, RefType, SnapshotRef
 from icefloe.spec.table_metadata import TableMetadata
-from icefloe.spec.updates import RemoveSnapshotRef, SetSnapshotRef, TableUpdate
+from icefloe.spec.updates import TableUpdate, ref_updates
 from icefloe.txn.schema_evolution import PendingAction
 from icefloe.txn.transaction import AttemptContext
 
@@ -259,20 +259,7 @@ class ManageSnapshots(PendingAction):
                 f"cannot apply the snapshot/ref changes: the table changed concurrently ({exc})",
                 retryable=False,
             ) from exc
-        updates: list[TableUpdate] = [RemoveSnapshotRef(name) for name in before if name not in after]
-        for name, ref in after.items():
-            if before.get(name) != ref:
-                updates.append(
-                    SetSnapshotRef(
-                        name,
-                        ref.snapshot_id,
-                        ref.ref_type,
-                        ref.min_snapshots_to_keep,
-                        ref.max_snapshot_age_ms,
-                        ref.max_ref_age_ms,
-                    )
-                )
-        return updates
+        return ref_updates(before, after)
 
     def _record(self, op: _Op) -> Self:
         self._ops.append(op)
