@@ -49,20 +49,13 @@ def write_data_files(
         return []
     schema = schema or md.schema()
     spec = md.spec()
-    locations = LocationProvider(md)
     target = md.int_property("write.target-file-size-bytes", DEFAULT_TARGET_FILE_SIZE)
-    written: list[DataFile] = []
-    try:
-        for partition, part in partition_table(table, schema, spec):
-            for chunk in _split_by_size(part, target):
-                path = locations.new_data_file_path(spec, schema, partition)
-                written.append(
-                    write_parquet_data_file(io, path, chunk, schema, spec.spec_id, partition, md.properties)
-                )
-    except BaseException:
-        _delete_all(io, written)
-        raise
-    return written
+    pieces = (
+        (partition, chunk)
+        for partition, part in partition_table(table, schema, spec)
+        for chunk in split_by_size(part, target)
+    )
+    return _write_pieces(io, md, pieces, schema, schema, spec)
 
 
 def write_partition_files(
@@ -80,12 +73,28 @@ def write_partition_files(
     """
     if table.num_rows == 0:
         return []
-    locations = LocationProvider(md)
     target = md.int_property("write.target-file-size-bytes", DEFAULT_TARGET_FILE_SIZE)
+    chunks = split_by_size(table, target) if split else iter([table])
+    return _write_pieces(io, md, ((partition, chunk) for chunk in chunks), schema, md.schema(), spec)
+
+
+def _write_pieces(
+    io: FileIO,
+    md: TableMetadata,
+    pieces: Iterator[tuple[tuple[Any, ...], pa.Table]],
+    schema: Schema,
+    path_schema: Schema,
+    spec: PartitionSpec,
+) -> list[DataFile]:
+    """Write each ``(partition, rows)`` piece as one Parquet file; on failure delete what was written.
+
+    ``schema`` is the file schema, ``path_schema`` the one that names the partition directories.
+    """
+    locations = LocationProvider(md)
     written: list[DataFile] = []
     try:
-        for chunk in _split_by_size(table, target) if split else [table]:
-            path = locations.new_data_file_path(spec, md.schema(), partition)
+        for partition, chunk in pieces:
+            path = locations.new_data_file_path(spec, path_schema, partition)
             written.append(
                 write_parquet_data_file(io, path, chunk, schema, spec.spec_id, partition, md.properties)
             )
@@ -100,7 +109,8 @@ def _delete_all(io: FileIO, files: list[DataFile]) -> None:
         io.delete(f.file_path, missing_ok=True)
 
 
-def _split_by_size(table: pa.Table, target_bytes: int) -> Iterator[pa.Table]:
+def split_by_size(table: pa.Table, target_bytes: int) -> Iterator[pa.Table]:
+    """``table`` in row slices that each make about ``target_bytes`` of Parquet (one if it fits)."""
     estimated = max(1, table.nbytes // _ARROW_TO_PARQUET_RATIO)
     if estimated <= target_bytes:
         yield table

@@ -36,7 +36,7 @@ Files are Parquet with field ids and the usual metrics, rolled at
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -54,10 +54,10 @@ from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.types import DoubleType, FloatType, ListType, MapType, StructType, UnknownType
 from icefloe.tree.locations import LocationProvider
 from icefloe.tree.read_seam import live_entries
+from icefloe.txn.data_writer import split_by_size
 
 DELETE_TARGET_FILE_SIZE = "write.delete.target-file-size-bytes"
 DEFAULT_DELETE_TARGET_FILE_SIZE = 64 * 1024 * 1024
-_ARROW_TO_PARQUET_RATIO = 4  # in-memory Arrow bytes per compressed Parquet byte (a row budget)
 _ROW_INDEX = "__icefloe_row"
 
 
@@ -95,7 +95,7 @@ def write_equality_delete_files(
     try:
         for spec in specs:
             for partition, part in _partitions(table, key_schema, spec):
-                for chunk in _split_by_size(part, target):
+                for chunk in split_by_size(part, target):
                     path = locations.new_data_file_path(spec, schema, partition)
                     paths.append(path)
                     written.append(
@@ -342,14 +342,3 @@ def _partitions(
         it = iter(values)
         out.append((tuple(None if str(pf.transform) == "void" else next(it) for pf in spec.fields), part))
     return out
-
-
-def _split_by_size(table: pa.Table, target_bytes: int) -> Iterator[pa.Table]:
-    estimated = max(1, table.nbytes // _ARROW_TO_PARQUET_RATIO)
-    if estimated <= target_bytes:
-        yield table
-        return
-    pieces = -(-estimated // target_bytes)
-    rows = -(-table.num_rows // pieces)
-    for start in range(0, table.num_rows, rows):
-        yield table.slice(start, rows)
