@@ -32,7 +32,7 @@ from icefloe.expressions.ast import Expression
 from icefloe.io.fileio import FileIO
 from icefloe.scan.tasks import FileScanTask
 from icefloe.spec.content import ColumnFile, DataFile, FileContent, ManifestEntry
-from icefloe.spec.snapshots import Operation
+from icefloe.spec.snapshots import Operation, Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.txn.commit_options import DEFAULT_OPTIONS, CommitOptions
 from icefloe.txn.producers import OverwriteFiles, RowDelta, SnapshotProducer
@@ -97,6 +97,25 @@ class RowLevelChange:
     case_sensitive: bool = True  # how the conflict filter's column names bind at commit time
     delete_targets: list[DataFile] = field(default_factory=list)  # merge-on-read: files given deletes
     column_files: dict[str, ColumnFile] = field(default_factory=dict)  # v4 column updates by data file
+
+    @classmethod
+    def reading(
+        cls,
+        operation: str,
+        mode: str,
+        snapshot: Snapshot | None,
+        conflict_filter: Expression,
+        case_sensitive: bool,
+    ) -> RowLevelChange:
+        """An empty change computed from ``snapshot`` (None: an empty table), validated at commit
+        against concurrent changes to the rows ``conflict_filter`` selects."""
+        return cls(
+            operation,
+            mode,
+            base_snapshot_id=snapshot.snapshot_id if snapshot else None,
+            conflict_filter=conflict_filter,
+            case_sensitive=case_sensitive,
+        )
 
     @property
     def is_empty(self) -> bool:

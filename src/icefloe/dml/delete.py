@@ -36,13 +36,7 @@ def plan_delete(
 ) -> RowLevelChange:
     """Write the files that delete the rows matching ``row_filter`` (uncommitted)."""
     chosen = write_mode(md, "delete", mode)
-    change = RowLevelChange(
-        "delete",
-        chosen,
-        base_snapshot_id=snapshot.snapshot_id if snapshot else None,
-        conflict_filter=row_filter,
-        case_sensitive=case_sensitive,
-    )
+    change = RowLevelChange.reading("delete", chosen, snapshot, row_filter, case_sensitive)
     if snapshot is None:
         return change
     if chosen == COPY_ON_WRITE:

@@ -100,13 +100,7 @@ def plan_merge(
     compiled = _compile(schema, src, spec, case_sensitive)
     _check_clauses(md, src, compiled)
     scan_filter: Expression = AlwaysTrue() if spec.reads_whole_table else _key_filter(schema, src)
-    change = RowLevelChange(
-        "merge",
-        chosen,
-        base_snapshot_id=snapshot.snapshot_id if snapshot else None,
-        conflict_filter=scan_filter,
-        case_sensitive=case_sensitive,
-    )
+    change = RowLevelChange.reading("merge", chosen, snapshot, scan_filter, case_sensitive)
     builder = ChangeBuilder(io, md, change)
     try:
         tasks = plan_files(io, md, snapshot, scan_filter, case_sensitive=case_sensitive) if snapshot else []

@@ -49,13 +49,7 @@ def plan_update(
     match_expr = to_arrow_expression(row_filter, schema, case_sensitive)
     apply_assignments(change_read_schema(md).empty_table(), resolved)  # type errors before any write
     changed = tuple(a.field.field_id for a in resolved)
-    change = RowLevelChange(
-        "update",
-        chosen,
-        base_snapshot_id=snapshot.snapshot_id if snapshot else None,
-        conflict_filter=row_filter,
-        case_sensitive=case_sensitive,
-    )
+    change = RowLevelChange.reading("update", chosen, snapshot, row_filter, case_sensitive)
     if snapshot is None:
         return change
     builder = ChangeBuilder(io, md, change)
