@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from datetime import datetime
+import functools
+from collections.abc import Callable
+from typing import Concatenate, ParamSpec, TypeVar
 
 import pyarrow as pa
 
-from icefloe.expressions.ast import Expression
-from icefloe.maintenance.expire_snapshots import ExpireResult, expire_snapshots
-from icefloe.maintenance.remove_orphan_files import OrphanResult, remove_orphan_files
-from icefloe.maintenance.rewrite_data_files import RewriteResult, rewrite_data_files
+from icefloe.maintenance import expire_snapshots as expiry
+from icefloe.maintenance import remove_orphan_files as orphans
+from icefloe.maintenance import rewrite_data_files as compaction
 from icefloe.scan.metadata_tables import metadata_table
-from icefloe.txn.commit_options import CommitOptions
 from icefloe.txn.handle import TableHandle
 
 
@@ -70,52 +69,29 @@ class InspectTable:
         return self.table("partitions", snapshot_id)
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _on_the_table(
+    operation: Callable[Concatenate[TableHandle, P], R],
+) -> Callable[Concatenate[TableMaintenance, P], R]:
+    """``table.maintenance.<operation>(...)``: ``maintenance.<operation>(table, ...)``, one signature."""
+
+    @functools.wraps(operation)
+    def on_the_table(maintenance: TableMaintenance, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return operation(maintenance.table, *args, **kwargs)
+
+    on_the_table.__qualname__ = f"TableMaintenance.{operation.__name__}"
+    return on_the_table
+
+
 class TableMaintenance:
     """Maintenance of one table; each call commits (or, for orphans, deletes) on its own."""
 
     def __init__(self, table: TableHandle) -> None:
-        self._table = table
+        self.table = table
 
-    def expire_snapshots(
-        self,
-        *,
-        older_than: datetime | int | None = None,
-        retain_last: int | None = None,
-        snapshot_ids: Iterable[int] = (),
-        delete_files: bool = True,
-    ) -> ExpireResult:
-        """Expire old snapshots, then delete the files no retained snapshot reads."""
-        return expire_snapshots(
-            self._table,
-            older_than=older_than,
-            retain_last=retain_last,
-            snapshot_ids=snapshot_ids,
-            delete_files=delete_files,
-        )
-
-    def remove_orphan_files(
-        self, *, older_than: datetime | int | None = None, location: str | None = None, dry_run: bool = False
-    ) -> OrphanResult:
-        """Delete files under the table location that nothing references (older than 3 days by default)."""
-        return remove_orphan_files(self._table, older_than=older_than, location=location, dry_run=dry_run)
-
-    def rewrite_data_files(
-        self,
-        filter: Expression | str | None = None,
-        target_file_size: int | None = None,
-        *,
-        min_input_files: int = 2,
-        rewrite_all: bool = False,
-        options: CommitOptions | None = None,
-        case_sensitive: bool = True,
-    ) -> RewriteResult:
-        """Compact small files and apply deletes (row lineage kept)."""
-        return rewrite_data_files(
-            self._table,
-            filter,
-            target_file_size,
-            min_input_files=min_input_files,
-            rewrite_all=rewrite_all,
-            options=options,
-            case_sensitive=case_sensitive,
-        )
+    expire_snapshots = _on_the_table(expiry.expire_snapshots)
+    remove_orphan_files = _on_the_table(orphans.remove_orphan_files)
+    rewrite_data_files = _on_the_table(compaction.rewrite_data_files)
