@@ -24,6 +24,7 @@ import numpy as np
 from icefloe.errors import CorruptMetadata
 from icefloe.spec.content import EntryStatus, FileContent, ManifestContent, ManifestEntry, ManifestFile
 from icefloe.spec.snapshots import Snapshot
+from icefloe.tree.summary import summary_count
 
 _FILE_COUNTS = (
     (EntryStatus.ADDED, "added_files_count", "added_rows_count"),
@@ -34,6 +35,21 @@ _V4_COUNTS = (
     (EntryStatus.REPLACED, "replaced_files_count", "replaced_rows_count"),
     (EntryStatus.MODIFIED, "modified_files_count", "modified_rows_count"),
 )
+
+
+def entry_counts(entries: Iterable[ManifestEntry], *, v4: bool) -> dict[str, int]:
+    """The file and row counts of a manifest holding ``entries``, by ``ManifestFile`` field name.
+
+    Added, existing and deleted; with ``v4`` also replaced and modified.
+    """
+    fields = {status: (files, rows) for status, files, rows in _FILE_COUNTS + (_V4_COUNTS if v4 else ())}
+    counts = {name: 0 for pair in fields.values() for name in pair}
+    for e in entries:
+        pair = fields.get(e.status)
+        if pair is not None:
+            counts[pair[0]] += 1
+            counts[pair[1]] += e.data_file.record_count
+    return counts
 
 
 def check_manifest_counts(
@@ -102,7 +118,7 @@ def check_snapshot_totals(snapshot: Snapshot, totals: Mapping[str, int]) -> None
     summary: Mapping[str, str] = snapshot.summary or {}
     where = snapshot.manifest_list or snapshot.root_manifest or f"snapshot {snapshot.snapshot_id}"
     for key, found in totals.items():
-        expected = _int(summary.get(key))
+        expected = summary_count(summary, key)
         if expected is not None and expected != found:
             raise CorruptMetadata(
                 f"{where}: snapshot {snapshot.snapshot_id} holds {key} {found}, its summary says {expected}",
@@ -145,13 +161,6 @@ def check_manifest_content(header_content: ManifestContent | None, manifest: Man
         )
 
 
-def _int(value: str | None) -> int | None:
-    if value is None:
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        return None
 
 
 def tree_totals(data: Iterable[ManifestEntry], deletes: Iterable[ManifestEntry]) -> dict[str, int]:
@@ -202,12 +211,15 @@ def check_list_totals(snapshot: Snapshot, manifests: Iterable[ManifestFile], loc
             sums["total-delete-files"] += files
             sums["deletes"] += rows
     summary = snapshot.summary or {}
-    pos, eq = _int(summary.get("total-position-deletes")), _int(summary.get("total-equality-deletes"))
+    pos = summary_count(summary, "total-position-deletes")
+    eq = summary_count(summary, "total-equality-deletes")
     totals = {k: v for k, v in sums.items() if k != "deletes"}
     if pos is not None and eq is not None:
         totals["total-position-deletes + total-equality-deletes"] = sums["deletes"]
     for key, found in totals.items():
-        expected = pos + eq if "+" in key and pos is not None and eq is not None else _int(summary.get(key))
+        expected = summary_count(summary, key)
+        if "+" in key and pos is not None and eq is not None:
+            expected = pos + eq
         if expected is not None and expected != found:
             raise CorruptMetadata(
                 f"{location}: its manifests count {key} {found}, the summary of snapshot "

@@ -7,7 +7,7 @@ when the parent's summary lacks it, as Iceberg Java does).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from icefloe.errors import ValidationError
@@ -111,9 +111,12 @@ def _count(files: Iterable[DataFile], prefix: str) -> dict[str, int]:
 
 
 def _parent_total(parent: Snapshot | None, key: str) -> int | None:
-    if parent is None:
-        return 0
-    value = parent.summary.get(key)
+    return 0 if parent is None else summary_count(parent.summary, key)
+
+
+def summary_count(summary: Mapping[str, str], key: str) -> int | None:
+    """A snapshot-summary counter; None when it is absent or not a whole number."""
+    value = summary.get(key)
     if value is None:
         return None
     try:

@@ -50,6 +50,7 @@ from icefloe.tree.integrity import (
     check_manifest_content,
     check_manifest_counts,
     check_manifest_version,
+    entry_counts,
 )
 
 logger = logging.getLogger(__name__)
@@ -294,19 +295,7 @@ def with_counts(
         manifest.deleted_rows_count,
     ):
         return manifest
-    files = dict.fromkeys(EntryStatus, 0)
-    rows = dict.fromkeys(EntryStatus, 0)
-    for e in entries_of(manifest):
-        files[e.status] += 1
-        rows[e.status] += e.data_file.record_count
-    return manifest.with_changes(
-        added_files_count=files[EntryStatus.ADDED],
-        existing_files_count=files[EntryStatus.EXISTING],
-        deleted_files_count=files[EntryStatus.DELETED],
-        added_rows_count=rows[EntryStatus.ADDED],
-        existing_rows_count=rows[EntryStatus.EXISTING],
-        deleted_rows_count=rows[EntryStatus.DELETED],
-    )
+    return manifest.with_changes(**entry_counts(entries_of(manifest), v4=False))
 
 
 def may_have_live_entries(manifest: ManifestFile) -> bool:

@@ -68,7 +68,7 @@ from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.types import IcebergType
 from icefloe.tree import v3_read
 from icefloe.tree.changes import EntrySelection, ManifestFilter
-from icefloe.tree.integrity import check_manifest_counts
+from icefloe.tree.integrity import check_manifest_counts, entry_counts
 from icefloe.tree.v4_columnar import decode_leaf_rows
 from icefloe.tree.v4_leaf_columns import LeafColumns
 from icefloe.tree.v4_policy import manifest_dv_encoding
@@ -178,14 +178,8 @@ def _parse_root(metadata: TableMetadata, location: str, data: bytes) -> RootCont
     refs = checked_references(  # bitmaps checked against the root, re-encoded to the table's codec
         cast(list[ManifestFile], rows), recorded_cardinalities(ref_rows), stored, dv_codec(metadata), location
     )
-    decoded = decode_leaf_rows(
-        table.filter(pc.invert(is_ref)),
-        specs,
-        _layout(metadata),
-        location,
-        partition_types=_partition_types(metadata),
-    )
-    inline = tuple(_dv_snapshot_fallback(e) for _, e in decoded)
+    inline_rows = _decode(table.filter(pc.invert(is_ref)), metadata, location)
+    inline = tuple(_dv_snapshot_fallback(e) for _, e in inline_rows)
     return RootContents(location, len(data), tuple(refs), inline, footer)
 
 
@@ -230,12 +224,7 @@ def counted_reference(
     content_stats: ContentStats | None = None,
 ) -> ManifestFile:
     """A v4 reference to ``rows`` stored at ``location``, its files and rows counted by entry status."""
-    files = dict.fromkeys(EntryStatus, 0)
-    records = dict.fromkeys(EntryStatus, 0)
-    for e in rows:
-        files[e.status] += 1
-        records[e.status] += e.data_file.record_count
-    return ManifestFile(
+    reference = ManifestFile(
         manifest_path=location,
         manifest_length=length,
         partition_spec_id=partition_spec_id,
@@ -243,21 +232,12 @@ def counted_reference(
         sequence_number=sequence_number,
         min_sequence_number=min_sequence_number,
         added_snapshot_id=snapshot_id,
-        added_files_count=files[EntryStatus.ADDED],
-        existing_files_count=files[EntryStatus.EXISTING],
-        deleted_files_count=files[EntryStatus.DELETED],
-        added_rows_count=records[EntryStatus.ADDED],
-        existing_rows_count=records[EntryStatus.EXISTING],
-        deleted_rows_count=records[EntryStatus.DELETED],
         format_version=4,
         status=status,
-        replaced_files_count=files[EntryStatus.REPLACED],
-        replaced_rows_count=records[EntryStatus.REPLACED],
-        modified_files_count=files[EntryStatus.MODIFIED],
-        modified_rows_count=records[EntryStatus.MODIFIED],
         record_count=len(rows),
         content_stats=content_stats,
     )
+    return reference.with_changes(**entry_counts(rows, v4=True))
 
 
 def manifest_refs(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) -> list[ManifestFile]:
@@ -284,6 +264,13 @@ def _layout(metadata: TableMetadata) -> StatsLayout:
             while len(_layouts) > _ROOT_CACHE_SIZE:
                 _layouts.popitem(last=False)
     return layout
+
+
+def _decode(table: pa.Table, metadata: TableMetadata, location: str) -> list[tuple[int, ManifestEntry]]:
+    """``(position, entry)`` of content-entry rows, as stored (no inheritance, no MDV)."""
+    return decode_leaf_rows(
+        table, metadata.specs_by_id(), _layout(metadata), location, partition_types=_partition_types(metadata)
+    )
 
 
 def _partition_types(metadata: TableMetadata) -> dict[int, IcebergType]:
@@ -400,14 +387,7 @@ def leaf_rows(
     """``(position, entry)`` for every row of a v4 leaf, inheritance applied, MDV not applied."""
     table = _read_leaf_table(io, metadata, ref, data=data)
     first_ids = inherited_first_row_ids(table, ref)
-    rows = decode_leaf_rows(
-        table,
-        metadata.specs_by_id(),
-        _layout(metadata),
-        ref.manifest_path,
-        partition_types=_partition_types(metadata),
-    )
-    return [(pos, _inherit(e, ref, first_ids[pos])) for pos, e in rows]
+    return [(pos, _inherit(e, ref, first_ids[pos])) for pos, e in _decode(table, metadata, ref.manifest_path)]
 
 
 def read_entries(io: FileIO, metadata: TableMetadata, ref: ManifestFile) -> list[ManifestEntry]:
@@ -444,14 +424,7 @@ def live_leaf_entries(io: FileIO, metadata: TableMetadata, ref: ManifestFile) ->
         keep = pc.and_(keep, pc.invert(pc.is_in(table.column(POS_COLUMN), value_set=drop)))
     if not pc.all(keep).as_py():
         table = table.filter(keep)
-    rows = decode_leaf_rows(
-        table,
-        metadata.specs_by_id(),
-        _layout(metadata),
-        ref.manifest_path,
-        partition_types=_partition_types(metadata),
-    )
-    return [_inherit(e, ref, first_ids[pos]) for pos, e in rows]
+    return [_inherit(e, ref, first_ids[pos]) for pos, e in _decode(table, metadata, ref.manifest_path)]
 
 
 def leaf_columns(io: FileIO, metadata: TableMetadata, ref: ManifestFile) -> LeafColumns | None:
