@@ -315,13 +315,7 @@ class Catalog(ABC):
         md = new_table_metadata(schema, partition_spec, sort_order, table_location, props)
         check_redundant_fields(md.spec(), md.schema())  # the rule update_spec applies
         self._check_table_roots(namespace, name, md)
-        io = self._file_io(md.properties, md.location)
-        metadata_location = write_table_metadata(io, md.location, md)
-        try:
-            self._insert_table_row(namespace, name, metadata_location)
-        except (AlreadyExists, NotFound):
-            _delete_quietly(io, metadata_location)
-            raise
+        metadata_location = self._write_first_metadata(namespace, name, md)
         return self._table(namespace, name, metadata_location, md)
 
     def load_table(self, identifier: str | Iterable[str]) -> Table:
@@ -389,6 +383,17 @@ class Catalog(ABC):
         self._insert_table_row(namespace, name, metadata_location)
         return self._table(namespace, name, metadata_location, md)
 
+    def _write_first_metadata(self, namespace: Namespace, name: str, md: TableMetadata) -> str:
+        """Write a new table's first metadata file and insert its row (the file is deleted if that fails)."""
+        io = self._file_io(md.properties, md.location)
+        location = write_table_metadata(io, md.location, md)
+        try:
+            self._insert_table_row(namespace, name, location)
+        except (AlreadyExists, NotFound):
+            _delete_quietly(io, location)
+            raise
+        return location
+
     def commit_table(
         self,
         identifier: str | Iterable[str],
@@ -408,13 +413,7 @@ class Catalog(ABC):
         io = self._file_io(new_metadata.properties, new_metadata.location)
         if base_metadata_location is None:
             self._require_namespace(namespace)
-            location = write_table_metadata(io, new_metadata.location, new_metadata)
-            try:
-                self._insert_table_row(namespace, name, location)
-            except (AlreadyExists, NotFound):
-                _delete_quietly(io, location)
-                raise
-            return location
+            return self._write_first_metadata(namespace, name, new_metadata)
 
         if base_metadata is None:
             base_metadata = read_table_metadata(io, base_metadata_location)
