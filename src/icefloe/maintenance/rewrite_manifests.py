@@ -130,15 +130,7 @@ class RewriteManifests(SnapshotProducer):
                 "entries-processed": str(sum(len(v) for v in by_spec.values())),
             }
         )
-        return TreeResult(
-            manifest_list_location=list_path,
-            root_manifest_location=None,
-            manifests=listed.manifests,
-            first_row_id=listed.first_row_id,
-            added_rows=listed.added_rows,
-            summary=summary,
-            written_files=written,
-        )
+        return TreeResult.of_manifest_list(list_path, listed, summary, written)
 
 
 def _chunks(entries: list[ManifestEntry], total_bytes: int, target: int) -> list[list[ManifestEntry]]:

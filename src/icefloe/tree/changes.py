@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from icefloe.errors import ValidationError
+from icefloe.formats.avro.manifest_list import ManifestListResult
 from icefloe.io.fileio import FileIO
 from icefloe.spec.content import (
     ColumnFile,
@@ -121,3 +122,24 @@ class TreeResult:
     summary: dict[str, str]
     written_files: list[str] = field(default_factory=list)
     removed_entries: list[ManifestEntry] = field(default_factory=list)
+
+    @classmethod
+    def of_manifest_list(
+        cls,
+        location: str,
+        listed: ManifestListResult,
+        summary: dict[str, str],
+        written_files: list[str],
+        removed_entries: list[ManifestEntry] | None = None,
+    ) -> TreeResult:
+        """The tree of a v1–v3 snapshot: the manifest list ``listed`` written at ``location``."""
+        return cls(
+            manifest_list_location=location,
+            root_manifest_location=None,
+            manifests=listed.manifests,
+            first_row_id=listed.first_row_id,
+            added_rows=listed.added_rows,
+            summary=summary,
+            written_files=written_files,
+            removed_entries=[] if removed_entries is None else removed_entries,
+        )

@@ -393,13 +393,4 @@ def write_v3_tree(request: TreeWriteRequest) -> TreeResult:
                 logger.warning("could not delete %s after a failed tree write", path)
         raise
     summary = snapshot_summary(parent, change.added_data_files, change.added_delete_files, removed)
-    return TreeResult(
-        manifest_list_location=list_path,
-        root_manifest_location=None,
-        manifests=listed.manifests,
-        first_row_id=listed.first_row_id,
-        added_rows=listed.added_rows,
-        summary=summary,
-        written_files=list(w.written),
-        removed_entries=removed,
-    )
+    return TreeResult.of_manifest_list(list_path, listed, summary, list(w.written), removed)
