@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Self
 
-from icefloe.errors import CommitConflict, ValidationError
+from icefloe.errors import ValidationError
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema, field_path
 from icefloe.spec.table_metadata import TableMetadata
@@ -43,7 +43,7 @@ from icefloe.spec.transforms import (
 from icefloe.spec.types import ListType, MapType, StructType
 from icefloe.spec.updates import LAST_ADDED, AddPartitionSpec, SetDefaultSpec, TableUpdate
 from icefloe.txn.schema_evolution import PendingAction
-from icefloe.txn.transaction import AttemptContext
+from icefloe.txn.transaction import AttemptContext, replayed_on_fresh_metadata
 
 _TIME_TRANSFORMS = (YearTransform, MonthTransform, DayTransform, HourTransform)
 
@@ -282,15 +282,10 @@ class UpdateSpec(PendingAction):
             or current.schema() != self._md.schema()
             or current.last_partition_id != self._md.last_partition_id
         )
-        try:
+        with replayed_on_fresh_metadata(
+            moved, "cannot apply the partition spec update: the table changed concurrently"
+        ):
             spec = self._evolve(current)
-        except ValidationError as exc:
-            if not moved:
-                raise
-            raise CommitConflict(
-                f"cannot apply the partition spec update: the table changed concurrently ({exc})",
-                retryable=False,
-            ) from exc
         if spec is None:
             return []
         return [AddPartitionSpec(spec), SetDefaultSpec(LAST_ADDED)]

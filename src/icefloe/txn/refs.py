@@ -15,13 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, Self
 
-from icefloe.errors import CommitConflict, ValidationError
+from icefloe.errors import ValidationError
 from icefloe.spec.ref_names import check_ref_name
 from icefloe.spec.snapshots import MAIN_BRANCH, RefType, SnapshotRef
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.updates import TableUpdate, ref_updates
 from icefloe.txn.schema_evolution import PendingAction
-from icefloe.txn.transaction import AttemptContext
+from icefloe.txn.transaction import AttemptContext, replayed_on_fresh_metadata
 
 _Op = Callable[[TableMetadata, dict[str, SnapshotRef]], None]
 
@@ -250,15 +250,11 @@ class ManageSnapshots(PendingAction):
     def apply(self, ctx: AttemptContext, current: TableMetadata) -> list[TableUpdate]:
         """Replay the operations on the current refs and return the ref updates."""
         before = current_refs(current)
-        try:
+        moved = before != current_refs(self._md) or current.snapshots != self._md.snapshots
+        with replayed_on_fresh_metadata(
+            moved, "cannot apply the snapshot/ref changes: the table changed concurrently"
+        ):
             after = self._replay(current)
-        except ValidationError as exc:
-            if before == current_refs(self._md) and current.snapshots == self._md.snapshots:
-                raise
-            raise CommitConflict(
-                f"cannot apply the snapshot/ref changes: the table changed concurrently ({exc})",
-                retryable=False,
-            ) from exc
         return ref_updates(before, after)
 
     def _record(self, op: _Op) -> Self:

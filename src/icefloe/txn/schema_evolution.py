@@ -49,7 +49,7 @@ from icefloe.spec.types import (
     promotion_allowed,
 )
 from icefloe.spec.updates import LAST_ADDED, AddSchema, SetCurrentSchema, TableUpdate
-from icefloe.txn.transaction import AttemptContext
+from icefloe.txn.transaction import AttemptContext, replayed_on_fresh_metadata
 
 MAX_FIELD_ID = 2147483447  # ids above are reserved for metadata columns
 _UNSET: Any = object()
@@ -260,17 +260,12 @@ class UpdateSchema(PendingAction):
     def apply(self, ctx: AttemptContext, current: TableMetadata) -> list[TableUpdate]:
         """Re-apply the recorded changes to the current schema; AddSchema + SetCurrentSchema."""
         moved = current.schema() != self._base or current.last_column_id != self._base_last
-        try:
+        with replayed_on_fresh_metadata(
+            moved, "cannot apply the schema update: the table schema changed concurrently"
+        ):
             if moved:
                 self._check_untouched(current.schema())
             result = self._evolve(current)
-        except ValidationError as exc:
-            if not moved:
-                raise
-            raise CommitConflict(
-                f"cannot apply the schema update: the table schema changed concurrently ({exc})",
-                retryable=False,
-            ) from exc
         if result is None:
             return []
         schema, last_column_id = result

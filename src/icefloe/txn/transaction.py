@@ -27,15 +27,34 @@ from __future__ import annotations
 import contextlib
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from icefloe.errors import CommitConflict, CommitStateUnknown, mark_nothing_committed, nothing_committed
+from icefloe.errors import (
+    CommitConflict,
+    CommitStateUnknown,
+    ValidationError,
+    mark_nothing_committed,
+    nothing_committed,
+)
 from icefloe.io.fileio import FileIO
 from icefloe.spec.properties import checked_int_property
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.updates import TableUpdate, apply_updates
+
+
+@contextlib.contextmanager
+def replayed_on_fresh_metadata(moved: bool, conflict: str) -> Iterator[None]:
+    """Re-applying a recorded change on fresh metadata: its ValidationError is the caller's own
+    mistake when the table has not ``moved`` since the change was recorded, and otherwise a
+    non-retryable ``CommitConflict`` (``conflict``, then the error) caused by a concurrent commit."""
+    try:
+        yield
+    except ValidationError as exc:
+        if not moved:
+            raise
+        raise CommitConflict(f"{conflict} ({exc})", retryable=False) from exc
 
 
 @dataclass
