@@ -170,6 +170,7 @@ def test_deprecation_warnings_point_at_the_users_call(catalog: SqlCatalog) -> No
         lambda: table.upsert(row, on="id", snapshot_properties={"k": "v"}),
         lambda: table.scan(selected_fields=("id",)),
         lambda: table.merge(row, on="id", when_matched_update=True),
+        lambda: table.maintenance.rewrite_data_files(rewrite_all=True, branch="main"),
     ]
     for call in calls:
         with pytest.warns(DeprecationWarning) as caught:

@@ -8,6 +8,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import pyarrow as pa
 
+from icefloe.deprecation import forwards_keywords
 from icefloe.maintenance import expire_snapshots as expiry
 from icefloe.maintenance import remove_orphan_files as orphans
 from icefloe.maintenance import rewrite_data_files as compaction
@@ -79,6 +80,7 @@ def _on_the_table(
     """``table.maintenance.<operation>(...)``: ``maintenance.<operation>(table, ...)``, one signature."""
 
     @functools.wraps(operation)
+    @forwards_keywords
     def on_the_table(maintenance: TableMaintenance, /, *args: P.args, **kwargs: P.kwargs) -> R:
         return operation(maintenance.table, *args, **kwargs)
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, overload
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icefloe.deprecation import renamed, warn_deprecated
+from icefloe.deprecation import forwards_keywords, renamed, warn_deprecated
 from icefloe.dml import upsert as equality_upsert
 from icefloe.dml.change_builder import RowLevelResult
 from icefloe.dml.merge_clauses import MergeSpec, spec_from_flags
@@ -62,6 +62,7 @@ def _in_one_snapshot(
     """
 
     @functools.wraps(queue)
+    @forwards_keywords
     def commit_at_once(table: Table, /, *args: P.args, **kwargs: P.kwargs) -> R:
         with table.transaction() as tx:
             result = queue(tx, *args, **kwargs)
@@ -76,6 +77,7 @@ def _without_result(method: Callable[Concatenate[Table, P], object]) -> Callable
     """``method`` returning None (a committed ``TableTransaction`` is no result for the caller)."""
 
     @functools.wraps(method)
+    @forwards_keywords
     def run(table: Table, /, *args: P.args, **kwargs: P.kwargs) -> None:
         method(table, *args, **kwargs)
 
@@ -379,9 +381,10 @@ class Table:
             raise TypeError(f"merge() got unexpected keyword arguments {sorted(unknown)}")
         warn_deprecated(
             "merge(..., when_matched_update=...) is deprecated: use "
-            "table.merge(source, on=...).when_matched_update(...)....execute()"
+            "table.merge(source, on=...).when_matched_update(...)....execute()",
+            stacklevel=3,
         )
-        opts = resolve_options(options, legacy.get("branch"), legacy.get("snapshot_properties"))
+        opts = resolve_options(options, legacy.get("branch"), legacy.get("snapshot_properties"), stacklevel=4)
         spec = spec_from_flags(
             on,
             legacy.get("when_matched_update", True),

@@ -67,6 +67,8 @@ def resolve_options(
     options: CommitOptions | None,
     branch: str | None = None,
     snapshot_properties: Mapping[str, str] | None = None,
+    *,
+    stacklevel: int = 3,
 ) -> CommitOptions:
     """``options``, or one built from the deprecated ``branch=`` / ``snapshot_properties=`` keywords."""
     if branch is None and snapshot_properties is None:
@@ -77,7 +79,8 @@ def resolve_options(
         )
     warn_deprecated(
         "branch= and snapshot_properties= are deprecated: pass options=CommitOptions(branch=..., "
-        "snapshot_properties=...)"
+        "snapshot_properties=...)",
+        stacklevel,
     )
     branch = MAIN_BRANCH if branch is None else branch  # a blank name is refused, not main
     return CommitOptions(branch=branch, snapshot_properties=dict(snapshot_properties or {}))
