@@ -32,6 +32,7 @@ from icefloe.dml.change_builder import COPY_ON_WRITE, RowLevelChange, RowLevelRe
 from icefloe.dml.column_updates import column_updates_enabled
 from icefloe.dml.copy_on_write import retired_deletes
 from icefloe.dml.merge_clauses import MergeSpec, spec_from_flags
+from icefloe.dml.row_io import POS_COLUMN
 from icefloe.errors import CommitStateUnknown, ValidationError, nothing_committed
 from icefloe.expressions.ast import (
     AlwaysFalse,
@@ -57,7 +58,14 @@ from icefloe.spark.executor_jobs import (
     result_schema,
     run_chunks,
 )
-from icefloe.spark.merge_plan import SOURCE_ALIAS, SOURCE_MARKER, TARGET_ALIAS, plan_merge
+from icefloe.spark.merge_plan import (
+    SOURCE_ALIAS,
+    SOURCE_MARKER,
+    TARGET_ALIAS,
+    merge_condition,
+    merge_row_state,
+    plan_merge,
+)
 from icefloe.spark.row_frames import (
     Assignments,
     SubqueryCondition,
@@ -73,6 +81,7 @@ from icefloe.spark.row_frames import (
 from icefloe.spark.row_writer import (
     ACTION,
     DELETE,
+    FILE_COLUMN,
     INSERT,
     KEEP,
     UPDATE,
@@ -384,11 +393,13 @@ def execute_merge(
         (preserve_target, preserve_source), "inner"
     )
     marked = source.withColumn(SOURCE_MARKER, F.lit(True)).alias(SOURCE_ALIAS)
-    on_pairs = [
+    on_parts = [
         F.col(f"{TARGET_ALIAS}.{quote(k.name)}") == F.col(f"{SOURCE_ALIAS}.{quote(sk)}")
         for k, sk in zip(keys, source_keys, strict=True)
     ]
-    joined = target.alias(TARGET_ALIAS).join(marked, reduce(lambda a, b: a & b, on_pairs), how)
+    if spec.condition is not None:
+        on_parts.append(merge_condition(spec.condition, "match condition"))
+    joined = target.alias(TARGET_ALIAS).join(marked, reduce(lambda a, b: a & b, on_parts), how)
     stage = _select(
         joined,
         [
@@ -410,8 +421,10 @@ def execute_merge(
     changes = stage.where(row_action.isNotNull()).select(
         *change_frame_columns(md, old, upd_values, row_action, meta, ins_values)
     )
-    if spec.has_matched and tasks:
+    if spec.has_matched and tasks and spec.condition is None:
         _check_single_match(source, target, keys, source_keys)
+    elif spec.has_matched and tasks:
+        _check_single_match_joined(joined)
     change = _new_change("merge", chosen, base, scan_filter, case_sensitive)
     return _run_changes(
         spark, table, change, tasks, changes, options.branch, options.properties, plan.updated_fields()
@@ -486,6 +499,28 @@ def _check_single_match(
         raise ValidationError(
             f"merge: several source rows match the same target row, e.g. key {shown}; "
             "each target row may be matched by one source row at most (deduplicate the source)"
+        )
+
+
+def _check_single_match_joined(joined: DataFrame) -> None:
+    """ValidationError when a target row matches several source rows (any match condition)."""
+    from pyspark.sql import functions as F
+
+    has_target, has_source = merge_row_state()
+    file, pos = F.col(f"{TARGET_ALIAS}.{quote(FILE_COLUMN)}"), F.col(f"{TARGET_ALIAS}.{quote(POS_COLUMN)}")
+    hits = (
+        joined.where(has_target & has_source)
+        .groupBy(file.alias("file"), pos.alias("pos"))
+        .count()
+        .where(F.col("count") > 1)
+        .limit(3)
+        .collect()
+    )
+    if hits:
+        shown = ", ".join(f"{r['file']} row {r['pos']}: {r['count']} source rows" for r in hits)
+        raise ValidationError(
+            f"merge: several source rows match the same target row, e.g. {shown}; each target row may "
+            "be matched by one source row at most"
         )
 
 
