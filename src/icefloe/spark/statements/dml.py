@@ -142,26 +142,16 @@ def delete(ctx: SqlContext, tree: exp.Delete) -> DataFrame | None:
     if ref is None:
         return None
     where = where_clause(ctx, ref, tree.this, tree.args.get("where"))
+    common: dict[str, Any] = {
+        "catalog": ctx.catalog,
+        "options": CommitOptions(branch=branch_of(ref)),
+        "case_sensitive": False,
+    }
     try:
-        if where.rows is None:
-            result = delete_rows(
-                ctx.spark,
-                ref.identifier,
-                where.prune,
-                catalog=ctx.catalog,
-                options=CommitOptions(branch=branch_of(ref)),
-                case_sensitive=False,
-            )
+        if where.rows is None:  # an icefloe filter says exactly which rows go
+            result = delete_rows(ctx.spark, ref.identifier, where.prune, **common)
         else:
-            result = delete_where(
-                ctx.spark,
-                ref.identifier,
-                where.rows,
-                where.prune,
-                catalog=ctx.catalog,
-                options=CommitOptions(branch=branch_of(ref)),
-                case_sensitive=False,
-            )
+            result = delete_where(ctx.spark, ref.identifier, where.rows, where.prune, **common)
     finally:
         where.drop(ctx)
     return counts(ctx, num_affected_rows=result.deleted_rows)
