@@ -24,7 +24,7 @@ from icefloe.dml.change_builder import ChangeBuilder, RowLevelChange, row_mask, 
 from icefloe.dml.merge_clauses import DELETE, UPDATE, MergeSpec
 from icefloe.dml.row_io import canonical_rows, mark_inserted, mark_modified, read_for_change
 from icefloe.dml.update import change_read_schema
-from icefloe.errors import ValidationError
+from icefloe.errors import Unsupported, ValidationError
 from icefloe.expressions.ast import (
     AlwaysFalse,
     AlwaysTrue,
@@ -94,6 +94,10 @@ def plan_merge(
     case_sensitive: bool = True,
 ) -> RowLevelChange:
     """Write the files of a MERGE of ``source`` into the table (uncommitted)."""
+    if spec.condition is not None:
+        raise Unsupported(
+            "the Python MERGE matches on key columns only: a general match condition runs on Spark"
+        )
     chosen = write_mode(md, "merge", mode)
     schema = md.schema()
     src = _prepare_source(schema, source, list(spec.on), spec, case_sensitive)

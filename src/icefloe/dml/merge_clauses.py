@@ -57,16 +57,23 @@ MergeClause = WhenMatched | WhenNotMatched | WhenNotMatchedBySource
 
 @dataclass(frozen=True)
 class MergeSpec:
-    """The key columns and the ordered clauses of one MERGE."""
+    """The key columns and the ordered clauses of one MERGE.
+
+    ``condition`` (an engine expression over the target and source rows, like a clause condition)
+    is a further part of the match condition, AND-ed with the key equalities: SQL's ``ON t.id = s.id
+    AND t.day > s.day`` or ``ON t.id BETWEEN s.lo AND s.hi`` (then ``on`` may be empty). The Spark
+    engine evaluates it; the Python engine matches on key columns only and refuses it.
+    """
 
     on: tuple[str, ...]
     matched: tuple[WhenMatched, ...] = ()
     not_matched: tuple[WhenNotMatched, ...] = ()
     not_matched_by_source: tuple[WhenNotMatchedBySource, ...] = ()
+    condition: Any = None
 
     def __post_init__(self) -> None:
-        if not self.on:
-            raise ValidationError("MERGE needs at least one key column in 'on'")
+        if not self.on and self.condition is None:
+            raise ValidationError("MERGE needs at least one key column in 'on' (or a match condition)")
         updates_or_deletes: tuple[tuple[WhenMatched | WhenNotMatchedBySource, ...], ...] = (
             self.matched,
             self.not_matched_by_source,

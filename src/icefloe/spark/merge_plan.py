@@ -155,7 +155,7 @@ def plan_merge(
     for index, (state, clause) in enumerate(ordered):
         applies = state
         if clause.condition is not None:
-            applies = state & F.coalesce(_column(clause.condition, "condition"), F.lit(False))
+            applies = state & F.coalesce(merge_condition(clause.condition), F.lit(False))
         if isinstance(clause, WhenNotMatched):
             action, assigned = INSERT, clause.values
         elif clause.action == SPEC_DELETE:
@@ -184,8 +184,8 @@ def merge_row_state() -> tuple[Column, Column]:
     )
 
 
-def _column(value: Any, what: str) -> Column:
-    """A Spark SQL text or Column condition as a Column."""
+def merge_condition(value: Any, what: str = "condition") -> Column:
+    """A Spark SQL text or Column condition over ``target.*`` / ``source.*`` as a Column."""
     from pyspark.sql import Column
     from pyspark.sql import functions as F
 

@@ -8,8 +8,9 @@ row's ``_file`` / ``_pos`` and lineage columns (v3+), and ``ACTION`` per row; it
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from icefloe.dml.row_io import LINEAGE_COLUMNS, POS_COLUMN
@@ -60,6 +61,31 @@ def target_frame(
         location=md.location,
     )
     return dataframe_for_plan(spark, plan)
+
+
+@dataclass(frozen=True)
+class SubqueryCondition:
+    """A Spark SQL condition on the target rows that may hold subqueries (``EXISTS``, ``IN (SELECT
+    ...)``, scalar, correlated or not), which a Column cannot: Spark evaluates it in a query over the
+    target rows, whose columns the condition names bare or qualified with ``alias``."""
+
+    text: str
+    alias: str
+
+    def mark(self, target: DataFrame, name: str) -> DataFrame:
+        """``target`` with a boolean column ``name``: whether the condition holds (null: no)."""
+        from pyspark.errors import AnalysisException, ParseException
+
+        spark = target.sparkSession
+        view = f"__icefloe_target_{uuid.uuid4().hex}"
+        target.createOrReplaceTempView(view)
+        matched = f"coalesce(({self.text}), false) AS {quote(name)}"
+        try:
+            return spark.sql(f"SELECT *, {matched} FROM {view} AS {quote(self.alias)}")
+        except (AnalysisException, ParseException) as exc:
+            raise ValidationError(f"the condition {self.text!r}: {_first_line(exc)}") from None
+        finally:
+            spark.catalog.dropTempView(view)
 
 
 def resolve_columns(

@@ -32,6 +32,7 @@ from icefloe.dml.change_builder import COPY_ON_WRITE, RowLevelChange, RowLevelRe
 from icefloe.dml.column_updates import column_updates_enabled
 from icefloe.dml.copy_on_write import retired_deletes
 from icefloe.dml.merge_clauses import MergeSpec, spec_from_flags
+from icefloe.dml.row_io import POS_COLUMN
 from icefloe.errors import CommitStateUnknown, ValidationError, nothing_committed
 from icefloe.expressions.ast import (
     AlwaysFalse,
@@ -57,9 +58,17 @@ from icefloe.spark.executor_jobs import (
     result_schema,
     run_chunks,
 )
-from icefloe.spark.merge_plan import SOURCE_ALIAS, SOURCE_MARKER, TARGET_ALIAS, plan_merge
+from icefloe.spark.merge_plan import (
+    SOURCE_ALIAS,
+    SOURCE_MARKER,
+    TARGET_ALIAS,
+    merge_condition,
+    merge_row_state,
+    plan_merge,
+)
 from icefloe.spark.row_frames import (
     Assignments,
+    SubqueryCondition,
     assignment_exprs,
     change_frame_columns,
     conform_assignments,
@@ -72,6 +81,7 @@ from icefloe.spark.row_frames import (
 from icefloe.spark.row_writer import (
     ACTION,
     DELETE,
+    FILE_COLUMN,
     INSERT,
     KEEP,
     UPDATE,
@@ -185,7 +195,7 @@ def update_rows(
     catalog: Catalog | dict[str, str] | None = None,
     options: CommitOptions | None = None,
     case_sensitive: bool = True,
-    spark_condition: str | Column | None = None,
+    spark_condition: str | Column | SubqueryCondition | None = None,
     *,
     condition: Expression | str | None = None,
     branch: str | None = None,
@@ -196,7 +206,8 @@ def update_rows(
     ``set`` maps column names to Spark SQL expression strings over the row's current values
     (``"price * 2"``, ``"'sale'"``), Columns, or Python literals. ``filter`` is an icefloe
     filter (``condition=`` is its deprecated name). ``spark_condition`` (a Spark SQL condition over
-    the table's columns) selects the rows instead; ``filter`` then only prunes files.
+    the table's columns, or a ``SubqueryCondition``) selects the rows instead; ``filter`` then only
+    prunes files.
     ``mode``: None uses ``write.update.mode``.
     """
     opts = resolve_options(options, branch, snapshot_properties)
@@ -214,39 +225,50 @@ def update_rows(
     tasks = plan_files(table.io, md, base, expr, case_sensitive=case_sensitive) if base else []
     target = target_frame(spark, md, dict(table.io.properties), tasks, case_sensitive)
     fields, exprs = assignment_exprs(schema, set, case_sensitive, "update", "__icefloe_set_")
-    stage = _select(target, ["*", *exprs], "update")
+    marked = _mark_matching(target, schema, expr, spark_condition, case_sensitive, "update")
+    stage = _select(marked, ["*", *exprs], "update")
     values = conform_assignments(stage.schema, fields, "update", "__icefloe_set_")
     change = _new_change("update", chosen, base, expr, case_sensitive)
     if not tasks:
         return change.result()
     from pyspark.sql import functions as F
 
-    matched = _row_condition(schema, expr, spark_condition, case_sensitive)
-    action = F.when(matched, F.lit(UPDATE)).otherwise(F.lit(KEEP))
+    action = F.when(F.col(_MATCHED), F.lit(UPDATE)).otherwise(F.lit(KEEP))
     return _run_target_changes(
         spark, table, change, tasks, stage, action, values, branch_name, properties, tuple(fields)
     )
 
 
-def _row_condition(
-    schema: Schema, expr: Expression, spark_condition: str | Column | None, case_sensitive: bool
-) -> Column:
-    """Which rows change: the Spark condition when given, else the icefloe filter (null: no)."""
+_MATCHED = "__icefloe_matched"
+
+
+def _mark_matching(
+    target: DataFrame,
+    schema: Schema,
+    expr: Expression,
+    spark_condition: str | Column | SubqueryCondition | None,
+    case_sensitive: bool,
+    what: str,
+) -> DataFrame:
+    """The target rows with ``_MATCHED``: whether the row changes, by the Spark condition when given,
+    else by the icefloe filter (null: no)."""
     from pyspark.sql import functions as F
 
     from icefloe.spark.filters import to_spark_filter
 
+    if isinstance(spark_condition, SubqueryCondition):
+        return spark_condition.mark(target, _MATCHED)
     if spark_condition is None:
-        return F.coalesce(to_spark_filter(schema, expr, case_sensitive), F.lit(False))
-    return F.coalesce(
-        F.expr(spark_condition) if isinstance(spark_condition, str) else spark_condition, F.lit(False)
-    )
+        matched = to_spark_filter(schema, expr, case_sensitive)
+    else:
+        matched = F.expr(spark_condition) if isinstance(spark_condition, str) else spark_condition
+    return _select(target, ["*", F.coalesce(matched, F.lit(False)).alias(_MATCHED)], what)
 
 
 def delete_where(
     spark: SparkSession,
     identifier: str | tuple[str, ...],
-    spark_condition: str | Column,
+    spark_condition: str | Column | SubqueryCondition,
     prune_filter: Expression | str | None = None,
     mode: str | None = None,
     catalog: Catalog | dict[str, str] | None = None,
@@ -254,7 +276,8 @@ def delete_where(
     case_sensitive: bool = True,
 ) -> RowLevelResult:
     """``DELETE FROM table WHERE <Spark SQL condition>`` for conditions icefloe filters cannot
-    express (functions, casts); ``prune_filter`` (implied by the condition) prunes files. One snapshot."""
+    express (functions, casts; subqueries as a ``SubqueryCondition``); ``prune_filter`` (implied by
+    the condition) prunes files. One snapshot."""
     from pyspark.sql import functions as F
 
     options = options or DEFAULT_OPTIONS
@@ -270,9 +293,8 @@ def delete_where(
     change = _new_change("delete", write_mode(md, "delete", mode), base, expr, case_sensitive)
     if not tasks:
         return change.result()
-    matched = _row_condition(schema, expr, spark_condition, case_sensitive)
-    stage = _select(target, ["*", matched.alias("__icefloe_matched")], "delete")
-    action = F.when(F.col("__icefloe_matched"), F.lit(DELETE)).otherwise(F.lit(KEEP))
+    stage = _mark_matching(target, schema, expr, spark_condition, case_sensitive, "delete")
+    action = F.when(F.col(_MATCHED), F.lit(DELETE)).otherwise(F.lit(KEEP))
     return _run_target_changes(spark, table, change, tasks, stage, action, {}, branch, snapshot_properties)
 
 
@@ -371,11 +393,13 @@ def execute_merge(
         (preserve_target, preserve_source), "inner"
     )
     marked = source.withColumn(SOURCE_MARKER, F.lit(True)).alias(SOURCE_ALIAS)
-    on_pairs = [
+    on_parts = [
         F.col(f"{TARGET_ALIAS}.{quote(k.name)}") == F.col(f"{SOURCE_ALIAS}.{quote(sk)}")
         for k, sk in zip(keys, source_keys, strict=True)
     ]
-    joined = target.alias(TARGET_ALIAS).join(marked, reduce(lambda a, b: a & b, on_pairs), how)
+    if spec.condition is not None:
+        on_parts.append(merge_condition(spec.condition, "match condition"))
+    joined = target.alias(TARGET_ALIAS).join(marked, reduce(lambda a, b: a & b, on_parts), how)
     stage = _select(
         joined,
         [
@@ -397,8 +421,10 @@ def execute_merge(
     changes = stage.where(row_action.isNotNull()).select(
         *change_frame_columns(md, old, upd_values, row_action, meta, ins_values)
     )
-    if spec.has_matched and tasks:
+    if spec.has_matched and tasks and spec.condition is None:
         _check_single_match(source, target, keys, source_keys)
+    elif spec.has_matched and tasks:
+        _check_single_match_joined(joined)
     change = _new_change("merge", chosen, base, scan_filter, case_sensitive)
     return _run_changes(
         spark, table, change, tasks, changes, options.branch, options.properties, plan.updated_fields()
@@ -473,6 +499,28 @@ def _check_single_match(
         raise ValidationError(
             f"merge: several source rows match the same target row, e.g. key {shown}; "
             "each target row may be matched by one source row at most (deduplicate the source)"
+        )
+
+
+def _check_single_match_joined(joined: DataFrame) -> None:
+    """ValidationError when a target row matches several source rows (any match condition)."""
+    from pyspark.sql import functions as F
+
+    has_target, has_source = merge_row_state()
+    file, pos = F.col(f"{TARGET_ALIAS}.{quote(FILE_COLUMN)}"), F.col(f"{TARGET_ALIAS}.{quote(POS_COLUMN)}")
+    hits = (
+        joined.where(has_target & has_source)
+        .groupBy(file.alias("file"), pos.alias("pos"))
+        .count()
+        .where(F.col("count") > 1)
+        .limit(3)
+        .collect()
+    )
+    if hits:
+        shown = ", ".join(f"{r['file']} row {r['pos']}: {r['count']} source rows" for r in hits)
+        raise ValidationError(
+            f"merge: several source rows match the same target row, e.g. {shown}; each target row may "
+            "be matched by one source row at most"
         )
 
 

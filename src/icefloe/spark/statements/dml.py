@@ -1,10 +1,9 @@
 """INSERT INTO / INSERT OVERWRITE, DELETE, UPDATE (MERGE in ``merge``) on icefloe tables.
 
 Each statement commits one snapshot through the existing writers: ``write_table`` for inserts and
-overwrites, ``delete_rows`` / ``delete_where`` / ``update_rows`` for row-level changes. WHERE
-conditions that convert to icefloe filters go to the writers as filters (file pruning, metadata-only
-deletes); others run as Spark SQL conditions with their convertible conjuncts pruning files.
-Uncorrelated ``IN (SELECT ...)`` subqueries are evaluated first and become value lists. Results are
+overwrites, ``delete_rows`` / ``delete_where`` / ``update_rows`` for row-level changes, with the
+WHERE clause as ``conditions`` makes it (icefloe filter, Spark condition, or subqueries Spark
+evaluates: ``IN (SELECT ...)``, ``EXISTS``, correlated). Results are
 the affected-row counts Spark's Delta reports: ``num_affected_rows`` (and ``num_inserted_rows``).
 """
 
@@ -15,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from icefloe.errors import ValidationError
-from icefloe.expressions.ast import AlwaysTrue, And, EqualTo, Expression
-from icefloe.expressions.binding import bind
+from icefloe.expressions.ast import And, EqualTo, Expression
+from icefloe.spark.statements.conditions import target_names, unqualified, where_clause
 from icefloe.spark.statements.errors import UnsupportedStatement
-from icefloe.spark.statements.names import SqlContext, TableRef
+from icefloe.spark.statements.names import SqlContext
 from icefloe.spark.statements.parse import Statement, to_sql
-from icefloe.spark.statements.predicates import NotPushable, conjuncts, literal, to_filter
+from icefloe.spark.statements.predicates import NotPushable, literal
 from icefloe.spark.statements.query import run_query
 from icefloe.spark.statements.results import branch_of, counts, write_target
 from icefloe.txn.commit_options import CommitOptions
@@ -132,92 +131,6 @@ def _partition_clause(node: exp.Expr | None) -> tuple[dict[str, Any], list[str]]
     return static, dynamic
 
 
-# ------------------------------------------------------------------------------------------ conditions
-
-
-def unqualified(node: exp.Expr, aliases: set[str]) -> exp.Expr:
-    """A copy of ``node`` whose columns qualified with the target's name or alias lose the qualifier."""
-
-    def strip(n: exp.Expr) -> exp.Expr:
-        if isinstance(n, exp.Column) and n.table and n.table.lower() in aliases:
-            return exp.Column(this=n.this.copy())
-        return n
-
-    return node.copy().transform(strip)
-
-
-def materialize_subqueries(ctx: SqlContext, node: exp.Expr) -> exp.Expr:
-    """``x IN (SELECT ...)`` with an uncorrelated subquery becomes ``x IN (v1, v2, ...)``."""
-    node = node.copy()
-    for pred in list(node.find_all(exp.In)):
-        query = pred.args.get("query")
-        if query is None:
-            continue
-        inner = query.this if isinstance(query, exp.Subquery) else query
-        try:
-            values = [r[0] for r in run_query(ctx, inner.copy()).distinct().collect()]
-        except Exception as exc:  # correlated (or otherwise unrunnable on its own)
-            raise UnsupportedStatement(
-                "a correlated IN subquery in a DELETE/UPDATE condition", str(exc).splitlines()[0]
-            ) from None
-        literals = [_sql_literal(v) for v in values]
-        replacement = exp.In(this=pred.this.copy(), expressions=literals) if literals else exp.false()
-        pred.replace(replacement)
-    if node.find(exp.Exists) is not None:
-        raise UnsupportedStatement("EXISTS in a DELETE/UPDATE condition", "use MERGE INTO ... WHEN MATCHED")
-    return node
-
-
-def _sql_literal(value: Any) -> exp.Expr:
-    import datetime as dt
-
-    if value is None:
-        return exp.null()
-    if isinstance(value, bool):
-        return exp.Boolean(this=value)
-    if isinstance(value, int | float):
-        return exp.Literal.number(value)
-    if isinstance(value, dt.datetime):
-        return exp.cast(exp.Literal.string(value.isoformat(sep=" ")), exp.DataType.build("timestamp"))
-    if isinstance(value, dt.date):
-        return exp.cast(exp.Literal.string(value.isoformat()), exp.DataType.build("date"))
-    return exp.Literal.string(str(value))
-
-
-def split_condition(ref: TableRef, node: exp.Expr) -> tuple[Expression, bool]:
-    """(icefloe filter of the convertible conjuncts, whether that filter is the whole condition)."""
-    schema = ref.table.schema()
-
-    def column(col: exp.Column) -> str:
-        if col.table:
-            raise NotPushable
-        return str(col.name)
-
-    out: Expression = AlwaysTrue()
-    exact = True
-    for part in conjuncts(node):
-        try:
-            expr = to_filter(part, column)
-            bind(schema, expr, case_sensitive=False)
-        except (NotPushable, ValidationError):
-            exact = False
-            continue
-        out = expr if isinstance(out, AlwaysTrue) else And(out, expr)
-    return out, exact
-
-
-def _condition(
-    ctx: SqlContext, ref: TableRef, node: exp.Expr, where: exp.Expr | None
-) -> tuple[Expression, str | None]:
-    """(pruning filter, Spark condition or None when the filter is exact) of a WHERE clause."""
-    if where is None:
-        return AlwaysTrue(), None
-    aliases = {ref.identifier[-1].lower(), *([node.alias.lower()] if node.alias else [])}
-    cond = materialize_subqueries(ctx, unqualified(where.this, aliases))
-    prune, exact = split_condition(ref, cond)
-    return prune, None if exact else to_sql(cond)
-
-
 # ------------------------------------------------------------------------------------------ DELETE / UPDATE
 
 
@@ -228,26 +141,19 @@ def delete(ctx: SqlContext, tree: exp.Delete) -> DataFrame | None:
     ref = write_target(ctx, tree.this)
     if ref is None:
         return None
-    prune, spark_condition = _condition(ctx, ref, tree.this, tree.args.get("where"))
-    if spark_condition is None:
-        result = delete_rows(
-            ctx.spark,
-            ref.identifier,
-            prune,
-            catalog=ctx.catalog,
-            options=CommitOptions(branch=branch_of(ref)),
-            case_sensitive=False,
-        )
-    else:
-        result = delete_where(
-            ctx.spark,
-            ref.identifier,
-            spark_condition,
-            prune,
-            catalog=ctx.catalog,
-            options=CommitOptions(branch=branch_of(ref)),
-            case_sensitive=False,
-        )
+    where = where_clause(ctx, ref, tree.this, tree.args.get("where"))
+    common: dict[str, Any] = {
+        "catalog": ctx.catalog,
+        "options": CommitOptions(branch=branch_of(ref)),
+        "case_sensitive": False,
+    }
+    try:
+        if where.rows is None:  # an icefloe filter says exactly which rows go
+            result = delete_rows(ctx.spark, ref.identifier, where.prune, **common)
+        else:
+            result = delete_where(ctx.spark, ref.identifier, where.rows, where.prune, **common)
+    finally:
+        where.drop(ctx)
     return counts(ctx, num_affected_rows=result.deleted_rows)
 
 
@@ -261,11 +167,15 @@ def update(ctx: SqlContext, tree: exp.Update) -> DataFrame | None:
         return None
     if tree.args.get("from_") is not None:
         raise UnsupportedStatement("UPDATE ... FROM", "use MERGE INTO")
-    aliases = {ref.identifier[-1].lower(), *([tree.this.alias.lower()] if tree.this.alias else [])}
+    aliases = target_names(ref, tree.this)
     assignments: dict[str, Any] = {}
     for eq in tree.expressions:
         if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column):
             raise UnsupportedStatement(f"the assignment {to_sql(eq)}")
+        if eq.expression.find(exp.Select) is not None:
+            raise UnsupportedStatement(
+                f"the UPDATE value {to_sql(eq.expression)}", "a subquery in SET: use MERGE INTO"
+            )
         column = eq.this.name
         if eq.this.table and eq.this.table.lower() not in aliases:
             raise ValidationError(f"UPDATE {ref.name}: cannot assign {to_sql(eq.this)}")
@@ -274,15 +184,18 @@ def update(ctx: SqlContext, tree: exp.Update) -> DataFrame | None:
         # SQL's store assignment: the value takes the column's type (a decimal literal for a double)
         value = to_sql(unqualified(eq.expression, aliases))
         assignments[field.name] = f"CAST(({value}) AS {spark_type})"
-    prune, spark_condition = _condition(ctx, ref, tree.this, tree.args.get("where"))
-    result = update_rows(
-        ctx.spark,
-        ref.identifier,
-        assignments,
-        prune,
-        catalog=ctx.catalog,
-        options=CommitOptions(branch=branch_of(ref)),
-        case_sensitive=False,
-        spark_condition=spark_condition,
-    )
+    where = where_clause(ctx, ref, tree.this, tree.args.get("where"))
+    try:
+        result = update_rows(
+            ctx.spark,
+            ref.identifier,
+            assignments,
+            where.prune,
+            catalog=ctx.catalog,
+            options=CommitOptions(branch=branch_of(ref)),
+            case_sensitive=False,
+            spark_condition=where.rows,
+        )
+    finally:
+        where.drop(ctx)
     return counts(ctx, num_affected_rows=result.updated_rows)

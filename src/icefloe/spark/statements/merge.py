@@ -4,7 +4,9 @@ SQL's WHEN clauses (any number, each with an optional condition, applied in orde
 ``MATCHED``, ``NOT MATCHED [BY TARGET]``, ``NOT MATCHED BY SOURCE``) become the engine-neutral
 ``MergeSpec`` (conditions and values as Spark SQL over ``target.*`` / ``source.*``, values cast to
 their column's type: SQL's store assignment); ``execute_merge`` joins, writes and commits one
-snapshot. The ON condition must be equalities of target and source columns.
+snapshot. The ON condition's equalities of a target and a source column are the merge keys (an
+equi-join); any other conjuncts (``t.day > s.day``, ``t.id BETWEEN s.lo AND s.hi``) become the
+spec's match condition, which Spark evaluates in the join.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ def merge(ctx: SqlContext, tree: exp.Merge) -> DataFrame | None:
         source = run_query(ctx, exp.select("*").from_(plain))
     else:
         raise UnsupportedStatement(f"MERGE ... USING {to_sql(using)}")
-    keys, source = _keys(tree.args["on"], schema, source, target_alias, source_alias)
+    keys, source, rest = _match_condition(tree.args["on"], schema, source, target_alias, source_alias)
     qualify = _Qualifier(schema, source.columns, target_alias, source_alias)
     clauses = [_clause(w, schema, source.columns, qualify) for w in tree.args["whens"].expressions]
     spec = MergeSpec(
@@ -69,6 +71,7 @@ def merge(ctx: SqlContext, tree: exp.Merge) -> DataFrame | None:
         tuple(c for c in clauses if isinstance(c, WhenMatched)),
         tuple(c for c in clauses if isinstance(c, WhenNotMatched)),
         tuple(c for c in clauses if isinstance(c, WhenNotMatchedBySource)),
+        condition=" AND ".join(f"({qualify(part)})" for part in rest) or None,
     )
     result = execute_merge(
         source,
@@ -87,41 +90,54 @@ def merge(ctx: SqlContext, tree: exp.Merge) -> DataFrame | None:
     )
 
 
-def _keys(
+def _match_condition(
     on: exp.Expr, schema: Schema, source: DataFrame, target_alias: str, source_alias: str
-) -> tuple[list[str], DataFrame]:
-    """Target key columns of ``ON t.a = s.b AND ...``; source keys renamed to the target's names."""
+) -> tuple[list[str], DataFrame, list[exp.Expr]]:
+    """The ON condition as (key columns, the source, the other conjuncts).
+
+    Conjuncts ``t.a = s.b`` of a target and a source column become key columns (the source's
+    column renamed to the target's name where they differ): the equi-join fast path. The rest
+    (``t.day > s.day``, ``t.id BETWEEN s.lo AND s.hi``, ...) is returned for the match condition.
+    """
     from pyspark.sql import functions as F
 
+    if on.find(exp.Select) is not None:
+        raise UnsupportedStatement(f"a subquery in MERGE ... ON {to_sql(on)}")
     keys: list[str] = []
+    rest: list[exp.Expr] = []
     for part in conjuncts(on):
-        if not (
-            isinstance(part, exp.EQ)
-            and isinstance(part.this, exp.Column)
-            and isinstance(part.expression, exp.Column)
-        ):
-            raise UnsupportedStatement(
-                f"the MERGE condition {to_sql(part)}", "ON must be equalities of target and source columns"
-            )
-        left, right = part.this, part.expression
-        if left.table.lower() == source_alias and right.table.lower() == target_alias:
-            left, right = right, left
-        if left.table.lower() != target_alias or right.table.lower() != source_alias:
-            raise UnsupportedStatement(
-                f"the MERGE condition {to_sql(part)}", "qualify both sides with the target and source names"
-            )
+        pair = _key_pair(part, target_alias, source_alias)
+        if pair is None:
+            rest.append(part)
+            continue
+        left, right = pair
         target_name = schema.find_field(left.name, case_sensitive=False).name
         source_name = next((c for c in source.columns if c.lower() == right.name.lower()), None)
         if source_name is None:
             raise ValidationError(f"MERGE: the source has no column {right.name!r}")
         if source_name != target_name:
             if any(c.lower() == target_name.lower() for c in source.columns):
-                raise UnsupportedStatement(
-                    f"the MERGE condition {to_sql(part)}", f"the source also has a column {target_name!r}"
-                )
+                rest.append(part)  # the source's own column of that name stays as it is
+                continue
             source = source.withColumn(target_name, F.col(f"`{source_name}`"))
         keys.append(target_name)
-    return keys, source
+    return keys, source, rest
+
+
+def _key_pair(part: exp.Expr, target_alias: str, source_alias: str) -> tuple[exp.Column, exp.Column] | None:
+    """(target column, source column) of a conjunct ``t.a = s.b`` (either way round), else None."""
+    if not (
+        isinstance(part, exp.EQ)
+        and isinstance(part.this, exp.Column)
+        and isinstance(part.expression, exp.Column)
+    ):
+        return None
+    left, right = part.this, part.expression
+    if left.table.lower() == source_alias and right.table.lower() == target_alias:
+        left, right = right, left
+    if left.table.lower() != target_alias or right.table.lower() != source_alias:
+        return None
+    return left, right
 
 
 class _Qualifier:

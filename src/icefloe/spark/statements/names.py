@@ -1,7 +1,7 @@
 """Which names are icefloe tables: ``catalog.namespace.table``, ``USE``, branch/tag and metadata suffixes.
 
 icefloe's catalog is known to SQL under one name (``spark.icefloe.sql.catalog``, default
-``icefloe``). ``icefloe.db.t`` always means an icefloe table; ``db.t`` does when the current catalog
+``icefloe``, read once per session). ``icefloe.db.t`` always means an icefloe table; ``db.t`` does when the current catalog
 is icefloe's (after ``USE icefloe`` or with ``spark.sql.defaultCatalog=icefloe``); a one-part name
 does after ``USE icefloe.db``. A last part ``branch_<b>`` / ``tag_<t>`` selects a ref and a
 metadata-table name (``snapshots``, ``files``, ...) selects that metadata table, when the part
@@ -76,17 +76,18 @@ class SqlContext:
     def for_session(cls, spark: SparkSession, catalog: Catalog | None = None) -> SqlContext:
         """The context of ``spark`` (catalog from the session's icefloe configuration unless given).
 
-        The session's catalog is looked up once per SparkSession (reading Spark's configuration
-        through py4j costs milliseconds per statement).
+        The session's catalog and its SQL name (``spark.icefloe.sql.catalog``) are read once per
+        SparkSession (each read of Spark's configuration is a py4j round trip per statement).
         """
+        state = _SESSIONS.get(id(spark))
+        if state is None or state.spark is not spark:
+            state = _Session(spark, _conf(spark, CATALOG_NAME_CONF, DEFAULT_CATALOG_NAME))
+            _SESSIONS[id(spark)] = state
         if catalog is None:
-            cached = _SESSION_CATALOGS.get(id(spark))
-            if cached is None or cached[0] is not spark:
-                cached = (spark, resolve_catalog(spark, None))
-                _SESSION_CATALOGS[id(spark)] = cached
-            catalog = cached[1]
-        name = _conf(spark, CATALOG_NAME_CONF, DEFAULT_CATALOG_NAME)
-        return cls(spark, catalog, name)
+            if state.catalog is None:
+                state.catalog = resolve_catalog(spark, None)
+            catalog = state.catalog
+        return cls(spark, catalog, state.name)
 
     # ---------------------------------------------------------------- current catalog / namespace
 
@@ -193,7 +194,16 @@ class SqlContext:
         return tuple(rest) if rest is not None and len(rest) > 1 else None
 
 
-_SESSION_CATALOGS: dict[int, tuple[SparkSession, Catalog]] = {}
+@dataclass
+class _Session:
+    """What ``SqlContext.for_session`` reads once per SparkSession."""
+
+    spark: SparkSession
+    name: str
+    catalog: Catalog | None = None
+
+
+_SESSIONS: dict[int, _Session] = {}
 
 
 def _conf(spark: SparkSession, key: str, default: str) -> str:

@@ -309,7 +309,7 @@ def _rewrite_data_files(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
 
 
 def _where_filter(table: Table, text: str) -> Any:
-    from icefloe.spark.statements.dml import split_condition
+    from icefloe.spark.statements.conditions import split_condition
     from icefloe.spark.statements.names import TableRef
 
     prune, exact = split_condition(TableRef(table.identifier, table), parse_expression(text))

@@ -10,7 +10,6 @@ the snapshot that is planned; metadata tables (``db.t.snapshots`` ...) become vi
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import itertools
 import uuid
@@ -23,11 +22,12 @@ from sqlglot import exp
 from icefloe.errors import ValidationError
 from icefloe.expressions.ast import AlwaysTrue, And, Expression
 from icefloe.expressions.binding import bind
-from icefloe.spark.read import ReadPlan, dataframe_for_plan, plan_read
+from icefloe.spark.read import ReadPlan, plan_read
 from icefloe.spark.statements.metadata import metadata_frame
 from icefloe.spark.statements.names import SqlContext, TableRef
 from icefloe.spark.statements.parse import to_sql
 from icefloe.spark.statements.predicates import NotPushable, conjuncts, to_filter
+from icefloe.spark.statements.read_cache import PlannedRead, planned_read
 from icefloe.spec.snapshots import RefType
 
 if TYPE_CHECKING:
@@ -49,24 +49,25 @@ class TimeTravel:
 
 @dataclass
 class ReadView:
-    """A temporary view standing for one table reference of the statement."""
+    """A temporary view standing for one metadata-table reference of the statement."""
 
     view: str
     ref: TableRef
-    plan: ReadPlan | None = None
 
 
 @dataclass
 class RewrittenQuery:
-    """The statement with icefloe tables replaced by views, and the views to drop afterwards."""
+    """The statement with icefloe tables replaced by views: the planned reads of data tables (whose
+    views outlive the statement, see ``read_cache``) and the metadata-table views to drop."""
 
     tree: exp.Expr
     views: list[ReadView] = field(default_factory=list)
+    reads: list[PlannedRead] = field(default_factory=list)
 
     @property
     def plans(self) -> list[ReadPlan]:
-        """The read plans of the data-table views (files each will read)."""
-        return [v.plan for v in self.views if v.plan is not None]
+        """The read plans of the data-table references (files each will read)."""
+        return [r.plan for r in self.reads]
 
     def drop(self, ctx: SqlContext) -> None:
         """Drop the temporary views."""
@@ -98,30 +99,18 @@ def rewrite_reads(ctx: SqlContext, tree: exp.Expr, skip: set[int] | None = None)
             continue
         travel = time_travel(ctx, ref, node.args.get("version"))
         alias = node.alias or ref.identifier[-1]
-        view = f"__icefloe_{next(_COUNTER)}_{uuid.uuid4().hex[:8]}"
         if ref.metadata_table is not None:
+            view = f"__icefloe_{next(_COUNTER)}_{uuid.uuid4().hex[:8]}"
             snapshot_id = _snapshot_for(ref, travel)
             df = metadata_frame(ctx.spark, ref.table, ref.metadata_table, snapshot_id)
-            entry = ReadView(view, ref)
+            df.createOrReplaceTempView(view)
+            result.views.append(ReadView(view, ref))
+            replacement = exp.Table(this=exp.to_identifier(view))
         else:
-            row_filter = pushed_filter(ref, node, alias)
-            plan = plan_read(
-                ref.table,
-                snapshot_id=travel.snapshot_id,
-                as_of_timestamp=travel.as_of_ms,
-                branch=travel.branch,
-                tag=travel.tag,
-                row_filter=row_filter,
-            )
-            # Spark applies the whole WHERE clause to the view's rows: the pushed filter has pruned
-            # files and row groups; applying it again inside the view would only cost time.
-            df = dataframe_for_plan(ctx.spark, dataclasses.replace(plan, row_filter=AlwaysTrue()))
-            entry = ReadView(view, ref, plan)
-        df.createOrReplaceTempView(view)
-        result.views.append(entry)
-        replacement = exp.Table(
-            this=exp.to_identifier(view), alias=exp.TableAlias(this=exp.to_identifier(alias))
-        )
+            read = _read(ctx, ref, travel, pushed_filter(ref, node, alias))
+            result.reads.append(read)
+            replacement = exp.Table(this=exp.to_identifier(read.name), db=exp.to_identifier(read.database))
+        replacement.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
         node.replace(replacement)
     return result
 
@@ -138,6 +127,22 @@ def run_query(ctx: SqlContext, tree: exp.Expr) -> DataFrame:
 def source_frame(ctx: SqlContext, tree: exp.Expr) -> DataFrame:
     """A DataFrame of a query (or VALUES) that may read icefloe tables (the source of a write)."""
     return run_query(ctx, tree)
+
+
+def _read(ctx: SqlContext, ref: TableRef, travel: TimeTravel, row_filter: Expression) -> PlannedRead:
+    """The planned read of a table reference (reused when the same table state and filter recur)."""
+
+    def plan() -> ReadPlan:
+        return plan_read(
+            ref.table,
+            snapshot_id=travel.snapshot_id,
+            as_of_timestamp=travel.as_of_ms,
+            branch=travel.branch,
+            tag=travel.tag,
+            row_filter=row_filter,
+        )
+
+    return planned_read(ctx.spark, ref.table, travel, row_filter, plan)
 
 
 # ------------------------------------------------------------------------------------------ pushdown

@@ -1,0 +1,94 @@
+"""Planned reads kept between statements, so a repeated query does not plan and list files again.
+
+Planning a read (manifests, pruning) and building its DataFrame (``spark.read.parquet`` of the
+planned files: a file listing and several py4j round trips) cost tens of milliseconds, more than
+Spark's own analysis of a short query. A statement that reads the same table state with the same
+pushed filter gets the same files, so the DataFrame is kept and reused.
+
+The key is exact: the table's metadata file (every commit, schema or property change writes a new
+one), the time travel asked for, the pushed filter's ``repr`` (it spells literal types: ``1`` and
+``1.0`` stay apart) and the session. A new snapshot or another filter plans afresh. The cache holds
+the ``CAPACITY`` reads used last.
+
+Each cached read is registered once as a global temporary view (in Spark's ``global_temp``
+database, so it does not show among the user's tables); statements name that view, which spares
+registering and dropping a view per statement (each is an analysis in Spark). Evicted reads drop
+their view.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import itertools
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING
+
+from icefloe.expressions.ast import AlwaysTrue, Expression
+from icefloe.spark.read import ReadPlan, dataframe_for_plan
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from icefloe.table.table import Table
+
+CAPACITY = 32
+GLOBAL_TEMP_CONF = "spark.sql.globalTempDatabase"
+_COUNTER = itertools.count()
+
+
+@dataclasses.dataclass(frozen=True)
+class PlannedRead:
+    """A read plan, the DataFrame that executes it (the pushed filter only pruned files) and the
+    global temporary view over that DataFrame (``database``, ``name``) statements name."""
+
+    plan: ReadPlan
+    frame: DataFrame
+    database: str
+    name: str
+
+
+_READS: OrderedDict[tuple[Hashable, ...], tuple[SparkSession, PlannedRead]] = OrderedDict()
+
+
+def planned_read(
+    spark: SparkSession,
+    table: Table,
+    travel: Hashable,
+    row_filter: Expression,
+    plan: Callable[[], ReadPlan],
+) -> PlannedRead:
+    """The read of ``table`` at ``travel`` pruned by ``row_filter``: cached, else ``plan()``'s.
+
+    The DataFrame reads every row of the planned files: Spark applies the query's whole condition
+    to them (applying the pushed filter inside the read as well would only cost time).
+    """
+    key = (id(spark), table.metadata_location, travel, repr(row_filter))
+    hit = _READS.get(key)
+    if hit is not None and hit[0] is spark:
+        _READS.move_to_end(key)
+        return hit[1]
+    planned = plan()
+    frame = dataframe_for_plan(spark, dataclasses.replace(planned, row_filter=AlwaysTrue()))
+    name = f"__icefloe_read_{next(_COUNTER)}_{uuid.uuid4().hex[:8]}"
+    frame.createOrReplaceGlobalTempView(name)
+    database = spark.conf.get(GLOBAL_TEMP_CONF) or "global_temp"
+    read = PlannedRead(planned, frame, database, name)
+    _READS[key] = (spark, read)
+    _READS.move_to_end(key)
+    while len(_READS) > CAPACITY:
+        _forget(*_READS.popitem(last=False)[1])
+    return read
+
+
+def clear() -> None:
+    """Forget every cached read (and drop its view)."""
+    while _READS:
+        _forget(*_READS.popitem()[1])
+
+
+def _forget(spark: SparkSession, read: PlannedRead) -> None:
+    with contextlib.suppress(Exception):  # a stopped session took its views with it
+        spark.catalog.dropGlobalTempView(read.name)
