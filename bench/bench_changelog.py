@@ -4,7 +4,9 @@
 
 (a) Streaming read throughput, ``local[2]``: ``readStream.format("icefloe")`` against
     ``readStream.parquet`` over the *same* data files (the table's data directory), both draining
-    the whole table with ``Trigger.AvailableNow`` into the ``noop`` sink; interleaved runs.
+    the whole table with ``Trigger.AvailableNow`` into the ``noop`` sink; interleaved runs, with a
+    third stream as the floor of any Python source (``bench.stream_floor``: the same rows already
+    in memory as Arrow batches).
 (b) Latency from a commit to its rows in a memory sink: a query with a 1-second processing-time
     trigger streams the table; the driver appends a batch of rows with a marker and polls the
     memory table until the rows are there (median and p90 over ``--commits`` commits).
@@ -145,9 +147,18 @@ def _stream_table(spark: Any, catalog: Any, rows: int, files: int) -> tuple[Any,
 def streaming_throughput(
     spark: Any, catalog: Any, rows: int, files: int, runs: int, work: str
 ) -> tuple[Any, bool]:
-    """(a): drain the table with each source into the noop sink; returns a report row."""
+    """(a): drain the table with each source into the noop sink; returns a report row.
+
+    A third stream, ``bench.stream_floor``, is the floor of any Python streaming source: the same
+    rows and schema, already in memory as Arrow batches in as many partitions as the driver has
+    cores (the icefloe source's default ``min-partitions``).
+    """
+    from bench import stream_floor
+
     table, data_dir = _stream_table(spark, catalog, rows, files)
     schema = spark.read.parquet(data_dir).schema
+    stream_floor.register(spark)
+    ddl = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in schema.fields)
     counted: dict[str, int] = {}
 
     def drain(reader: Any, label: str) -> None:
@@ -167,13 +178,18 @@ def streaming_throughput(
     def parquet_stream() -> None:
         drain(spark.readStream.schema(schema).parquet(data_dir), "parquet")
 
-    t_ice, t_parquet = time_interleaved([icefloe_stream, parquet_stream], runs)
-    ok = counted.get("icefloe") == rows and counted.get("parquet") == rows
+    def floor_stream() -> None:
+        drain(spark.readStream.format("stream_floor").option("rows", rows).option("ddl", ddl).load(), "floor")
+
+    t_ice, t_parquet, t_floor = time_interleaved([icefloe_stream, parquet_stream, floor_stream], runs)
+    ok = counted.get("icefloe") == counted.get("parquet") == counted.get("floor") == rows
     row = [
         f"{rows:,} rows, {files} files" + ("" if ok else f" (!) {counted}"),
         fmt_s(t_ice.median),
         fmt_s(t_parquet.median),
+        fmt_s(t_floor.median),
         ratio(t_ice.median, t_parquet.median),
+        ratio(t_floor.median, t_parquet.median),
     ]
     return row, ok
 
@@ -346,7 +362,14 @@ def run(argv: list[str] | None = None, spark: Any = None) -> int:
                 ok &= good
                 print_table(
                     "(a) streaming read, Trigger.AvailableNow into noop (target <= 1.5x)",
-                    ["data", "readStream icefloe", "readStream.parquet", "icefloe / parquet"],
+                    [
+                        "data",
+                        "readStream icefloe",
+                        "readStream.parquet",
+                        "floor: Python source of prebuilt batches",
+                        "icefloe / parquet",
+                        "floor / parquet",
+                    ],
                     [row_a],
                 )
             if spark is not None and "b" in parts:
