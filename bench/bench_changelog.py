@@ -4,7 +4,9 @@
 
 (a) Streaming read throughput, ``local[2]``: ``readStream.format("icefloe")`` against
     ``readStream.parquet`` over the *same* data files (the table's data directory), both draining
-    the whole table with ``Trigger.AvailableNow`` into the ``noop`` sink; interleaved runs.
+    the whole table with ``Trigger.AvailableNow`` into the ``noop`` sink; interleaved runs, with a
+    third stream as the floor of any Python source (``bench.stream_floor``: the same rows already
+    in memory as Arrow batches).
 (b) Latency from a commit to its rows in a memory sink: a query with a 1-second processing-time
     trigger streams the table; the driver appends a batch of rows with a marker and polls the
     memory table until the rows are there (median and p90 over ``--commits`` commits).
@@ -23,6 +25,8 @@ import statistics
 import sys
 import time
 import uuid
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -143,9 +147,18 @@ def _stream_table(spark: Any, catalog: Any, rows: int, files: int) -> tuple[Any,
 def streaming_throughput(
     spark: Any, catalog: Any, rows: int, files: int, runs: int, work: str
 ) -> tuple[Any, bool]:
-    """(a): drain the table with each source into the noop sink; returns a report row."""
+    """(a): drain the table with each source into the noop sink; returns a report row.
+
+    A third stream, ``bench.stream_floor``, is the floor of any Python streaming source: the same
+    rows and schema, already in memory as Arrow batches in as many partitions as the driver has
+    cores (the icefloe source's default ``min-partitions``).
+    """
+    from bench import stream_floor
+
     table, data_dir = _stream_table(spark, catalog, rows, files)
     schema = spark.read.parquet(data_dir).schema
+    stream_floor.register(spark)
+    ddl = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in schema.fields)
     counted: dict[str, int] = {}
 
     def drain(reader: Any, label: str) -> None:
@@ -165,19 +178,35 @@ def streaming_throughput(
     def parquet_stream() -> None:
         drain(spark.readStream.schema(schema).parquet(data_dir), "parquet")
 
-    t_ice, t_parquet = time_interleaved([icefloe_stream, parquet_stream], runs)
-    ok = counted.get("icefloe") == rows and counted.get("parquet") == rows
+    def floor_stream() -> None:
+        drain(spark.readStream.format("stream_floor").option("rows", rows).option("ddl", ddl).load(), "floor")
+
+    t_ice, t_parquet, t_floor = time_interleaved([icefloe_stream, parquet_stream, floor_stream], runs)
+    ok = counted.get("icefloe") == counted.get("parquet") == counted.get("floor") == rows
     row = [
         f"{rows:,} rows, {files} files" + ("" if ok else f" (!) {counted}"),
         fmt_s(t_ice.median),
         fmt_s(t_parquet.median),
+        fmt_s(t_floor.median),
         ratio(t_ice.median, t_parquet.median),
+        ratio(t_floor.median, t_parquet.median),
     ]
     return row, ok
 
 
-def commit_latency(spark: Any, catalog: Any, commits: int, work: str) -> tuple[Any, bool]:
-    """(b): commit-to-memory-sink latency with a 1-second trigger; returns a report row."""
+def commit_latency(
+    spark: Any, catalog: Any, commits: int, work: str, observer: str = "progress"
+) -> tuple[Any, bool]:
+    """(b): commit-to-memory-sink latency with a 1-second trigger; returns a report row.
+
+    ``observer`` is how the driver notices that a commit's rows reached the sink: ``progress``
+    (default) waits for the query's progress to report a finished micro-batch carrying them
+    (``StreamingQuery.recentProgress``: a cheap driver-side call; a batch is reported after its
+    rows are in the sink and its offsets committed, so this never reports early); ``sql`` polls
+    ``select count(*)`` on the memory table, which at a load of 10+ on two cores costs 0.3-0.8 s
+    per poll and competes with the stream for the cores. Either way every commit's rows are
+    counted in the sink (untimed) before the next commit.
+    """
     from icefloe.spec.schema import Schema
     from icefloe.spec.types import LongType, NestedField
 
@@ -200,26 +229,47 @@ def commit_latency(spark: Any, catalog: Any, commits: int, work: str) -> tuple[A
     )
     latencies = []
 
-    def rows_seen(where: str) -> int:
+    def check_alive() -> None:
         if not query.isActive:  # a dead query would leave the loops below waiting forever
             raise SystemExit(f"(b) the streaming query stopped: {query.exception()}")
+
+    def rows_seen(where: str) -> int:
+        check_alive()
         return int(spark.sql(f"select count(*) from {sink} where {where}").collect()[0][0])
 
-    def wait_for(where: str, count: int, limit_s: float = 120.0) -> bool:
+    def rows_reported(after_batch: int) -> int:
+        check_alive()
+        return sum(p["numInputRows"] for p in query.recentProgress if p["batchId"] > after_batch)
+
+    def last_batch() -> int:
+        return max((p["batchId"] for p in query.recentProgress), default=-1)
+
+    def sql_done(where: str, count: int = 100) -> bool:
+        return rows_seen(where) >= count
+
+    def progress_done(after_batch: int) -> bool:
+        return rows_reported(after_batch) >= 100
+
+    def wait_until(done: Callable[[], bool], limit_s: float = 120.0) -> bool:
         start = time.perf_counter()
-        while rows_seen(where) < count:
+        while not done():
             if time.perf_counter() - start > limit_s:
                 return False
             time.sleep(0.02)
         return True
 
     try:
-        ok = wait_for("id = -1", 1)  # the query is up and has read the first commit
+        ok = wait_until(partial(sql_done, "id = -1", 1))  # the query is up and read the first commit
         for c in range(commits if ok else 0):
+            where = f"id >= {c * 100} and id < {c * 100 + 100}"
+            before = last_batch()
             t0 = time.perf_counter()
             table.append(pa.table({"id": pa.array(range(c * 100, c * 100 + 100), pa.int64())}))
-            ok &= wait_for(f"id >= {c * 100} and id < {c * 100 + 100}", 100)
+            arrived = partial(sql_done, where) if observer == "sql" else partial(progress_done, before)
+            ok &= wait_until(arrived)
             latencies.append(time.perf_counter() - t0)
+            ok &= rows_seen(where) == 100
+        phases = _batch_phases(query.recentProgress)
     finally:
         query.stop()
     total = spark.sql(f"select count(*), count(distinct id) from {sink}").collect()[0]
@@ -231,8 +281,18 @@ def commit_latency(spark: Any, catalog: Any, commits: int, work: str) -> tuple[A
         fmt_ms(statistics.median(ordered)),
         fmt_ms(p90),
         fmt_ms(min(ordered)),
+        phases,
     ]
     return row, ok
+
+
+def _batch_phases(progress: list[dict[str, Any]]) -> str:
+    """Median milliseconds of each phase of the micro-batches that read rows (Spark's ``durationMs``)."""
+    durations = [p["durationMs"] for p in progress if p.get("numInputRows")]
+    if not durations:
+        return "-"
+    keys = ("latestOffset", "walCommit", "queryPlanning", "addBatch", "commitOffsets", "triggerExecution")
+    return ", ".join(f"{k} {statistics.median(d.get(k, 0) for d in durations):.0f}" for k in keys)
 
 
 def run(argv: list[str] | None = None, spark: Any = None) -> int:
@@ -246,12 +306,20 @@ def run(argv: list[str] | None = None, spark: Any = None) -> int:
     parser.add_argument("--stream-rows", type=int, default=8_000_000, help="(a) rows streamed")
     parser.add_argument("--stream-files", type=int, default=16, help="(a) data files streamed")
     parser.add_argument("--commits", type=int, default=10, help="(b) commits timed")
+    parser.add_argument(
+        "--latency-observer",
+        choices=("progress", "sql"),
+        default="progress",
+        help="(b) how the driver notices a commit's rows in the sink (see commit_latency)",
+    )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--skip-spark", action="store_true", help="only (c)")
+    parser.add_argument("--parts", default="a,b,c", help="which measurements to run (comma-separated)")
     parser.add_argument("--quick", action="store_true", help="small sizes (under a minute or two)")
     parser.add_argument("--dir", default=None, help="work directory (default: a temp dir, removed after)")
     args = parser.parse_args(argv)
+    parts = {p.strip() for p in args.parts.split(",")} - ({"a", "b"} if args.skip_spark else set())
     if args.quick:
         args.rows, args.files, args.stream_rows, args.commits = 2_000_000, 10, 1_000_000, 5
     print_environment(
@@ -263,7 +331,7 @@ def run(argv: list[str] | None = None, spark: Any = None) -> int:
     with workspace(args.dir, "icefloe-bench-changelog-") as work:
         from icefloe.catalog import load_catalog
 
-        if spark is None and not args.skip_spark:
+        if spark is None and parts & {"a", "b"}:
             from icefloe.spark import session
 
             spark = session(
@@ -286,7 +354,7 @@ def run(argv: list[str] | None = None, spark: Any = None) -> int:
         if not catalog.namespace_exists((NAMESPACE,)):
             catalog.create_namespace((NAMESPACE,))
         try:
-            if spark is not None:
+            if spark is not None and "a" in parts:
                 log("(a) streaming throughput")
                 row_a, good = streaming_throughput(
                     spark, catalog, args.stream_rows, args.stream_files, args.runs, work
@@ -294,31 +362,41 @@ def run(argv: list[str] | None = None, spark: Any = None) -> int:
                 ok &= good
                 print_table(
                     "(a) streaming read, Trigger.AvailableNow into noop (target <= 1.5x)",
-                    ["data", "readStream icefloe", "readStream.parquet", "icefloe / parquet"],
+                    [
+                        "data",
+                        "readStream icefloe",
+                        "readStream.parquet",
+                        "floor: Python source of prebuilt batches",
+                        "icefloe / parquet",
+                        "floor / parquet",
+                    ],
                     [row_a],
                 )
+            if spark is not None and "b" in parts:
                 log("(b) commit-to-sink latency")
-                row_b, good = commit_latency(spark, catalog, args.commits, work)
+                row_b, good = commit_latency(spark, catalog, args.commits, work, args.latency_observer)
                 ok &= good
                 print_table(
-                    "(b) commit to rows in a memory sink, 1-second trigger (target <= 2 s median)",
-                    ["commits", "median", "p90", "best"],
+                    "(b) commit to rows in a memory sink, 1-second trigger, observed by "
+                    f"{args.latency_observer} (target <= 2 s median)",
+                    ["commits", "median", "p90", "best", "median ms per phase of a batch with rows"],
                     [row_b],
                 )
-            log("(c) changelog vs incremental scan")
             rows_c = []
-            for size in args.row_group_bytes.split(","):
+            for size in args.row_group_bytes.split(",") if "c" in parts else []:
+                log(f"(c) changelog vs incremental scan, row groups {size}")
                 row, good = changelog_vs_incremental(
                     catalog, args.rows, args.files, args.runs, None if size == "default" else size
                 )
                 rows_c.append(row)
                 ok &= good
-            print_table(
-                f"(c) changelog of one MoR update of 0.1% of {args.rows:,} rows in {args.files} files "
-                "vs incremental scan of the same range (target <= 3x)",
-                ["row groups", "rows updated", "changelog", "incremental scan", "changelog / scan"],
-                rows_c,
-            )
+            if rows_c:
+                print_table(
+                    f"(c) changelog of one MoR update of 0.1% of {args.rows:,} rows in {args.files} "
+                    "files vs incremental scan of the same range (target <= 3x)",
+                    ["row groups", "rows updated", "changelog", "incremental scan", "changelog / scan"],
+                    rows_c,
+                )
         finally:
             if own and spark is not None:
                 spark.stop()

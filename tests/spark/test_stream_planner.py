@@ -23,7 +23,15 @@ from icefloe.catalog import load_catalog
 from icefloe.errors import ValidationError
 from icefloe.maintenance.rewrite_data_files import rewrite_data_files
 from icefloe.scan.reader import ReadRequest, read_task
-from icefloe.spark.stream_planner import END, StreamOptions, StreamPlanner
+from icefloe.spark.stream_planner import (
+    DEFAULT_OPEN_FILE_COST,
+    DEFAULT_SPLIT_SIZE,
+    END,
+    StreamOptions,
+    StreamPlanner,
+    Unit,
+    group_units,
+)
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.transforms import IdentityTransform
@@ -144,3 +152,41 @@ def test_available_now_stops_at_the_target(table: Table) -> None:
     start = planner.initial_offset()
     _append(table, 100)
     assert _flat(_drain(table, planner, start)) == [0, 1, 2, 3]
+
+
+MB = 1024 * 1024
+
+
+def _sized(*sizes_mb: float) -> list[Unit]:
+    return [Unit(1, 10, None, int(size * MB)) for size in sizes_mb]
+
+
+def _packed(groups: list[list[Unit]]) -> list[list[int]]:
+    return [[int(u.size_bytes / MB * 10) for u in g] for g in groups]
+
+
+def test_small_files_are_packed_into_as_many_partitions_as_slots() -> None:
+    units = _sized(*[2.5] * 16)  # each weighs the 4 MB open-file cost: 64 MB, 32 MB a partition
+    groups = group_units(units, 2, 128 * MB, 4 * MB)
+    assert [len(g) for g in groups] == [8, 8]
+    assert sorted(id(u) for g in groups for u in g) == sorted(id(u) for u in units)
+    assert group_units(units[:1], 2, 128 * MB, 4 * MB) == [units[:1]]  # one commit: one partition
+    assert group_units([], 2, 128 * MB, 4 * MB) == []
+
+
+def test_partitions_stay_under_the_split_size_heaviest_first() -> None:
+    groups = group_units(_sized(10, 300, 60, 50, 1, 70), 1, 128 * MB, 4 * MB)
+    # a file over the split size is a partition of its own; the rest close when the next overflows
+    assert _packed(groups) == [[3000], [700], [600, 500, 100, 10]]  # the 1 MB file weighs 4 MB
+    assert group_units(_sized(10, 300, 60), 1, 128 * MB, 4 * MB) == group_units(
+        _sized(10, 300, 60), 1, 128 * MB, 4 * MB
+    )
+
+
+def test_packing_options_override_table_properties() -> None:
+    props = {"read.split.target-size": str(64 * MB), "read.split.open-file-cost": str(MB)}
+    assert StreamOptions.parse({"min-partitions": "3"}).packing(props) == (3, 64 * MB, MB)
+    opts = StreamOptions.parse({"minpartitions": "5", "split-size": "1000", "file-open-cost": "10"})
+    assert opts.packing(props) == (5, 1000, 10)
+    slots, split, cost = StreamOptions.parse({}).packing({})
+    assert slots >= 1 and (split, cost) == (DEFAULT_SPLIT_SIZE, DEFAULT_OPEN_FILE_COST)

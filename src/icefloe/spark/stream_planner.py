@@ -15,14 +15,25 @@ location), so a restart from a checkpointed offset reads exactly the same units 
 
 Admission control: a micro-batch takes whole units, at most ``max-files-per-trigger`` of them and
 at most ``max-records-per-trigger`` rows (but always at least one unit, so the stream advances).
+
+Input partitions: the file units of a micro-batch are packed into input partitions the way Spark
+packs its own file sources (:func:`group_units`): each partition holds up to
+``min(split size, max(open-file cost, batch bytes / min-partitions))`` bytes, a file costing at
+least the open-file cost. The split size and open-file cost are Iceberg's table properties
+``read.split.target-size`` (128 MB) and ``read.split.open-file-cost`` (4 MB), or the options
+``split-size`` / ``file-open-cost``; ``min-partitions`` defaults to the driver's CPU count (the
+parallelism of a ``local[*]`` session). Every partition is a Spark task with a Python worker round
+trip, so a micro-batch of many small files read one file per task spent most of its time between
+tasks. Partitions never change offsets: a replayed micro-batch reads the same units.
 Options also take Iceberg Java's names (``streaming-skip-delete-snapshots``,
 ``streaming-max-files-per-micro-batch``, ...).
 """
 
 from __future__ import annotations
 
+import os
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,7 +60,14 @@ _ALIASES = {
     "start-snapshot-id": ("streaming-start-snapshot-id",),
     "starting-offsets": ("startingoffsets",),
     "read-changelog": (),
+    "min-partitions": ("minpartitions",),
+    "split-size": (),
+    "file-open-cost": (),
 }
+SPLIT_SIZE_PROPERTY = "read.split.target-size"
+OPEN_FILE_COST_PROPERTY = "read.split.open-file-cost"
+DEFAULT_SPLIT_SIZE = 128 * 1024 * 1024
+DEFAULT_OPEN_FILE_COST = 4 * 1024 * 1024
 
 
 def _option(opts: dict[str, str], key: str) -> str | None:
@@ -88,6 +106,9 @@ class StreamOptions:
     skip_overwrite: bool = False
     changelog: bool = False
     branch: str = MAIN_BRANCH
+    min_partitions: int | None = None
+    split_size: int | None = None
+    open_file_cost: int | None = None
 
     @classmethod
     def parse(cls, opts: dict[str, str]) -> StreamOptions:
@@ -109,7 +130,18 @@ class StreamOptions:
             skip_overwrite=_flag(opts, "skip-overwrite-snapshots"),
             changelog=_flag(opts, "read-changelog"),
             branch=opts.get("branch") or MAIN_BRANCH,
+            min_partitions=_int(opts, "min-partitions"),
+            split_size=_int(opts, "split-size"),
+            open_file_cost=_int(opts, "file-open-cost"),
         )
+
+    def packing(self, table_properties: dict[str, str]) -> tuple[int, int, int]:
+        """(min partitions, split size, open-file cost): the options, else the table's properties."""
+        split = self.split_size or int(table_properties.get(SPLIT_SIZE_PROPERTY, DEFAULT_SPLIT_SIZE))
+        cost = self.open_file_cost or int(
+            table_properties.get(OPEN_FILE_COST_PROPERTY, DEFAULT_OPEN_FILE_COST)
+        )
+        return self.min_partitions or os.cpu_count() or 1, split, cost
 
 
 @dataclass(frozen=True)
@@ -119,10 +151,40 @@ class Unit:
     snapshot_id: int
     records: int
     task: FileScanTask | None = None
+    size_bytes: int = 0
+    """The bytes the unit reads (its data file and delete files)."""
 
-    def payload(self) -> bytes:
-        """What the partition carries to the executor."""
-        return pickle.dumps((self.snapshot_id, self.task))
+
+def group_units(
+    units: Sequence[Unit], min_partitions: int, split_size: int, open_file_cost: int
+) -> list[list[Unit]]:
+    """The units of one micro-batch packed into input partitions, as Spark packs file splits.
+
+    A unit weighs its bytes, at least ``open_file_cost``; a partition holds at most
+    ``min(split_size, max(open_file_cost, total / min_partitions))`` (but always one unit). Units
+    are taken heaviest first and a partition is closed when the next unit would overflow it
+    (Spark's ``FilePartition.getFilePartitions``), so the result is the same for the same units.
+    """
+    weights = [max(u.size_bytes, open_file_cost) for u in units]
+    limit = min(split_size, max(open_file_cost, sum(weights) // max(min_partitions, 1)))
+    order = sorted(range(len(units)), key=lambda i: (-weights[i], i))
+    groups: list[list[Unit]] = []
+    current: list[Unit] = []
+    filled = 0
+    for i in order:
+        if current and filled + weights[i] > limit:
+            groups.append(current)
+            current, filled = [], 0
+        current.append(units[i])
+        filled += weights[i]
+    if current:
+        groups.append(current)
+    return groups
+
+
+def group_payload(group: Sequence[Unit]) -> bytes:
+    """What an input partition of file units carries to the executor."""
+    return pickle.dumps([(u.snapshot_id, u.task) for u in group])
 
 
 def offset(snapshot_id: int, position: int, scan_all: bool = False) -> dict[str, Any]:
@@ -252,7 +314,7 @@ class StreamPlanner:
         if not scan_all:
             tasks = added_data_tasks(tasks, snap)
         tasks.sort(key=lambda t: t.file_path)
-        return [Unit(sid, t.data_file.record_count, t) for t in tasks]
+        return [Unit(sid, t.data_file.record_count, t, _task_bytes(t)) for t in tasks]
 
     def _check_skippable(self, snap: Snapshot) -> None:
         op = snap.operation
@@ -266,3 +328,7 @@ class StreamPlanner:
             f"removes rows an append-only stream has already emitted: set .option('{option}', 'true') "
             "to ignore such snapshots, or .option('read-changelog', 'true') to stream the changelog"
         )
+
+
+def _task_bytes(task: FileScanTask) -> int:
+    return task.data_file.file_size_in_bytes + sum(d.delete_file.file_size_in_bytes for d in task.deletes)

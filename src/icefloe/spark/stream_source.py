@@ -2,13 +2,16 @@
 
 Built on pyspark's Python streaming data source API (``DataSourceStreamReader`` with admission
 control and ``Trigger.AvailableNow``). Offsets and units are planned on the driver by
-:class:`~icefloe.spark.stream_planner.StreamPlanner`; every unit is one input partition: a data
-file read with ``read_task`` (deletes applied), or in changelog mode one snapshot's changelog.
+:class:`~icefloe.spark.stream_planner.StreamPlanner`. The data files of a micro-batch are packed
+into a few input partitions (``stream_planner.group_units``), each read with ``read_task`` (deletes
+applied) and handed to Spark as Arrow record batches; in changelog mode every unit (one snapshot's
+changelog) is an input partition of its own.
 
 Options (besides the batch reader's ``columns`` / ``filter`` / ``branch``): ``starting-offsets``
 (``earliest`` default, ``latest``), ``start-snapshot-id`` (exclusive), ``stream-from-timestamp``
 (ms: snapshots committed at or after it), ``max-files-per-trigger``, ``max-records-per-trigger``,
-``skip-delete-snapshots``, ``skip-overwrite-snapshots``, ``read-changelog``.
+``skip-delete-snapshots``, ``skip-overwrite-snapshots``, ``read-changelog``, and for packing files
+into partitions ``min-partitions``, ``split-size``, ``file-open-cost``.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from pyspark.sql.types import IntegerType, LongType, StringType, StructField
 from pyspark.sql.types import StructType as SparkStruct
 
 from icefloe.spark.arrow_bridge import spark_arrow_schema, to_spark_arrow
-from icefloe.spark.stream_planner import StreamOptions, StreamPlanner
+from icefloe.spark.stream_planner import StreamOptions, StreamPlanner, group_payload, group_units
 
 CHANGE_FIELDS = [
     StructField("_change_type", StringType(), False),
@@ -86,11 +89,12 @@ class IcefloeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.planner.target_snapshot_id = head.snapshot_id if head is not None else None
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        """One partition per unit between the offsets."""
+        """The units between the offsets: files packed into partitions, or a changelog each."""
         units = self.planner.units_between(start, end)
-        if not self.options.changelog:
-            return [InputPartition(u.payload()) for u in units]
         _, md = self.planner.load_metadata()
+        if not self.options.changelog:
+            groups = group_units(units, *self.options.packing(md.properties))
+            return [InputPartition(group_payload(g)) for g in groups]
         return [InputPartition(pickle.dumps((u.snapshot_id, md))) for u in units]
 
     def commit(self, end: dict[str, Any]) -> None:
@@ -98,16 +102,17 @@ class IcefloeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # ---- executor side -------------------------------------------------------------------------
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        """Read one unit as Arrow batches on Spark's schema."""
+        """Read one partition's units as Arrow batches on Spark's schema."""
         if self.options.changelog:
             yield from self._read_changes(partition)
             return
-        _, task = pickle.loads(partition.value)
         from icefloe.scan.reader import read_task
 
-        table = read_task(self.setup.io(), task, self.request)
-        if table.num_rows:
-            yield from to_spark_arrow(table, self.fields, self.target).to_batches(max_chunksize=65536)
+        io = self.setup.io()
+        for _, task in pickle.loads(partition.value):
+            table = read_task(io, task, self.request)
+            if table.num_rows:
+                yield from to_spark_arrow(table, self.fields, self.target).to_batches(max_chunksize=65536)
 
     def _read_changes(self, partition: InputPartition) -> Iterator[Any]:
         from icefloe.scan.changelog import CHANGE_COLUMNS, ChangelogScan
