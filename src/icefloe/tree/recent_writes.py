@@ -5,6 +5,7 @@ A commit starts from its parent snapshot and reads that snapshot's manifest list
 reading it back costs an object store a HEAD and a GET per commit. Those files are immutable
 (fresh UUID names, never rewritten), so the bytes written are the bytes any reader would get; the
 reader decodes them instead of fetching, and caches the decoded result as it would a fetched one.
+Local files are not kept: reading one back costs no request.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
+from icefloe.io.fileio import local_path
+
 
 class RecentWrites:
-    """Bytes by location, bounded by count and by size per file; ``take`` hands each out once."""
+    """Bytes by remote location, bounded by count and by size per file; ``take`` hands each out once."""
 
     def __init__(self, max_files: int = 4, max_file_bytes: int = 4 << 20) -> None:
         self.max_files = max_files
@@ -23,8 +26,8 @@ class RecentWrites:
         self._lock = threading.Lock()
 
     def remember(self, location: str, data: bytes) -> None:
-        """Keep ``data`` as the content of the file just written at ``location`` (unless too large)."""
-        if len(data) > self.max_file_bytes:
+        """Keep ``data`` as the content of the file just written at ``location`` (a remote, small one)."""
+        if len(data) > self.max_file_bytes or local_path(location) is not None:
             return
         with self._lock:
             self._files[location] = data
