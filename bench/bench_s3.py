@@ -7,9 +7,9 @@
 Starts the tests' S3-compatible server (moto over HTTP on 127.0.0.1, ``tests/support/s3server.py``).
 
 (a) Small appends: for each engine, a table in an ``s3://`` warehouse of a fresh SQLite catalog;
-    ``--appends`` appends of 10 rows (after one warm-up append) are timed, and the requests the
-    server answers per append are counted. PyIceberg 0.12 writes format v2 at most, so it runs on a
-    v2 table.
+    ``--appends`` appends of 10 rows per engine (after one warm-up append each; engines in turns)
+    are timed, and the requests the server answers per append are counted. PyIceberg 0.12 writes
+    format v2 at most, so it runs on a v2 table.
 
 (b) Planning (``--plan-files N``): three tables (format v2, v3, v4) partitioned by ``day`` and
     ``bucket(16, id)``, each given the same N synthetic data files (``bench_core``'s, full column
@@ -74,22 +74,33 @@ def _pyiceberg(server: S3Server, work: Path) -> Callable[[pa.Table], None]:
 
 
 def _measure(
-    server: S3Server, append: Callable[[pa.Table], None], appends: int
-) -> tuple[float, float, dict[str, int]]:
-    append(_rows(0))  # warm-up: file systems, connections
-    times, total = [], 0
-    ops: dict[str, int] = {}
-    for i in range(appends):
-        server.reset_counts()
-        start = time.perf_counter()
-        append(_rows((i + 1) * 10))
-        times.append(time.perf_counter() - start)
-        counts = server.counts()
-        total += sum(counts.values())
-        for op, n in counts.items():
-            ops[op] = ops.get(op, 0) + n
-    per_op = {op: round(n / appends) for op, n in sorted(ops.items())}
-    return statistics.median(times) * 1000, total / appends, per_op
+    server: S3Server, appends: dict[str, Callable[[pa.Table], None]], runs: int
+) -> dict[str, tuple[float, float, dict[str, int]]]:
+    """Median latency (ms), requests per append and requests by operation, per engine.
+
+    After one warm-up append each (file systems, connections), the engines append in turns, so a
+    change in the machine's load falls on all of them alike.
+    """
+    for append in appends.values():
+        append(_rows(0))
+    times: dict[str, list[float]] = {name: [] for name in appends}
+    ops: dict[str, dict[str, int]] = {name: {} for name in appends}
+    for i in range(runs):
+        for name, append in appends.items():
+            server.reset_counts()
+            start = time.perf_counter()
+            append(_rows((i + 1) * 10))
+            times[name].append(time.perf_counter() - start)
+            for op, n in server.counts().items():
+                ops[name][op] = ops[name].get(op, 0) + n
+    return {
+        name: (
+            statistics.median(times[name]) * 1000,
+            sum(ops[name].values()) / runs,
+            {op: round(n / runs) for op, n in sorted(ops[name].items())},
+        )
+        for name in appends
+    }
 
 
 # ---------------------------------------------------------------- (b) planning
@@ -228,22 +239,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"command:  {command_line('bench.bench_s3', argv)}")
     print(f"load avg: {load_average()} (1/5/15 min) at start", flush=True)
     server = start_s3_server()
-    results = {}
+    results: dict[str, tuple[float, float, dict[str, int]]] = {}
     plans: list[PlanResult] = []
     try:
         with tempfile.TemporaryDirectory(prefix="bench-s3-") as tmp:
             work = Path(tmp)
             if args.appends:
-                results["icefloe v3"] = _measure(server, _icefloe(server, work, 3), args.appends)
-                results["icefloe v4"] = _measure(server, _icefloe(server, work, 4), args.appends)
-                results["pyiceberg v2"] = _measure(server, _pyiceberg(server, work), args.appends)
+                engines = {
+                    "icefloe v3": _icefloe(server, work, 3),
+                    "icefloe v4": _icefloe(server, work, 4),
+                    "pyiceberg v2": _pyiceberg(server, work),
+                }
+                results = _measure(server, engines, args.appends)
             if args.plan_files:
                 build_plan_tables(server, work, args.plan_files, args.plan_commits)
                 plans = bench_planning(server, work, args.plan_files, args.plan_commits, args.plan_runs)
     finally:
         server.stop()
     if results:
-        print(f"(a) small append (10 rows), median of {args.appends}, S3 server on loopback:")
+        print(f"(a) small append (10 rows), median of {args.appends}, engines in turns, S3 on loopback:")
         for name, (ms, requests, ops) in results.items():
             print(f"  {name:<13} {ms:8.1f} ms  {requests:5.1f} requests/append  {ops}")
         py_ms = results["pyiceberg v2"][0]
