@@ -178,6 +178,37 @@ def file_ids(day: int, index: int, files_per_manifest: int) -> tuple[int, int]:
     return n * ROWS_PER_FILE, n * ROWS_PER_FILE + ROWS_PER_FILE - 1
 
 
+def synthetic_data_files(table_location: str, day: int, files: int) -> list[DataFile]:
+    """The ``files`` synthetic data files of one day (``SPEC`` partition values, full metrics)."""
+    sizes = {1: 8_000, 2: 400, 3: 8_000, 4: 6_000}
+    counts = {1: ROWS_PER_FILE, 2: ROWS_PER_FILE, 3: ROWS_PER_FILE, 4: ROWS_PER_FILE}
+    nulls = {1: 0, 2: 0, 3: 0, 4: 0}
+    nans = {3: 0}
+    out = []
+    for j in range(files):
+        lo, hi = file_ids(day, j, files)
+        bucket = j % BUCKETS
+        out.append(
+            DataFile(
+                file_path=f"{table_location}/data/day={day}/id_bucket={bucket}/{day:05d}-{j:05d}.parquet",
+                file_format="parquet",
+                record_count=ROWS_PER_FILE,
+                file_size_in_bytes=22_400 + j % 97,
+                spec_id=0,
+                partition=(day, bucket),
+                column_sizes=sizes,
+                value_counts=counts,
+                null_value_counts=nulls,
+                nan_value_counts=nans,
+                lower_bounds={1: pack_long(lo), 2: pack_int(day), 3: pack_double(0.0), 4: b"aaa"},
+                upper_bounds={1: pack_long(hi), 2: pack_int(day), 3: pack_double(1000.0), 4: b"zzz"},
+                split_offsets=(4,),
+                sort_order_id=0,
+            )
+        )
+    return out
+
+
 def write_day_manifest(job: ManifestJob) -> ManifestFile:
     """Write the manifest of one day's ``files`` data files (runs in a worker process)."""
     from icefloe.formats.avro.manifest import write_manifest
@@ -185,31 +216,10 @@ def write_day_manifest(job: ManifestJob) -> ManifestFile:
 
     io = load_file_io({}, job.table_location)
     d = job.day
-    sizes = {1: 8_000, 2: 400, 3: 8_000, 4: 6_000}
-    counts = {1: ROWS_PER_FILE, 2: ROWS_PER_FILE, 3: ROWS_PER_FILE, 4: ROWS_PER_FILE}
-    nulls = {1: 0, 2: 0, 3: 0, 4: 0}
-    nans = {3: 0}
-    entries = []
-    for j in range(job.files):
-        lo, hi = file_ids(d, j, job.files)
-        bucket = j % BUCKETS
-        df = DataFile(
-            file_path=f"{job.table_location}/data/day={d}/id_bucket={bucket}/{d:05d}-{j:05d}.parquet",
-            file_format="parquet",
-            record_count=ROWS_PER_FILE,
-            file_size_in_bytes=22_400 + j % 97,
-            spec_id=0,
-            partition=(d, bucket),
-            column_sizes=sizes,
-            value_counts=counts,
-            null_value_counts=nulls,
-            nan_value_counts=nans,
-            lower_bounds={1: pack_long(lo), 2: pack_int(d), 3: pack_double(0.0), 4: b"aaa"},
-            upper_bounds={1: pack_long(hi), 2: pack_int(d), 3: pack_double(1000.0), 4: b"zzz"},
-            split_offsets=(4,),
-            sort_order_id=0,
-        )
-        entries.append(ManifestEntry(EntryStatus.ADDED, None, None, None, df))
+    entries = [
+        ManifestEntry(EntryStatus.ADDED, None, None, None, df)
+        for df in synthetic_data_files(job.table_location, d, job.files)
+    ]
     path = f"{job.table_location}/metadata/bench-{d:05d}-m0.avro"
     return write_manifest(
         io.new_output(path), entries, SPEC, SCHEMA, 2, ManifestContent.DATA, job.snapshot_id, path=path

@@ -1,12 +1,22 @@
-"""Small appends on object storage: icefloe v3, icefloe v4 and PyIceberg against the same S3 server.
+"""Object storage: icefloe v3, icefloe v4 and PyIceberg against the same S3 server.
 
-    python -m bench.bench_s3                  # 20 appends per engine
-    python -m bench.bench_s3 --appends 3      # smoke size
+    python -m bench.bench_s3                                # 20 appends per engine, no planning
+    python -m bench.bench_s3 --appends 3                    # smoke size
+    python -m bench.bench_s3 --appends 0 --plan-files 100000
 
-Starts the tests' S3-compatible server (moto over HTTP on 127.0.0.1, ``tests/support/s3server.py``),
-then for each engine creates a table in an ``s3://`` warehouse of a fresh SQLite catalog and times
-``--appends`` appends of 10 rows (after one warm-up append), counting the requests the server
-answers per append. PyIceberg 0.12 writes format v2 at most, so it runs on a v2 table.
+Starts the tests' S3-compatible server (moto over HTTP on 127.0.0.1, ``tests/support/s3server.py``).
+
+(a) Small appends: for each engine, a table in an ``s3://`` warehouse of a fresh SQLite catalog;
+    ``--appends`` appends of 10 rows per engine (after one warm-up append each; engines in turns)
+    are timed, and the requests the server answers per append are counted. PyIceberg 0.12 writes
+    format v2 at most, so it runs on a v2 table.
+
+(b) Planning (``--plan-files N``): three tables (format v2, v3, v4) partitioned by ``day`` and
+    ``bucket(16, id)``, each given the same N synthetic data files (``bench_core``'s, full column
+    metrics) in ``--plan-commits`` icefloe appends of data-file entries (``AppendFiles``: no
+    Parquet file is written, the metadata tree is the one a real append writes). PyIceberg plans
+    the v2 table from the same catalog; icefloe plans all three. ``plan_files()`` with no filter
+    and with one day selected, after one warm-up plan each, engines in turns; medians.
 """
 
 from __future__ import annotations
@@ -17,13 +27,18 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 from tests.support.s3server import S3Server, start_s3_server
 
-from bench._common import command_line
+from bench._common import Timing, command_line, fmt_s, load_average, log, print_table, ratio, time_interleaved
+from bench.bench_core import SCHEMA as PLAN_SCHEMA
+from bench.bench_core import SPEC as PLAN_SPEC
+from bench.bench_core import synthetic_data_files
 from icefloe.catalog.sql import SqlCatalog
+from icefloe.txn.producers import AppendFiles
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string())])
 
@@ -59,46 +74,199 @@ def _pyiceberg(server: S3Server, work: Path) -> Callable[[pa.Table], None]:
 
 
 def _measure(
-    server: S3Server, append: Callable[[pa.Table], None], appends: int
-) -> tuple[float, float, dict[str, int]]:
-    append(_rows(0))  # warm-up: file systems, connections
-    times, total = [], 0
-    ops: dict[str, int] = {}
-    for i in range(appends):
-        server.reset_counts()
-        start = time.perf_counter()
-        append(_rows((i + 1) * 10))
-        times.append(time.perf_counter() - start)
-        counts = server.counts()
-        total += sum(counts.values())
-        for op, n in counts.items():
-            ops[op] = ops.get(op, 0) + n
-    per_op = {op: round(n / appends) for op, n in sorted(ops.items())}
-    return statistics.median(times) * 1000, total / appends, per_op
+    server: S3Server, appends: dict[str, Callable[[pa.Table], None]], runs: int
+) -> dict[str, tuple[float, float, dict[str, int]]]:
+    """Median latency (ms), requests per append and requests by operation, per engine.
+
+    After one warm-up append each (file systems, connections), the engines append in turns, so a
+    change in the machine's load falls on all of them alike.
+    """
+    for append in appends.values():
+        append(_rows(0))
+    times: dict[str, list[float]] = {name: [] for name in appends}
+    ops: dict[str, dict[str, int]] = {name: {} for name in appends}
+    for i in range(runs):
+        for name, append in appends.items():
+            server.reset_counts()
+            start = time.perf_counter()
+            append(_rows((i + 1) * 10))
+            times[name].append(time.perf_counter() - start)
+            for op, n in server.counts().items():
+                ops[name][op] = ops[name].get(op, 0) + n
+    return {
+        name: (
+            statistics.median(times[name]) * 1000,
+            sum(ops[name].values()) / runs,
+            {op: round(n / runs) for op, n in sorted(ops[name].items())},
+        )
+        for name in appends
+    }
+
+
+# ---------------------------------------------------------------- (b) planning
+
+PLAN_VERSIONS = (2, 3, 4)
+PLAN_CATALOG = "plan"
+
+
+@dataclass(frozen=True)
+class PlanCase:
+    """One planning measurement: a filter and the number of files it must plan."""
+
+    label: str
+    row_filter: str | None
+    expected_files: int
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """One case: a timing and a planned-file count per engine (``icefloe v2`` ... ``pyiceberg v2``)."""
+
+    case: PlanCase
+    timings: dict[str, Timing]
+    files: dict[str, int]
+
+    @property
+    def agrees(self) -> bool:
+        """Every engine planned the expected number of files."""
+        return set(self.files.values()) == {self.case.expected_files}
+
+
+def _plan_catalog_options(server: S3Server, work: Path) -> dict[str, str]:
+    """One catalog (the Iceberg JDBC layout) for both libraries: PyIceberg loads icefloe's tables."""
+    return {
+        "uri": f"sqlite:///{work}/plan.db",
+        "warehouse": f"s3://{server.bucket}/plan",
+        **server.properties,
+    }
+
+
+def build_plan_tables(server: S3Server, work: Path, files: int, commits: int) -> None:
+    """Tables ``db.plan_v2``, ``db.plan_v3``, ``db.plan_v4``, each with the same ``files`` data files."""
+    cat = SqlCatalog(PLAN_CATALOG, **_plan_catalog_options(server, work))
+    cat.create_namespace("db")
+    days = files // commits
+    for version in PLAN_VERSIONS:
+        t0 = time.perf_counter()
+        table = cat.create_table(
+            f"db.plan_v{version}",
+            PLAN_SCHEMA,
+            partition_spec=PLAN_SPEC,
+            properties={"format-version": str(version)},
+        )
+        for commit in range(commits):
+            # one commit adds one "day" of files (``days`` files per commit, one partition value)
+            with table.transaction() as tx:
+                tx.add_action(AppendFiles(files=synthetic_data_files(table.location(), commit, days)))
+        log(
+            f"planning: v{version} table with {files:,} files in {commits} commits: "
+            f"{time.perf_counter() - t0:.1f} s"
+        )
+    cat.close()
+
+
+def bench_planning(server: S3Server, work: Path, files: int, commits: int, runs: int) -> list[PlanResult]:
+    """Plan every case with every engine, in turns."""
+    from pyiceberg.catalog.sql import SqlCatalog as PySqlCatalog
+
+    cat = SqlCatalog(PLAN_CATALOG, **_plan_catalog_options(server, work))
+    pycat = PySqlCatalog(PLAN_CATALOG, **_plan_catalog_options(server, work))
+    ice = {f"icefloe v{v}": cat.load_table(f"db.plan_v{v}") for v in PLAN_VERSIONS}
+    py_table = pycat.load_table("db.plan_v2")
+    per_day = files // commits
+    cases = [
+        PlanCase("no filter", None, files),
+        PlanCase(f"one partition (day = {commits // 2})", f"day = {commits // 2}", per_day),
+    ]
+    results = []
+    for case in cases:
+        counts: dict[str, int] = {}
+
+        def ice_plan(name: str, c: PlanCase = case, counts: dict[str, int] = counts) -> None:
+            scan = ice[name].scan(filter=c.row_filter) if c.row_filter else ice[name].scan()
+            counts[name] = len(scan.plan_files())
+
+        def py_plan(c: PlanCase = case, counts: dict[str, int] = counts) -> None:
+            scan = py_table.scan(row_filter=c.row_filter) if c.row_filter else py_table.scan()
+            counts["pyiceberg v2"] = len(list(scan.plan_files()))
+
+        names = [*ice, "pyiceberg v2"]
+        fns = [*(lambda n=n: ice_plan(n) for n in ice), py_plan]
+        log(f"planning: {case.label}, {runs} run(s) per engine ...")
+        timings = time_interleaved(fns, runs)
+        results.append(PlanResult(case, dict(zip(names, timings, strict=True)), counts))
+    cat.close()
+    return results
+
+
+def _print_planning(results: list[PlanResult], files: int, commits: int) -> bool:
+    engines = list(results[0].timings)
+    print_table(
+        f"(b) plan_files() of a {files:,}-file table on S3 ({commits} commits; median; engines in turns)",
+        ["filter", "files", *engines, *(f"PyIceberg / {e}" for e in engines[:-1])],
+        [
+            [
+                r.case.label,
+                f"{r.case.expected_files:,}" + ("" if r.agrees else " (!)"),
+                *(fmt_s(r.timings[e].median) for e in engines),
+                *(ratio(r.timings["pyiceberg v2"].median, r.timings[e].median) for e in engines[:-1]),
+            ]
+            for r in results
+        ],
+    )
+    ok = True
+    for r in results:
+        if not r.agrees:
+            ok = False
+            print(f"(!) {r.case.label}: planned {r.files}, expected {r.case.expected_files:,}")
+    return ok
+
+
+# ---------------------------------------------------------------- main
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--appends", type=int, default=20)
+    parser.add_argument("--appends", type=int, default=20, help="timed appends per engine (0: skip)")
+    parser.add_argument(
+        "--plan-files", type=int, default=0, help="data files of the planning tables (0: skip)"
+    )
+    parser.add_argument("--plan-commits", type=int, default=10, help="commits that add them")
+    parser.add_argument("--plan-runs", type=int, default=3, help="timed plans per engine and filter")
     args = parser.parse_args(argv)
+    if args.plan_files and (args.plan_commits < 2 or args.plan_files % args.plan_commits):
+        parser.error("--plan-files must be a multiple of --plan-commits (at least 2)")
     print(f"command:  {command_line('bench.bench_s3', argv)}")
+    print(f"load avg: {load_average()} (1/5/15 min) at start", flush=True)
     server = start_s3_server()
-    results = {}
+    results: dict[str, tuple[float, float, dict[str, int]]] = {}
+    plans: list[PlanResult] = []
     try:
         with tempfile.TemporaryDirectory(prefix="bench-s3-") as tmp:
             work = Path(tmp)
-            results["icefloe v3"] = _measure(server, _icefloe(server, work, 3), args.appends)
-            results["icefloe v4"] = _measure(server, _icefloe(server, work, 4), args.appends)
-            results["pyiceberg v2"] = _measure(server, _pyiceberg(server, work), args.appends)
+            if args.appends:
+                engines = {
+                    "icefloe v3": _icefloe(server, work, 3),
+                    "icefloe v4": _icefloe(server, work, 4),
+                    "pyiceberg v2": _pyiceberg(server, work),
+                }
+                results = _measure(server, engines, args.appends)
+            if args.plan_files:
+                build_plan_tables(server, work, args.plan_files, args.plan_commits)
+                plans = bench_planning(server, work, args.plan_files, args.plan_commits, args.plan_runs)
     finally:
         server.stop()
-    print(f"small append (10 rows), median of {args.appends}, S3 server on loopback:")
-    for name, (ms, requests, ops) in results.items():
-        print(f"  {name:<13} {ms:8.1f} ms  {requests:5.1f} requests/append  {ops}")
-    py_ms = results["pyiceberg v2"][0]
-    for name in ("icefloe v3", "icefloe v4"):
-        print(f"  {name} vs pyiceberg: {py_ms / results[name][0]:.2f}x faster")
-    return 0
+    if results:
+        print(f"(a) small append (10 rows), median of {args.appends}, engines in turns, S3 on loopback:")
+        for name, (ms, requests, ops) in results.items():
+            print(f"  {name:<13} {ms:8.1f} ms  {requests:5.1f} requests/append  {ops}")
+        py_ms = results["pyiceberg v2"][0]
+        for name in ("icefloe v3", "icefloe v4"):
+            print(f"  {name} vs pyiceberg: {py_ms / results[name][0]:.2f}x faster")
+        print()
+    ok = _print_planning(plans, args.plan_files, args.plan_commits) if plans else True
+    print(f"load avg: {load_average()} (1/5/15 min) at the end")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -116,11 +116,14 @@ def test_bench_rest_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 def test_bench_s3_tiny(capsys: pytest.CaptureFixture[str]) -> None:
     from bench import bench_s3
 
-    assert bench_s3.main(["--appends", "2"]) == 0
+    args = ["--appends", "2", "--plan-files", "40", "--plan-commits", "2", "--plan-runs", "1"]
+    assert bench_s3.main(args) == 0
     out = capsys.readouterr().out
-    assert "command:  python -m bench.bench_s3 --appends 2" in out
+    assert f"command:  python -m bench.bench_s3 {' '.join(args)}" in out
     for name in ("icefloe v3", "icefloe v4", "pyiceberg v2"):
         assert f"  {name} " in out
+    assert "(b) plan_files() of a 40-file table on S3" in out
+    assert "(!)" not in out  # every engine planned the expected files
 
 
 COLUMNS = "--rows 20000 --columns 8 --files 2 --scan-runs 1"

@@ -75,6 +75,23 @@ def test_commit_creates_the_next_version_exclusively(hadoop: HadoopCatalog) -> N
     assert hadoop.load_table("db.t").properties == {"a": "1"}
 
 
+def test_a_handle_on_a_dropped_table_commits_onto_the_table_created_in_its_place(
+    hadoop: HadoopCatalog,
+) -> None:
+    """``v1.metadata.json`` is written again by the new table: the old handle must read it, not trust
+    the metadata it held under the same name."""
+    hadoop.create_namespace("db")
+    old = hadoop.create_table("db.t", SCHEMA)
+    hadoop.drop_table("db.t")
+    new = hadoop.create_table("db.t", SCHEMA, properties={"format-version": "3"})
+    assert new.metadata_location == old.metadata_location
+    old.append(_rows([1]))
+    loaded = hadoop.load_table("db.t")
+    assert loaded.metadata.table_uuid == new.metadata.table_uuid
+    assert loaded.format_version == 3
+    assert loaded.scan().to_arrow().column("id").to_pylist() == [1]
+
+
 def test_a_version_file_without_its_hint_is_found(hadoop: HadoopCatalog, tmp_path: Path) -> None:
     """A writer that died between creating v<N+1> and updating the hint: readers still see v<N+1>."""
     hadoop.create_namespace("db")

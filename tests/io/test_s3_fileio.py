@@ -61,6 +61,19 @@ def test_request_costs_of_small_writes_reads_and_deletes(s3: S3Server, s3_wareho
     assert s3.counts().get("LIST", 0) == 0
 
 
+def test_a_fresh_name_is_written_without_an_existence_check(s3: S3Server, s3_warehouse: str) -> None:
+    io = FileIO(s3.properties)
+    loc = f"{s3_warehouse}/fresh/0c5e2b8e-3f6d-4c8e-9a57-1d2f3e4a5b6c.bin"
+    s3.reset_counts()
+    io.new_output(loc, fresh_name=True).write_bytes(b"fresh")
+    assert s3.counts() == {"PUT": 1}
+    assert io.new_input(loc).read() == b"fresh"
+    # a name that is not fresh keeps its check and is refused when taken
+    with pytest.raises(AlreadyExists):
+        io.new_output(loc).write_bytes(b"again")
+    assert io.new_input(loc).read() == b"fresh"
+
+
 def test_environment_credentials(s3: S3Server, s3_warehouse: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)

@@ -448,9 +448,20 @@ class Catalog(ABC):
         self, identifier: tuple[str, ...], known: tuple[TableMetadata, str] | None
     ) -> tuple[TableMetadata, str | None]:
         """The metadata a commit attempt starts from: the catalog's current one (``known`` is what the
-        table last loaded or committed, which a catalog may trust instead of reloading)."""
-        fresh = self.load_table(identifier)
-        return fresh.metadata, fresh.metadata_location
+        table last loaded or committed, which a catalog may trust instead of reloading).
+
+        The catalog's pointer is always read. When it still names ``known``'s file, that file is not
+        read again: a metadata file never changes once written (fresh UUID name, created once), so
+        the table's own last commit is the base with no request to the file store. The
+        compare-and-swap still guards the commit whatever the base."""
+        if known is None:
+            fresh = self.load_table(identifier)
+            return fresh.metadata, fresh.metadata_location
+        namespace, name = parse_table_identifier(identifier)
+        location = self._table_metadata_location(namespace, name)
+        if location == known[1]:
+            return known
+        return read_table_metadata(self._file_io(None, location), location), location
 
     def committed_metadata(self, location: str, proposed: TableMetadata) -> TableMetadata:
         """The metadata a commit stored at ``location``: what this client wrote, unless the catalog

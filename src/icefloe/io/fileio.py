@@ -8,8 +8,16 @@ Local writes are crash-safe: a new file is written under a temporary name in the
 directory, flushed to disk, then published with ``os.link`` (which fails if the target exists,
 so creating a file is exclusive) or ``os.replace`` when overwriting. A crash never leaves a
 half-written file under the final name. Object-store writes become visible only when the upload
-completes; an object store cannot create exclusively, so ``create(overwrite=False)`` there checks
-existence first (a race with another writer is possible; the catalog commit is the real guard).
+completes.
+
+Exclusive creation on object stores. pyarrow's S3 client cannot send a conditional write
+(``If-None-Match: *``), so ``create(overwrite=False)`` there checks existence first with one HEAD
+request (a race with another writer is still possible). Files whose name the caller has just made
+from a fresh UUID (data files, manifests, roots, metadata files: everything a commit writes) cannot
+collide with anything, so the check buys nothing: ``new_output(location, fresh_name=True)`` skips it,
+as Iceberg Java does for its UUID-named metadata files. Locally such files are still created
+exclusively (that costs no request). What must be exclusive under a reused name (the Hadoop
+catalog's ``vN.metadata.json``) is written only to local file systems, where it is atomic.
 """
 
 from __future__ import annotations
@@ -154,11 +162,16 @@ class InputFile:
 
 
 class OutputFile:
-    """A file to be written at a location."""
+    """A file to be written at a location.
 
-    def __init__(self, io: FileIO, location: str) -> None:
+    ``fresh_name``: the caller made the name just now from a new UUID, so no other writer can be
+    creating it; object stores then skip the existence check of ``create(overwrite=False)``.
+    """
+
+    def __init__(self, io: FileIO, location: str, fresh_name: bool = False) -> None:
         self._io = io
         self.location = location
+        self.fresh_name = fresh_name
 
     def exists(self) -> bool:
         """True when a file exists at the location already."""
@@ -172,14 +185,16 @@ class OutputFile:
         """A writable binary stream; the file appears only when the stream is closed without error.
 
         Raises AlreadyExists when the file exists and ``overwrite`` is False (for local files the
-        check is atomic). Leaving a ``with`` block by an exception discards the partial file.
+        check is atomic; an object store checks with one request, unless the name is fresh). Leaving
+        a ``with`` block by an exception discards the partial file.
         """
         path = local_path(self.location)
         if path is not None:
             return _AtomicLocalWriter(path, self.location, overwrite)
         fs, fs_path = self._io.filesystem_and_path(self.location)
         is_object_store = isinstance(fs, pafs.S3FileSystem)
-        if not overwrite and (_object_exists(fs, fs_path) if is_object_store else self.exists()):
+        check = not overwrite and not (is_object_store and self.fresh_name)
+        if check and (_object_exists(fs, fs_path) if is_object_store else self.exists()):
             raise AlreadyExists(f"file already exists: {self.location}")
         parent = posixpath.dirname(fs_path)
         if parent and not is_object_store:
@@ -406,9 +421,9 @@ class FileIO:
         """A readable file at ``location``."""
         return InputFile(self, location)
 
-    def new_output(self, location: str) -> OutputFile:
-        """A file to be written at ``location``."""
-        return OutputFile(self, location)
+    def new_output(self, location: str, fresh_name: bool = False) -> OutputFile:
+        """A file to be written at ``location`` (``fresh_name``: made from a new UUID, see OutputFile)."""
+        return OutputFile(self, location, fresh_name)
 
     def exists(self, location: str) -> bool:
         """True when a file exists at ``location``."""

@@ -87,7 +87,7 @@ class RewriteManifests(SnapshotProducer):
                     written.append(path)
                     new.append(
                         write_manifest(
-                            io.new_output(path),
+                            io.new_output(path, fresh_name=True),
                             chunk,
                             specs[spec_id],
                             md.schema(),
@@ -104,7 +104,7 @@ class RewriteManifests(SnapshotProducer):
             list_path = request.locations.new_manifest_list_path(request.snapshot_id, request.attempt)
             written.append(list_path)
             listed = write_manifest_list(
-                io.new_output(list_path),
+                io.new_output(list_path, fresh_name=True),
                 manifests,
                 md.format_version,
                 request.snapshot_id,

@@ -52,6 +52,7 @@ from icefloe.tree.integrity import (
     check_manifest_version,
     entry_counts,
 )
+from icefloe.tree.recent_writes import RecentWrites
 
 logger = logging.getLogger(__name__)
 
@@ -78,21 +79,30 @@ MANIFEST_LIST_CACHE_SIZE = 32
 """Manifest lists kept decoded (they never change once written: a new snapshot writes a new one)."""
 _manifest_lists: OrderedDict[tuple[str, int], tuple[ManifestFile, ...]] = OrderedDict()
 _manifest_lists_lock = threading.Lock()
+written_lists = RecentWrites()
+"""Manifest lists this process has just written: the next commit's parent, read without a request."""
 
 
 def clear_manifest_list_cache() -> None:
-    """Forget every decoded manifest list (tests that rewrite files in place need this)."""
+    """Forget every decoded or remembered manifest list (tests that rewrite files in place need this)."""
     with _manifest_lists_lock:
         _manifest_lists.clear()
+    written_lists.clear()
 
 
 def _cached_manifest_list(io: FileIO, location: str, snapshot_id: int) -> list[ManifestFile]:
     """``read_manifest_list``, remembered by location and size for repeated plans of a snapshot."""
-    with reading(location, "read the manifest list", snapshot_id=snapshot_id):
-        source = io.new_input(location)
-        length = getattr(source, "length", None)
-    if not isinstance(length, int):
-        return _read_list(source, location, snapshot_id)
+    written = written_lists.take(location)
+    source: InputFile | bytes
+    length: int | None
+    if written is not None:
+        source, length = written, len(written)
+    else:
+        with reading(location, "read the manifest list", snapshot_id=snapshot_id):
+            source = io.new_input(location)
+            length = getattr(source, "length", None)
+        if not isinstance(length, int):
+            return _read_list(source, location, snapshot_id)
     key = (location, length)
     with _manifest_lists_lock:
         cached = _manifest_lists.get(key)
@@ -107,7 +117,7 @@ def _cached_manifest_list(io: FileIO, location: str, snapshot_id: int) -> list[M
     return manifests
 
 
-def _read_list(source: InputFile, location: str, snapshot_id: int) -> list[ManifestFile]:
+def _read_list(source: InputFile | bytes, location: str, snapshot_id: int) -> list[ManifestFile]:
     with reading(location, "read the manifest list", snapshot_id=snapshot_id):
         return read_manifest_list(source)
 

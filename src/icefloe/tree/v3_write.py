@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Iterable, Sequence
+from io import BytesIO
 from typing import Any
 
 from icefloe.errors import IcefloeError, ValidationError
@@ -49,6 +50,7 @@ from icefloe.tree.v3_read import (
     read_entries,
     read_entries_many,
     with_counts,
+    written_lists,
 )
 
 logger = logging.getLogger(__name__)
@@ -96,7 +98,7 @@ class _Writer:
     def write(self, entries: list[ManifestEntry], spec_id: int, content: ManifestContent) -> ManifestFile:
         path = self.locations.new_manifest_path()
         mf = write_manifest(
-            self.io.new_output(path),
+            self.io.new_output(path, fresh_name=True),
             entries,
             self.spec(spec_id),
             self.schema,
@@ -375,8 +377,9 @@ def write_v3_tree(request: TreeWriteRequest) -> TreeResult:
         if fv >= 3:
             row_start = first_row_id if first_row_id is not None else (metadata.next_row_id or 0)
         list_path = locations.new_manifest_list_path(snapshot_id, request.attempt)
+        buffer = BytesIO()
         listed = write_manifest_list(
-            io.new_output(list_path),
+            buffer,
             manifests,
             fv,
             snapshot_id,
@@ -384,7 +387,9 @@ def write_v3_tree(request: TreeWriteRequest) -> TreeResult:
             request.sequence_number,
             row_start,
         )
+        io.new_output(list_path, fresh_name=True).write_bytes(buffer.getvalue())
         w.written.append(list_path)
+        written_lists.remember(list_path, buffer.getvalue())  # the next commit's parent list
     except BaseException:
         for path in w.written:
             try:

@@ -19,7 +19,7 @@ from typing import Any, cast
 
 from icefloe.errors import ValidationError
 from icefloe.formats.avro.manifest import write_manifest
-from icefloe.formats.v4.content_entry import ContentRow, write_content_entries
+from icefloe.formats.v4.content_entry import ContentRow, encode_content_entries, write_content_entries
 from icefloe.formats.v4.content_stats import (
     NAN_VALUE_COUNT,
     ColumnStats,
@@ -39,7 +39,7 @@ from icefloe.spec.content import (
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.tree.locations import LocationProvider
 from icefloe.tree.v4_policy import V4Policy
-from icefloe.tree.v4_read import counted_reference, table_location
+from icefloe.tree.v4_read import counted_reference, table_location, written_roots
 from icefloe.tree.v4_root_checks import MDV_ENCODING_KEY
 
 logger = logging.getLogger(__name__)
@@ -177,7 +177,7 @@ class TreeFiles:
         """Write one leaf and return its (ADDED) root reference, first_row_id still unassigned."""
         path = self.new_leaf_path()
         length = write_content_entries(
-            self.io.new_output(path),
+            self.io.new_output(path, fresh_name=True),
             rows,
             kind="leaf",
             leaf_content=_LEAF_CONTENT[content],
@@ -224,7 +224,7 @@ class TreeFiles:
         ptype = self.md.partition_type(spec)
         path = self.locations.new_manifest_path()
         mf = write_manifest(
-            self.io.new_output(path),
+            self.io.new_output(path, fresh_name=True),
             entries,
             spec,
             self.schema,
@@ -250,8 +250,7 @@ class TreeFiles:
         """Write the root manifest of the snapshot; returns its location."""
         name = f"snap-{self.snapshot_id}-{attempt}-{self.locations.commit_uuid}-root.parquet"
         path = self.locations.new_metadata_file_path(name)
-        write_content_entries(
-            self.io.new_output(path),
+        data = encode_content_entries(
             rows,
             kind="root",
             snapshot_id=self.snapshot_id,
@@ -260,7 +259,9 @@ class TreeFiles:
             metadata={MDV_ENCODING_KEY: self.policy.mdv_encoding},  # the root describes its bitmaps
             **self._options(),
         )
+        self.io.new_output(path, fresh_name=True).write_bytes(data)
         self.written.append(path)
+        written_roots.remember(path, data)  # the next commit's parent: read back without a request
         return path
 
     def cleanup(self) -> None:

@@ -69,6 +69,7 @@ from icefloe.spec.types import IcebergType
 from icefloe.tree import v3_read
 from icefloe.tree.changes import EntrySelection, ManifestFilter
 from icefloe.tree.integrity import check_manifest_counts, entry_counts
+from icefloe.tree.recent_writes import RecentWrites
 from icefloe.tree.v4_columnar import decode_leaf_rows
 from icefloe.tree.v4_leaf_columns import LeafColumns
 from icefloe.tree.v4_policy import manifest_dv_encoding
@@ -101,6 +102,8 @@ class RootContents:
 
 
 _cache: OrderedDict[tuple[str, str, int, int, str], RootContents] = OrderedDict()
+written_roots = RecentWrites()
+"""Roots this process has just written: the next commit's parent, read back without a request."""
 _layouts: OrderedDict[tuple[str, int, int], StatsLayout] = OrderedDict()
 _partition_type_cache: OrderedDict[tuple[str, int, int], dict[int, IcebergType]] = OrderedDict()
 _cache_lock = threading.Lock()
@@ -124,9 +127,10 @@ def positions(codec: ManifestDVCodec, data: bytes | None, source: str) -> set[in
 
 
 def clear_root_cache() -> None:
-    """Forget every decoded root manifest (tests that rewrite files in place need this)."""
+    """Forget every decoded or remembered root manifest (tests that rewrite files in place need this)."""
     with _cache_lock:
         _cache.clear()
+    written_roots.clear()
 
 
 def read_root(io: FileIO, metadata: TableMetadata, location: str) -> RootContents:
@@ -143,8 +147,9 @@ def read_root(io: FileIO, metadata: TableMetadata, location: str) -> RootContent
         if hit is not None:
             _cache.move_to_end(key)
             return hit
+    written = written_roots.take(location)
     with reading(location, "read the root manifest"):
-        data = io.new_input(location).read()
+        data = io.new_input(location).read() if written is None else written
         root = _parse_root(metadata, location, data)
     with _cache_lock:
         _cache[key] = root

@@ -56,7 +56,7 @@ def write_dv_puffin(io: FileIO, md: TableMetadata, bitmaps: Mapping[str, Positio
     for _, bitmap in ordered:
         bitmap.run_optimize()
     try:
-        with io.new_output(path).create() as stream:
+        with io.new_output(path, fresh_name=True).create() as stream:
             result = write_deletion_vectors(cast(IO[bytes], stream), ordered)
     except BaseException:
         io.delete(path, missing_ok=True)

@@ -365,7 +365,8 @@ class RestCatalog(Catalog):
             seen = self._seen.pop((tuple(identifier), known[1]), None)
             if seen is not None and time.monotonic() - seen <= self.trust_seen_metadata_s:
                 return known
-        return super().load_for_commit(identifier, known)
+        # The service's answer, not the file: it may vend the credentials the file needs.
+        return super().load_for_commit(identifier, None)
 
     def committed_metadata(self, location: str, proposed: TableMetadata) -> TableMetadata:
         """The metadata the service committed at ``location`` (its own last-updated, metadata-log)."""

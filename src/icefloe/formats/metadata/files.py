@@ -159,7 +159,8 @@ def write_table_metadata(
     """Write ``md`` to a new, never-before-used metadata file and return its location.
 
     The version number is one more than the version in ``previous_location``'s name (0 for a new
-    table). The file is created exclusively: an existing file is never overwritten.
+    table). The name carries a new UUID, so no other writer can be creating it: locally the file is
+    created exclusively, an object store is not asked first (``OutputFile.fresh_name``).
     """
     previous_version = parse_metadata_version(previous_location)
     version = 0 if previous_version is None else previous_version + 1
@@ -167,7 +168,7 @@ def write_table_metadata(
     for attempt in range(_MAX_UUID_RETRIES):
         location = new_metadata_location(table_location, md.properties, version)
         try:
-            io.new_output(location).write_bytes(data, overwrite=False)
+            io.new_output(location, fresh_name=True).write_bytes(data, overwrite=False)
         except (AlreadyExists, FileExistsError):
             if attempt == _MAX_UUID_RETRIES - 1:
                 raise

@@ -84,7 +84,9 @@ def write_parquet_data_file(
 ) -> DataFile:
     """Write ``table`` as a new Parquet file at ``path`` and describe it (metrics included).
 
-    The file is created exclusively: an existing file at ``path`` raises AlreadyExists.
+    ``path`` must be a fresh name (a new UUID in it, as ``LocationProvider`` makes): locally the file
+    is created exclusively (an existing file raises AlreadyExists); an object store is not asked
+    whether it exists (``OutputFile.fresh_name``).
     """
     target = schema_to_arrow(schema)
     if not table.schema.equals(target, check_metadata=False) or not _same_ids(table.schema, target):
@@ -96,7 +98,7 @@ def write_parquet_data_file(
     options = _writer_options(properties)
     row_group_rows = _row_group_rows(table, properties)
 
-    out = io.new_output(path)
+    out = io.new_output(path, fresh_name=True)
     with out.create(overwrite=False) as stream:
         writer = pq.ParquetWriter(stream, file_table.schema, **options)
         try:

@@ -1,0 +1,46 @@
+"""The bytes of the last few small tree files this process wrote, handed back once when read.
+
+A commit starts from its parent snapshot and reads that snapshot's manifest list (v1–v3) or root
+(v4). When the parent is the same process's previous commit, the file was written a moment ago:
+reading it back costs an object store a HEAD and a GET per commit. Those files are immutable
+(fresh UUID names, never rewritten), so the bytes written are the bytes any reader would get; the
+reader decodes them instead of fetching, and caches the decoded result as it would a fetched one.
+Local files are not kept: reading one back costs no request.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+from icefloe.io.fileio import local_path
+
+
+class RecentWrites:
+    """Bytes by remote location, bounded by count and by size per file; ``take`` hands each out once."""
+
+    def __init__(self, max_files: int = 4, max_file_bytes: int = 4 << 20) -> None:
+        self.max_files = max_files
+        self.max_file_bytes = max_file_bytes
+        self._files: OrderedDict[str, bytes] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def remember(self, location: str, data: bytes) -> None:
+        """Keep ``data`` as the content of the file just written at ``location`` (a remote, small one)."""
+        if len(data) > self.max_file_bytes or local_path(location) is not None:
+            return
+        with self._lock:
+            self._files[location] = data
+            self._files.move_to_end(location)
+            while len(self._files) > self.max_files:
+                self._files.popitem(last=False)
+
+    def take(self, location: str) -> bytes | None:
+        """The bytes written at ``location`` (then forgotten), or None when not kept."""
+        with self._lock:
+            return self._files.pop(location, None)
+
+    def clear(self) -> None:
+        """Forget everything (tests that rewrite files in place need this)."""
+        with self._lock:
+            self._files.clear()
