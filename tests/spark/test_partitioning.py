@@ -211,3 +211,9 @@ def test_directory_names_round_trip() -> None:
         f"{partition_column_name(0)}=v/{partition_column_name(1)}=v3", SCHEMA, spec
     ) == ("", 3)
     assert unescape_path_name("%3A%2a") == ":*"
+
+
+@pytest.mark.parametrize("text", ["9" * 36 + ".99", "-" + "9" * 36 + ".98", "-1" + "0" * 36 + ".00", "0.00"])
+def test_decimal_directory_values_of_38_digits_decode_exactly(text: str) -> None:
+    # (-10^36 at scale 2 is a truncated partition value one digit beyond decimal(38, 2), as Java writes)
+    assert decode_value("v" + text, DecimalType(38, 2)) == Decimal(text)

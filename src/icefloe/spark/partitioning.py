@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 
 from icefloe.errors import Unsupported, ValidationError
 from icefloe.expressions.wrap_zones import wrap_zones
+from icefloe.spec.conversions import decimal_to_unscaled, unscaled_to_decimal
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.transforms import (
@@ -244,7 +245,7 @@ def decode_value(text: str | None, result_type: IcebergType) -> Any:
     if isinstance(result_type, FloatType | DoubleType):
         return float(s)
     if isinstance(result_type, DecimalType):
-        return Decimal(s).quantize(Decimal(1).scaleb(-result_type.scale))
+        return unscaled_to_decimal(decimal_to_unscaled(Decimal(s), result_type.scale), result_type.scale)
     if isinstance(result_type, BinaryType | FixedType):
         return bytes.fromhex(s)
     if isinstance(result_type, StringType):
