@@ -191,7 +191,7 @@ def update_rows(
     branch: str | None = None,
     snapshot_properties: dict[str, str] | None = None,
 ) -> RowLevelResult:
-    """``UPDATE table SET column = value WHERE filter`` (default: every row); one snapshot.
+    """``UPDATE table SET column = value WHERE filter``; one snapshot.
 
     ``set`` maps column names to Spark SQL expression strings over the row's current values
     (``"price * 2"``, ``"'sale'"``), Columns, or Python literals. ``filter`` is an icefloe
@@ -209,6 +209,7 @@ def update_rows(
         raise ValidationError("update: set at least one column")
     expr = change_filter(condition, "update")
     bind(schema, expr, case_sensitive)
+    matched = _row_condition(schema, expr, spark_condition, case_sensitive)
     chosen = write_mode(md, "update", mode)
     base = branch_head(md, branch_name)
     tasks = plan_files(table.io, md, base, expr, case_sensitive=case_sensitive) if base else []
@@ -221,7 +222,6 @@ def update_rows(
         return change.result()
     from pyspark.sql import functions as F
 
-    matched = _row_condition(schema, expr, spark_condition, case_sensitive)
     action = F.when(matched, F.lit(UPDATE)).otherwise(F.lit(KEEP))
     return _run_target_changes(
         spark, table, change, tasks, stage, action, values, branch_name, properties, tuple(fields)
@@ -238,9 +238,11 @@ def _row_condition(
 
     if spark_condition is None:
         return F.coalesce(to_spark_filter(schema, expr, case_sensitive), F.lit(False))
-    return F.coalesce(
-        F.expr(spark_condition) if isinstance(spark_condition, str) else spark_condition, F.lit(False)
-    )
+    if isinstance(spark_condition, str):
+        if not spark_condition.strip():  # as for icefloe filters: "every row" must be explicit
+            raise ValidationError("the Spark condition is empty; pass 'true' to change every row")
+        spark_condition = F.expr(spark_condition)  # parsed lazily: errors surface as ValidationError
+    return F.coalesce(spark_condition, F.lit(False))
 
 
 def delete_where(
@@ -264,13 +266,13 @@ def delete_where(
     schema = md.schema()
     expr = AlwaysTrue() if prune_filter is None else change_filter(prune_filter, "delete")
     bind(schema, expr, case_sensitive)
+    matched = _row_condition(schema, expr, spark_condition, case_sensitive)
     base = branch_head(md, branch)
     tasks = plan_files(table.io, md, base, expr, case_sensitive=case_sensitive) if base else []
     target = target_frame(spark, md, dict(table.io.properties), tasks, case_sensitive)
     change = _new_change("delete", write_mode(md, "delete", mode), base, expr, case_sensitive)
     if not tasks:
         return change.result()
-    matched = _row_condition(schema, expr, spark_condition, case_sensitive)
     stage = _select(target, ["*", matched.alias("__icefloe_matched")], "delete")
     action = F.when(F.col("__icefloe_matched"), F.lit(DELETE)).otherwise(F.lit(KEEP))
     return _run_target_changes(spark, table, change, tasks, stage, action, {}, branch, snapshot_properties)
