@@ -53,6 +53,7 @@ from icefloe.formats.metadata.files import (
     write_table_metadata,
 )
 from icefloe.io.fileio import FileIO, load_file_io
+from icefloe.spec.names import check_column_names
 from icefloe.spec.partitioning import UNPARTITIONED, PartitionSpec
 from icefloe.spec.properties import gc_enabled
 from icefloe.spec.schema import Schema
@@ -322,6 +323,7 @@ class Catalog(ABC):
             DEFAULT_FORMAT_VERSION,
         )
         check_redundant_fields(md.spec(), md.schema())  # the rule update_spec applies
+        check_column_names(md.schema().fields)  # the rule schema evolution applies
         self._check_table_roots(namespace, name, md)
         io = self._file_io(md.properties, md.location)
         metadata_location = write_table_metadata(io, md.location, md)
