@@ -61,6 +61,16 @@ def test_rows_naming_another_file_than_referenced_data_file_are_corrupt(catalog:
         table.to_arrow()
 
 
+def test_a_data_file_path_that_is_no_location_names_the_delete_file(catalog: Catalog) -> None:
+    table = _table(catalog, 2)
+    _delete_positions(table, {0: [1]})
+    path = _delete_file(table)
+    _rewrite(path, {"file_path": ["file://.tmp/x.parquet"]})  # a flipped '/' (found by the fuzz suite)
+    with pytest.raises(CorruptMetadata, match="names an invalid data file path") as err:
+        table.to_arrow()
+    assert path.name in str(err.value) and err.value.location is not None
+
+
 @pytest.mark.parametrize("fv", [2, 3])
 def test_deletes_of_a_data_file_the_table_does_not_hold_are_ignored(catalog: Catalog, fv: int) -> None:
     """A dangling delete (its referenced_data_file is no live data file) is legal: an overwrite may
