@@ -112,6 +112,29 @@ def _ints(low: int, high: int) -> tuple[int, ...]:
 
 
 TIME = (YearTransform(), MonthTransform(), DayTransform())
+
+
+def _timestamps(
+    name: str,
+    iceberg: IcebergType,
+    unit: str,
+    tz: str | None = None,
+    extra: tuple[int, ...] = (),
+    format_version: int = 2,
+) -> Case:
+    """A timestamp type's case: the int64 edges (and ``extra`` values) in ``unit``s."""
+    arrow = pa.timestamp(unit, tz=tz)
+    return Case(
+        name,
+        iceberg,
+        arrow,
+        (*_ints(I64_MIN, I64_MAX), *extra),
+        (IdentityTransform(), BucketTransform(4), *TIME, HourTransform(), VoidTransform()),
+        lambda v: pa.array(v, pa.int64()).cast(arrow),
+        format_version,
+    )
+
+
 # UUIDs around the signed/unsigned split of both 64-bit halves (Java's UUID.compareTo is signed)
 UUIDS = tuple(
     uuid.UUID(int=v)
@@ -235,40 +258,10 @@ CASES = [
         (IdentityTransform(), BucketTransform(4), *TIME, VoidTransform()),
         lambda v: pa.array(v, pa.int32()).cast(pa.date32()),
     ),
-    Case(
-        "timestamp",
-        TimestampType(),
-        pa.timestamp("us"),
-        (*_ints(I64_MIN, I64_MAX), *HOUR_WRAP_EDGES),
-        (IdentityTransform(), BucketTransform(4), *TIME, HourTransform(), VoidTransform()),
-        lambda v: pa.array(v, pa.int64()).cast(pa.timestamp("us")),
-    ),
-    Case(
-        "timestamptz",
-        TimestamptzType(),
-        pa.timestamp("us", tz="UTC"),
-        _ints(I64_MIN, I64_MAX),
-        (IdentityTransform(), BucketTransform(4), *TIME, HourTransform(), VoidTransform()),
-        lambda v: pa.array(v, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
-    ),
-    Case(
-        "timestamp_ns",
-        TimestampNanoType(),
-        pa.timestamp("ns"),
-        (*_ints(I64_MIN, I64_MAX), *HOUR_WRAP_EDGES_NS),
-        (IdentityTransform(), BucketTransform(4), *TIME, HourTransform(), VoidTransform()),
-        lambda v: pa.array(v, pa.int64()).cast(pa.timestamp("ns")),
-        format_version=3,
-    ),
-    Case(
-        "timestamptz_ns",
-        TimestamptzNanoType(),
-        pa.timestamp("ns", tz="UTC"),
-        _ints(I64_MIN, I64_MAX),
-        (IdentityTransform(), BucketTransform(4), *TIME, HourTransform(), VoidTransform()),
-        lambda v: pa.array(v, pa.int64()).cast(pa.timestamp("ns", tz="UTC")),
-        format_version=3,
-    ),
+    _timestamps("timestamp", TimestampType(), "us", extra=HOUR_WRAP_EDGES),
+    _timestamps("timestamptz", TimestamptzType(), "us", "UTC"),
+    _timestamps("timestamp_ns", TimestampNanoType(), "ns", extra=HOUR_WRAP_EDGES_NS, format_version=3),
+    _timestamps("timestamptz_ns", TimestamptzNanoType(), "ns", "UTC", format_version=3),
     Case(
         "string",
         StringType(),
