@@ -203,7 +203,17 @@ def _truncate(col: Column, source_type: IcebergType, width: int) -> Column:
     if isinstance(source_type, DecimalType):
         step = Decimal(width).scaleb(-source_type.scale)
         spark_type = f"decimal(38,{source_type.scale})"  # truncating down may need one more digit
-        return (col - F.pmod(col, F.lit(step))).cast(spark_type)
+        truncated = (col - F.pmod(col, F.lit(step))).cast(spark_type)
+        if source_type.precision < 38:
+            return truncated
+        # the lowest decimal(38, S) values truncate to -10^38 (Java writes it; Spark's decimal(38)
+        # cannot hold it and would raise, or write null without ANSI mode): refuse them clearly
+        first = unscaled_to_decimal(-((10**38 - 1) // width) * width, source_type.scale)
+        message = (
+            f"truncate[{width}] of a decimal(38, {source_type.scale}) value below {first} is -10^38, "
+            "which Spark's decimal(38) cannot hold: write such rows with the Python API"
+        )
+        return F.when(col < F.lit(first), F.raise_error(F.lit(message))).otherwise(truncated)
     if isinstance(source_type, StringType | BinaryType):
         return F.substring(col, 1, width)
     raise Unsupported(f"truncate transform on {source_type} is not supported in Spark writes")
