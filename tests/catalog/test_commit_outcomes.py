@@ -125,8 +125,13 @@ def test_backend_killed_during_commit(
         catalog.close()
 
 
-def test_sqlite_lock_is_waited_out(tmp_path: Path, warehouse: Path, schema: Schema) -> None:
-    """A writer holding the SQLite lock delays a commit but does not fail it."""
+def test_sqlite_lock_is_waited_out(
+    tmp_path: Path, warehouse: Path, schema: Schema, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer holding the SQLite lock delays a commit but does not fail it. The lock is released
+    when the commit has seen it (not after a fixed time), so no machine is too slow for the test."""
+    from icefloe.catalog import sql as sql_catalog
+
     uri = f"sqlite:///{tmp_path / 'c.db'}"
     catalog = SqlCatalog("c", uri=uri, warehouse=str(warehouse), **{"sqlite.busy-timeout-seconds": "0.05"})
     try:
@@ -134,15 +139,22 @@ def test_sqlite_lock_is_waited_out(tmp_path: Path, warehouse: Path, schema: Sche
         table = catalog.create_table("ns.t", schema)
         blocker = sqlite3.connect(tmp_path / "c.db", isolation_level=None, check_same_thread=False)
         blocker.execute("BEGIN IMMEDIATE")
-        import threading
+        seen: list[BaseException] = []
+        real_is_locked = sql_catalog.is_sqlite_locked
 
-        timer = threading.Timer(0.5, blocker.rollback)
-        timer.start()
+        def release_once_seen(exc: BaseException) -> bool:
+            locked = real_is_locked(exc)
+            if locked and not seen:
+                seen.append(exc)
+                blocker.rollback()  # the other writer finishes; the commit must now go through
+            return locked
+
+        monkeypatch.setattr(sql_catalog, "is_sqlite_locked", release_once_seen)
         location = catalog.commit_table(
             "ns.t", table.metadata_location, _bump(table.metadata), base_metadata=table.metadata
         )
-        timer.join()
         blocker.close()
+        assert len(seen) == 1  # the commit did meet the lock
         assert catalog.load_table("ns.t").metadata_location == location
     finally:
         catalog.close()

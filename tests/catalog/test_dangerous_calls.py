@@ -25,7 +25,7 @@ from icefloe.spec.transforms import (
     TruncateTransform,
     YearTransform,
 )
-from icefloe.spec.types import LongType, NestedField, StringType, TimestampType
+from icefloe.spec.types import LongType, NestedField, StringType, StructType, TimestampType
 from icefloe.table.table import Table
 from icefloe.tree.summary import RESERVED_SUMMARY_KEYS
 
@@ -175,6 +175,43 @@ def test_plain_unicode_identifiers_still_work(catalog: SqlCatalog) -> None:
     catalog.create_namespace("ns")
     catalog.create_table(("ns", "caf\u00e9 orders"), SCHEMA)
     assert catalog.list_tables("ns") == [("ns", "caf\u00e9 orders")]
+
+
+CONFUSABLE_COLUMN_NAMES = ["id ", " id", "i\u200bd", "name\u202e", "\ufeffts", "a\tb", "e\u0301"]
+
+
+@pytest.mark.parametrize("bad", CONFUSABLE_COLUMN_NAMES)
+def test_invisible_or_confusable_column_names_are_refused(catalog: SqlCatalog, bad: str) -> None:
+    catalog.create_namespace("ns")
+    top = Schema(NestedField(1, "id", LongType(), True), NestedField(2, bad, StringType(), False))
+    with pytest.raises(ValidationError, match=r"invalid column name .*(whitespace|invisible|control|NFC)"):
+        catalog.create_table("ns.t", top)
+    nested = Schema(
+        NestedField(1, "id", LongType(), True),
+        NestedField(2, "s", StructType(NestedField(3, bad, StringType(), False)), False),
+    )
+    with pytest.raises(ValidationError, match=r"invalid column name 's\.") as err:
+        catalog.create_table("ns.t", nested)
+    assert repr(bad)[1:-1] in str(err.value)
+    assert not catalog.table_exists("ns.t")
+    table = catalog.create_table("ns.t", SCHEMA)
+    with pytest.raises(ValidationError, match="invalid column name"):
+        table.update_schema().add_column(bad, StringType()).commit()
+    with pytest.raises(ValidationError, match="cannot rename column 'name'"):
+        table.update_schema().rename_column("name", bad).commit()
+    with pytest.raises(ValidationError, match="invalid column name"):
+        table.update_schema().union_by_name(Schema(NestedField(9, bad, StringType(), False))).commit()
+    assert catalog.load_table("ns.t").schema() == SCHEMA
+
+
+def test_plain_unicode_column_names_still_work(catalog: SqlCatalog) -> None:
+    catalog.create_namespace("ns")
+    table = catalog.create_table("ns.t", SCHEMA)
+    table.update_schema().add_column("caf\u00e9 total", StringType()).rename_column("name", "na me").commit()
+    table.append(pa.table({"id": pa.array([1], pa.int64()), "na me": ["x"], "caf\u00e9 total": ["y"]}))
+    assert catalog.load_table("ns.t").to_arrow().select(["na me", "caf\u00e9 total"]).to_pylist() == [
+        {"na me": "x", "caf\u00e9 total": "y"}
+    ]
 
 
 @pytest.mark.parametrize(

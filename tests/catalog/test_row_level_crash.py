@@ -14,7 +14,10 @@ writes "step, verb, phase of the writer's innermost recognised frame" to a small
 it is seen in the phase aimed at (read, write data, write deletes, write tree, write metadata
 JSON, catalog swap — each once at CI=1, for every verb otherwise), then a few kills at plain
 random times, then lets one last child finish. The kill is counted in the phase of the child's
-last sample. After every kill:
+last sample. Whether a sample catches a short phase depends on the machine's load, so a target
+the sampled attempts did not hit gets one deterministic attempt: the child stops itself (SIGSTOP,
+from a profile hook) on entering the phase, or after the verb's step ran without it ("absent"),
+and is killed there. Which phases are hit therefore never depends on timing. After every kill:
 
 - the table loads, and the current snapshot's marker ``m`` names a step that was committed exactly
   once (the ancestry's markers are ``m, m-1, ..., 0``) and no earlier than the last check's;
@@ -41,7 +44,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
+from types import CodeType, FrameType
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -246,35 +249,91 @@ class PhaseSampler(threading.Thread):
             self._map = mmap.mmap(f.fileno(), SAMPLE_BYTES)
         self._main = threading.main_thread().ident or 0
         self.step: Step | None = None
+        self.lock = threading.Lock()
 
     def run(self) -> None:
         while True:
-            step = self.step
-            if step is not None:
-                phase = classify(sys._current_frames().get(self._main))
-                self._map[:SAMPLE_BYTES] = f"{step.number} {step.verb} {phase} ;".encode().ljust(SAMPLE_BYTES)
+            with self.lock:  # StopAt's last sample is never overwritten
+                step = self.step
+                if step is not None:
+                    self.write(step, classify(sys._current_frames().get(self._main)))
             time.sleep(0.0002)
 
+    def write(self, step: Step, phase: str) -> None:
+        """Publish where the writer is."""
+        self._map[:SAMPLE_BYTES] = f"{step.number} {step.verb} {phase} ;".encode().ljust(SAMPLE_BYTES)
 
-def child_main(uri: str, warehouse: str, last_step: int, mode: str, sample_file: str) -> None:
-    """Resume the sequence from the table's current step and commit up to ``last_step``."""
+
+def own_phase(code: CodeType) -> str | None:
+    """The phase of a frame running ``code`` by the first rule that recognises it alone."""
+    path, name = code.co_filename.replace(os.sep, "/"), code.co_name
+    for fragment, function, phase in PHASE_RULES:
+        if fragment in path and (function == "*" or name.startswith(function)):
+            return phase
+    return None
+
+
+class StopAt:
+    """The deterministic kill point: stop this process on entering ``phase`` in a step of ``verb``
+    (any verb when "*"), or once such steps ran without it ("absent": one step of the verb, or a
+    whole cycle of verbs for "*"). The parent sees the sample and kills the stopped child."""
+
+    def __init__(self, spec: str, sampler: PhaseSampler) -> None:
+        self.verb, self.phase = spec.split(":")
+        self.sampler = sampler
+        self.steps_without = 0
+        self._phases: dict[CodeType, str | None] = {}
+        sys.setprofile(self._on_event)
+
+    def _on_event(self, frame: FrameType, event: str, arg: object) -> None:
+        if event != "call":
+            return
+        code = frame.f_code
+        phase = self._phases[code] if code in self._phases else self._phases.setdefault(code, own_phase(code))
+        step = self.sampler.step
+        if phase == self.phase and step is not None and self.verb in ("*", step.verb):
+            self._stop(step, phase)
+
+    def after_step(self, step: Step) -> None:
+        """Called after each committed step: stop as "absent" when the phase had its chance."""
+        if self.verb in ("*", step.verb):
+            self.steps_without += 1
+        if self.steps_without >= (len(VERBS) if self.verb == "*" else 1):
+            self._stop(step, "absent")
+
+    def _stop(self, step: Step, phase: str) -> None:
+        sys.setprofile(None)
+        with self.sampler.lock:
+            self.sampler.step = None  # the sampler stops publishing: this sample is the last one
+            self.sampler.write(step, phase)
+        os.kill(os.getpid(), signal.SIGSTOP)
+
+
+def child_main(
+    uri: str, warehouse: str, last_step: int, mode: str, sample_file: str, stop_at: str = ""
+) -> None:
+    """Resume the sequence from the table's current step and commit up to ``last_step``
+    (``stop_at``: "verb:phase" for a deterministic stop, see ``StopAt``)."""
     sys.setswitchinterval(0.0002)  # lets the sampler see short phases (the swap takes ~1 ms)
     table = load_catalog(uri=uri, warehouse=warehouse).load_table(IDENT)
     done = step_of(table.current_snapshot())
     model = model_at(done)
     sampler = PhaseSampler(sample_file)
     sampler.start()
+    stop = StopAt(stop_at, sampler) if stop_at else None
     print("ready", flush=True)
     while done < last_step:
         step = plan_step(done + 1, model)
         sampler.step = step
         run_step(table, step, mode)
         model, done = apply_step(model, step), step.number
+        if stop is not None:
+            stop.after_step(step)
 
 
 CHILD = (
     "import sys; from tests.catalog.test_row_level_crash import child_main; "
-    "child_main(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5])"
+    "child_main(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6])"
 )
 
 
@@ -382,7 +441,7 @@ class CrashRun:
         )
         table.append(arrow_rows(sorted(initial_model().values())), snapshot_properties={MARKER: "0"})
 
-    def _start(self, last_step: int) -> subprocess.Popen[str]:
+    def _start(self, last_step: int, stop_at: str = "") -> subprocess.Popen[str]:
         self.log.rounds += 1
         self._sample_file.write_bytes(b" " * SAMPLE_BYTES)
         child = subprocess.Popen(
@@ -395,6 +454,7 @@ class CrashRun:
                 str(last_step),
                 self.mode,
                 str(self._sample_file),
+                stop_at,
             ],
             env=self._env,
             stdout=subprocess.PIPE,
@@ -421,18 +481,26 @@ class CrashRun:
         child: subprocess.Popen[str] | None = None
         try:
             for target in targets:
+                outcome = "missed"
                 for _ in range(TARGET_ATTEMPTS):
                     child = child or self._start(last_step=self.done + 10 * len(VERBS))
                     outcome = self._kill_in(child, target)
                     if outcome == "absent":
-                        self.log.absent.append(target)
                         break
                     child = None
                     self._after_round()
                     if outcome == "hit":
                         break
-                else:
-                    self.log.missed.append(target)
+                if outcome == "hit":
+                    continue
+                if child is not None:  # the sampled attempts saw no such phase: make sure
+                    self._kill(child)
+                    child = None
+                    self._after_round()
+                self.log.missed.append(target)
+                if self._kill_at_entry(target) == "absent":
+                    self.log.absent.append(target)
+                self._after_round()
         finally:
             if child is not None:
                 self._kill(child)
@@ -462,6 +530,32 @@ class CrashRun:
         finally:
             samples.close()
         raise AssertionError(f"the writer finished without reaching {target}")
+
+    def _kill_at_entry(self, target: Target) -> str:
+        """Kill a child stopped on entering ``target`` ("hit"), or stopped after its steps ran
+        without it ("absent"). The wait only polls for the child's own report."""
+        spec = f"{target.verb or '*'}:{target.phase}"
+        child = self._start(last_step=self.done + 2 * len(VERBS), stop_at=spec)
+        with open(self._sample_file, "rb") as f:
+            samples = mmap.mmap(f.fileno(), SAMPLE_BYTES, access=mmap.ACCESS_READ)
+        deadline = time.monotonic() + 600  # only a broken child gets near it: fail, do not hang
+        try:
+            while child.poll() is None and time.monotonic() < deadline:
+                sample = Sample.parse(samples[:SAMPLE_BYTES])
+                if sample is not None and sample.phase == "absent":
+                    os.kill(child.pid, signal.SIGKILL)
+                    assert child.wait() == -signal.SIGKILL
+                    return "absent"
+                if sample is not None and target.matches(sample):
+                    last = self._kill(child)
+                    assert last is not None and target.matches(last), (target, last)
+                    return "hit"
+                time.sleep(0.0002)
+        finally:
+            samples.close()
+        if child.poll() is None:
+            self._kill(child)
+        raise AssertionError(f"the writer finished without reaching {target} or reporting it absent")
 
     def kill_at_random(self) -> None:
         """Run a child and kill it after a random time."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pyarrow as pa
@@ -13,7 +14,10 @@ from icefloe.catalog.base import Catalog
 from icefloe.errors import CorruptMetadata
 from icefloe.io.fileio import local_path
 from icefloe.table.table import Table
+from icefloe.txn.delete_writer import write_deletion_vectors_file, write_position_delete_file
+from icefloe.txn.producers import RowDelta
 from tests.scan.test_row_deletes import _delete_positions, _table
+from tests.support.interop import read_with_pyiceberg
 
 
 @pytest.fixture
@@ -55,6 +59,39 @@ def test_rows_naming_another_file_than_referenced_data_file_are_corrupt(catalog:
     _rewrite(path, {"file_path": ["file:///elsewhere/x.parquet"]})
     with pytest.raises(CorruptMetadata, match="names other data files than its referenced_data_file"):
         table.to_arrow()
+
+
+def test_a_data_file_path_that_is_no_location_names_the_delete_file(catalog: Catalog) -> None:
+    table = _table(catalog, 2)
+    _delete_positions(table, {0: [1]})
+    path = _delete_file(table)
+    _rewrite(path, {"file_path": ["file://.tmp/x.parquet"]})  # a flipped '/' (found by the fuzz suite)
+    with pytest.raises(CorruptMetadata, match="names an invalid data file path") as err:
+        table.to_arrow()
+    assert path.name in str(err.value) and err.value.location is not None
+
+
+@pytest.mark.parametrize("fv", [2, 3])
+def test_deletes_of_a_data_file_the_table_does_not_hold_are_ignored(catalog: Catalog, fv: int) -> None:
+    """A dangling delete (its referenced_data_file is no live data file) is legal: an overwrite may
+    remove a data file and leave its deletes until compaction. Iceberg Java ignores it; so do we,
+    and it changes no row (the delete index attaches it to no task)."""
+    table = _table(catalog, fv)
+    real = table.scan().plan_files()[0].data_file
+    gone = dataclasses.replace(real, file_path=real.file_path.replace(".parquet", "-gone.parquet"))
+    if fv >= 3:
+        deletes = write_deletion_vectors_file(table.io, table.metadata, {gone.file_path: (gone, [0, 1])})
+    else:
+        deletes = [write_position_delete_file(table.io, table.metadata, gone, [0, 1])]
+    assert deletes[0].referenced_data_file == gone.file_path
+    with table.transaction() as tx:
+        tx.add_action(RowDelta(added_deletes=deletes))
+    table = catalog.load_table("db.t")
+    assert table.current_snapshot().summary["added-position-deletes"] == "2"  # type: ignore[union-attr]
+    assert [len(task.deletes) for task in table.scan().plan_files()] == [0, 0]
+    assert sorted(table.to_arrow()["id"].to_pylist()) == list(range(20))
+    if fv == 2:
+        assert sorted(read_with_pyiceberg(table.metadata_location)["id"].to_pylist()) == list(range(20))
 
 
 def test_a_delete_file_with_other_rows_than_its_manifest_counts_is_corrupt(catalog: Catalog) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -40,23 +41,31 @@ from icefloe.spec.transforms import (
 )
 from icefloe.spec.types import (
     BinaryType,
+    BooleanType,
     DateType,
     DecimalType,
     DoubleType,
+    FixedType,
     FloatType,
     IcebergType,
     IntegerType,
     LongType,
     NestedField,
     StringType,
+    TimestampNanoType,
     TimestampType,
+    TimestamptzNanoType,
     TimestamptzType,
+    TimeType,
+    UUIDType,
 )
 from icefloe.table.table import Table
 
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 DEC_MAX = Decimal("9999999.99")
+DEC38_MAX = 10**38 - 1  # as an int: Decimal arithmetic rounds to 28 digits
+MICROS_PER_DAY = 86_400_000_000
 MICROS_PER_HOUR = 3_600_000_000
 # timestamps where hour() starts to wrap (beyond +-2^31 hours from 1970)
 HOUR_WRAP_EDGES = (
@@ -77,6 +86,7 @@ class Case:
     values: tuple[Any, ...]
     transforms: tuple[Transform, ...]
     to_arrow: Callable[[list[Any]], pa.Array] | None = None
+    format_version: int = 2
 
 
 def _ints(low: int, high: int) -> tuple[int, ...]:
@@ -102,6 +112,52 @@ def _ints(low: int, high: int) -> tuple[int, ...]:
 
 
 TIME = (YearTransform(), MonthTransform(), DayTransform())
+
+
+def _timestamps(
+    name: str,
+    iceberg: IcebergType,
+    unit: str,
+    tz: str | None = None,
+    extra: tuple[int, ...] = (),
+    format_version: int = 2,
+) -> Case:
+    """A timestamp type's case: the int64 edges (and ``extra`` values) in ``unit``s."""
+    arrow = pa.timestamp(unit, tz=tz)
+    return Case(
+        name,
+        iceberg,
+        arrow,
+        (*_ints(I64_MIN, I64_MAX), *extra),
+        (IdentityTransform(), BucketTransform(4), *TIME, HourTransform(), VoidTransform()),
+        lambda v: pa.array(v, pa.int64()).cast(arrow),
+        format_version,
+    )
+
+
+# UUIDs around the signed/unsigned split of both 64-bit halves (Java's UUID.compareTo is signed)
+UUIDS = tuple(
+    uuid.UUID(int=v)
+    for v in (
+        0,
+        1,
+        2**63 - 1,
+        2**63,
+        2**64 - 1,
+        2**64,
+        2**127 - 1,
+        2**127,
+        2**127 + 2**63,
+        2**128 - 2,
+        2**128 - 1,
+    )
+)
+HOUR_WRAP_EDGES_NS = (  # hour() of nanoseconds cannot wrap (|Long| / 3.6e12 < 2^31): plain edges
+    I64_MIN + 1,
+    -MICROS_PER_HOUR * 1000 - 1,
+    -MICROS_PER_HOUR * 1000,
+    MICROS_PER_HOUR * 1000 - 1,
+)
 CASES = [
     Case(
         "int",
@@ -148,6 +204,53 @@ CASES = [
         (IdentityTransform(), BucketTransform(4), TruncateTransform(50), VoidTransform()),
     ),
     Case(
+        "decimal38",
+        DecimalType(38, 0),
+        pa.decimal128(38, 0),
+        tuple(
+            Decimal(v)
+            for v in (-DEC38_MAX, -DEC38_MAX + 1, -DEC38_MAX + 9, -10, -1, 0, 9, DEC38_MAX - 9, DEC38_MAX)
+        ),
+        (IdentityTransform(), BucketTransform(4), TruncateTransform(10), VoidTransform()),
+    ),
+    Case(
+        "boolean",
+        BooleanType(),
+        pa.bool_(),
+        (False, True),
+        (IdentityTransform(), VoidTransform()),
+    ),
+    Case(
+        "time",
+        TimeType(),
+        pa.time64("us"),
+        (0, 1, 59_999_999, 60_000_000, 43_200_000_000, MICROS_PER_DAY - 2, MICROS_PER_DAY - 1),
+        (IdentityTransform(), BucketTransform(4), VoidTransform()),
+        lambda v: pa.array(v, pa.int64()).cast(pa.time64("us")),
+    ),
+    Case(
+        "uuid",
+        UUIDType(),
+        pa.binary(16),
+        UUIDS,
+        (IdentityTransform(), BucketTransform(4), VoidTransform()),
+        lambda v: pa.array([None if u is None else u.bytes for u in v], pa.binary(16)),
+    ),
+    Case(
+        "fixed",
+        FixedType(3),
+        pa.binary(3),
+        (
+            b"\x00\x00\x00",
+            b"\x00\x00\x01",
+            b"\x7f\xff\xff",
+            b"\x80\x00\x00",
+            b"\xff\xff\xfe",
+            b"\xff\xff\xff",
+        ),
+        (IdentityTransform(), BucketTransform(4), VoidTransform()),
+    ),
+    Case(
         "date",
         DateType(),
         pa.date32(),
@@ -155,22 +258,10 @@ CASES = [
         (IdentityTransform(), BucketTransform(4), *TIME, VoidTransform()),
         lambda v: pa.array(v, pa.int32()).cast(pa.date32()),
     ),
-    Case(
-        "timestamp",
-        TimestampType(),
-        pa.timestamp("us"),
-        (*_ints(I64_MIN, I64_MAX), *HOUR_WRAP_EDGES),
-        (IdentityTransform(), BucketTransform(4), *TIME, HourTransform(), VoidTransform()),
-        lambda v: pa.array(v, pa.int64()).cast(pa.timestamp("us")),
-    ),
-    Case(
-        "timestamptz",
-        TimestamptzType(),
-        pa.timestamp("us", tz="UTC"),
-        _ints(I64_MIN, I64_MAX),
-        (IdentityTransform(), BucketTransform(4), *TIME, HourTransform(), VoidTransform()),
-        lambda v: pa.array(v, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
-    ),
+    _timestamps("timestamp", TimestampType(), "us", extra=HOUR_WRAP_EDGES),
+    _timestamps("timestamptz", TimestamptzType(), "us", "UTC"),
+    _timestamps("timestamp_ns", TimestampNanoType(), "ns", extra=HOUR_WRAP_EDGES_NS, format_version=3),
+    _timestamps("timestamptz_ns", TimestamptzNanoType(), "ns", "UTC", format_version=3),
     Case(
         "string",
         StringType(),
@@ -212,6 +303,9 @@ CASES = [
         (IdentityTransform(), BucketTransform(4), TruncateTransform(2), VoidTransform()),
     ),
 ]
+
+
+CASE = {case.name: case for case in CASES}
 
 
 def _case_params() -> list[Any]:
@@ -258,7 +352,9 @@ def _table(tmp_path: Path, case: Case, transform: Transform) -> tuple[Table, dic
     catalog.create_namespace("ns")
     schema = Schema(NestedField(1, "id", LongType(), True), NestedField(2, "v", case.iceberg, False))
     spec = PartitionSpec(PartitionField(2, 1000, transform, "p"))
-    table = catalog.create_table("ns.t", schema, partition_spec=spec, properties={"format-version": "2"})
+    table = catalog.create_table(
+        "ns.t", schema, partition_spec=spec, properties={"format-version": str(case.format_version)}
+    )
     values = [*case.values, None]
     table.append(pa.table({"id": pa.array(range(len(values)), pa.int64()), "v": _column(case, values)}))
     return table, dict(enumerate(values))
@@ -285,9 +381,7 @@ def test_pruned_scans_equal_unpruned_scans(tmp_path: Path, case: Case, transform
         pair = (literal, case.values[len(case.values) // 2])
         for op in OPS:
             expected = sorted(i for i, v in rows.items() if _matches(op, v, literal, pair))
-            got = sorted(
-                table.scan(filter=_predicate(op, literal, pair)).to_arrow().column("id").to_pylist()
-            )
+            got = sorted(table.scan(filter=_predicate(op, literal, pair)).to_arrow().column("id").to_pylist())
             if got != expected:
                 failures.append(f"v {op} {literal!r}: got {got}, expected {expected}")
     assert failures == []
@@ -301,7 +395,7 @@ def test_pruned_scans_equal_unpruned_scans(tmp_path: Path, case: Case, transform
 def test_truncate_partitions_hold_javas_wrapped_values(tmp_path: Path) -> None:
     """Rows near Integer.MIN_VALUE land in partition 2147483646, as Iceberg Java writes them."""
     (tmp_path / "int").mkdir()
-    table, _ = _table(tmp_path / "int", CASES[0], TruncateTransform(10))
+    table, _ = _table(tmp_path / "int", CASE["int"], TruncateTransform(10))
     partitions = _partitions(table)
     # MIN, MIN + 1, MIN + 7: Java's v - (((v % 10) + 10) % 10) wraps below MIN
     assert partitions[2147483646] == 3
@@ -309,14 +403,14 @@ def test_truncate_partitions_hold_javas_wrapped_values(tmp_path: Path) -> None:
     assert partitions[2147483640] == 2  # MAX - 1, MAX
     assert partitions[2147483630] == 1  # MAX - 9
     (tmp_path / "long").mkdir()
-    table, _ = _table(tmp_path / "long", CASES[1], TruncateTransform(10))
+    table, _ = _table(tmp_path / "long", CASE["long"], TruncateTransform(10))
     assert _partitions(table)[9223372036854775806] == 3  # Long.MIN_VALUE (+1, +7) wrap the same way
     got = sorted(table.scan(filter="v < 0").to_arrow().column("id").to_pylist())
     assert got[:3] == [0, 1, 2]  # still found by a range filter
 
 
 def test_hour_partitions_hold_javas_wrapped_values(tmp_path: Path) -> None:
-    table, rows = _table(tmp_path, CASES[4], HourTransform())
+    table, rows = _table(tmp_path, CASE["timestamp"], HourTransform())
     partitions = _partitions(table)
     # Long.MIN_VALUE (+1, +7, +8, +9, +10) micros: the (int) cast of -2562047789 hours
     assert partitions[1732919507] == 6

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import struct
+from decimal import Decimal
 
 import pyarrow as pa
 from pyspark.sql import functions as F
@@ -121,3 +122,25 @@ def test_arrow_table_with_nan_from_python(catalog: Catalog, table_name: str, spa
     assert python_file.nan_value_counts == spark_file.nan_value_counts
     assert python_file.lower_bounds == spark_file.lower_bounds
     assert python_file.upper_bounds == spark_file.upper_bounds
+
+
+def test_decimal_bounds_of_38_digits_are_exact(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Bounds of a decimal(38, 2) column keep every digit (Decimal's context rounds to 28)."""
+    import pyarrow.parquet as pq
+
+    from icefloe.formats.arrow_schema import schema_to_arrow
+    from icefloe.io.fileio import load_file_io
+    from icefloe.spark.footer import data_files_from_footers
+    from icefloe.spec.conversions import to_bytes
+    from icefloe.spec.schema import Schema
+    from icefloe.spec.types import DecimalType, NestedField
+
+    schema = Schema(NestedField(1, "d", DecimalType(38, 2), False))
+    low, high = Decimal("-" + "9" * 36 + ".99"), Decimal("9" * 36 + ".98")
+    path = str(tmp_path / "d.parquet")
+    pq.write_table(
+        pa.table({"d": pa.array([high, low, None], pa.decimal128(38, 2))}, schema_to_arrow(schema)), path
+    )
+    (data_file,) = data_files_from_footers(load_file_io({}, str(tmp_path)), [(path, ())], schema, 0, {})
+    assert data_file.lower_bounds == {1: to_bytes(DecimalType(38, 2), low)}
+    assert data_file.upper_bounds == {1: to_bytes(DecimalType(38, 2), high)}

@@ -5,7 +5,7 @@ delete on them (issue 13, item 7)."""
 from __future__ import annotations
 
 from icefloe.catalog.base import Catalog
-from icefloe.spark import delete_rows, plan_read, read_table
+from icefloe.spark import delete_rows, merge_into, plan_read, read_table, update_rows
 from icefloe.spark.views import create_view
 from tests.scan.test_foreign_formats import DELETED, expected, foreign_table, normalized
 
@@ -34,3 +34,28 @@ def test_row_level_delete_on_avro_and_orc_files(spark, catalog: Catalog, table_n
     assert result.deleted_rows == len(set(range(5)) - DELETED)
     left = set(range(70)) - DELETED - gone - set(range(5))
     assert normalized(catalog.load_table(table_name).scan().to_arrow()) == expected(left)
+
+
+def test_update_and_merge_on_avro_and_orc_files(spark, catalog: Catalog, table_name: str) -> None:  # type: ignore[no-untyped-def]
+    foreign_table(catalog, table_name)
+    live = set(range(70)) - DELETED
+    updated = {i for i in live if 25 <= i < 35}  # rows of the Avro and the ORC file
+    result = update_rows(spark, table_name, {"qty": "100"}, "id >= 25 and id < 35", mode="merge-on-read")
+    assert result.updated_rows == len(updated)
+    source = spark.createDataFrame([(5, 200), (45, 200), (500, 200)], "id BIGINT, qty INT")
+    result = merge_into(
+        source, table_name, "id", when_not_matched_insert={"id": "source.id"}, mode="copy-on-write"
+    )
+    assert (result.updated_rows, result.inserted_rows) == (2, 1)
+    got = {
+        r["id"]: r["qty"]
+        for r in catalog.load_table(table_name).scan(columns=("id", "qty")).to_arrow().to_pylist()
+    }
+    want = {r["id"]: r["qty"] for r in expected(live)}
+    want.update(dict.fromkeys(updated, 100))
+    want.update({5: 200, 45: 200, 500: None})
+    assert got == want
+    full = normalized(read_table(spark, table_name).toArrow())
+    assert [r for r in full if r["id"] not in (5, 45, 500) and r["id"] not in updated] == [
+        r for r in expected(live) if r["id"] not in (5, 45) and r["id"] not in updated
+    ]

@@ -211,3 +211,37 @@ def test_directory_names_round_trip() -> None:
         f"{partition_column_name(0)}=v/{partition_column_name(1)}=v3", SCHEMA, spec
     ) == ("", 3)
     assert unescape_path_name("%3A%2a") == ":*"
+
+
+@pytest.mark.parametrize("text", ["9" * 36 + ".99", "-" + "9" * 36 + ".98", "-1" + "0" * 36 + ".00", "0.00"])
+def test_decimal_directory_values_of_38_digits_decode_exactly(text: str) -> None:
+    # (-10^36 at scale 2 is a truncated partition value one digit beyond decimal(38, 2), as Java writes)
+    assert decode_value("v" + text, DecimalType(38, 2)) == Decimal(text)
+
+
+@pytest.mark.parametrize("ansi", ["true", "false"])
+def test_truncating_the_lowest_decimal_38_values_is_refused_not_nulled(  # type: ignore[no-untyped-def]
+    spark, catalog, table_name: str, ansi: str
+) -> None:
+    """truncate[10] of -(10^38 - 1) is -10^38 (as Java writes it), which Spark's decimal(38) cannot
+    hold: without ANSI mode Spark would write a null partition value (the row then escapes pruning)."""
+    from icefloe.spark import create_table, write_table
+
+    create_table(spark, table_name, "id BIGINT NOT NULL, v DECIMAL(38,0)", partitioned_by=["truncate(10, v)"])
+    top = 10**38 - 1
+    ok = spark.createDataFrame([(1, Decimal(-top + 9)), (2, Decimal(top))], "id BIGINT, v DECIMAL(38,0)")
+    write_table(ok, table_name)
+    partitions = sorted(t.data_file.partition for t in catalog.load_table(table_name).scan().plan_files())
+    assert partitions == [(Decimal(-top + 9),), (Decimal(top - 9),)]
+    before = catalog.load_table(table_name).metadata_location
+    old = spark.conf.get("spark.sql.ansi.enabled")
+    spark.conf.set("spark.sql.ansi.enabled", ansi)
+    try:
+        lowest = spark.createDataFrame([(0, Decimal(-top))], "id BIGINT, v DECIMAL(38,0)")
+        with pytest.raises(
+            Exception, match="Spark's decimal\\(38\\) cannot hold: write such rows with the Python"
+        ):
+            write_table(lowest, table_name)
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", old)
+    assert catalog.load_table(table_name).metadata_location == before

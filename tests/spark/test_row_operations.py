@@ -13,6 +13,7 @@ from icefloe.errors import ValidationError
 from icefloe.io.fileio import local_path
 from icefloe.spark import delete_rows, merge_into, update_rows
 from icefloe.spark.executor_jobs import JobStaging, run_chunks
+from icefloe.spark.row_operations import delete_where
 from icefloe.table.table import Table
 from icefloe.tree.locations import LocationProvider
 from tests.maintenance.helpers import delete_file_count, make_table, rows_by_id
@@ -212,6 +213,12 @@ def test_merge_upsert_defaults_on_empty_table(spark, catalog: Catalog, table_nam
         (lambda spark, name: delete_rows(spark, name, "nope = 1"), "nope"),
         (lambda spark, name: delete_rows(spark, name, "  "), "to delete every row"),
         (lambda spark, name: update_rows(spark, name, {"val": "1"}), "to update every row"),
+        (lambda spark, name: delete_where(spark, name, " "), "the Spark condition is empty"),
+        (
+            lambda spark, name: update_rows(spark, name, {"val": "1"}, True, spark_condition="\n"),
+            "the Spark condition is empty",
+        ),
+        (lambda spark, name: delete_where(spark, name, "id ="), "delete: .*SYNTAX_ERROR"),
         (
             lambda spark, name: merge_into(_source(spark, [(3, "a", 1), (3, "a", 2)]), name, on="id"),
             "several source rows",
@@ -234,6 +241,9 @@ def test_merge_upsert_defaults_on_empty_table(spark, catalog: Catalog, table_nam
         "bad-delete",
         "blank-delete-filter",
         "missing-update-filter",
+        "blank-spark-delete-condition",
+        "blank-spark-update-condition",
+        "unparsable-spark-condition",
         "duplicate-source-keys",
         "unknown-key",
         "null-key-insert",

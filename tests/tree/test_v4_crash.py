@@ -24,11 +24,11 @@ from icefloe.spec.types import LongType, NestedField
 COMMITS = 30 if os.environ.get("CI") else 100
 
 CHILD = """
-import sys
+import os, signal, sys
 import pyarrow as pa
 from icefloe.catalog import load_catalog
 
-uri, warehouse, total = sys.argv[1], sys.argv[2], int(sys.argv[3])
+uri, warehouse, total, pause = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "pause"
 table = load_catalog(uri=uri, warehouse=warehouse).load_table("db.t")
 print("ready", flush=True)
 while True:
@@ -38,6 +38,8 @@ while True:
         break
     table.append(pa.table({"id": pa.array([k], pa.int64())}))
     print("committed", flush=True)
+    if pause:  # wait for the parent's SIGKILL after one commit, however slow the parent is
+        os.kill(os.getpid(), signal.SIGSTOP)
 """
 
 
@@ -70,7 +72,7 @@ def test_killed_v4_writers_leave_a_committed_state(tmp_path: Path) -> None:
         rounds += 1
         assert rounds <= COMMITS, "the writer makes no progress"
         child = subprocess.Popen(
-            [sys.executable, "-c", CHILD, uri, warehouse, str(COMMITS)],
+            [sys.executable, "-c", CHILD, uri, warehouse, str(COMMITS), "pause" if rounds == 1 else "run"],
             env=env,
             stdout=subprocess.PIPE,
             text=True,
@@ -78,8 +80,8 @@ def test_killed_v4_writers_leave_a_committed_state(tmp_path: Path) -> None:
         assert child.stdout is not None
         child.stdout.readline()  # imports done, table loaded: from here on it commits
         # Progress does not depend on the machine's speed: every round waits for one commit
-        # (or the end) before its random window, and the first round is killed right after its
-        # first commit, so at least one kill lands mid-sequence.
+        # (or the end) before its random window, and the first round's child stops itself after
+        # its first commit and is killed there, so at least one kill lands mid-sequence.
         child.stdout.readline()
         window = 0.0 if rounds == 1 else rng.uniform(0.01, 0.15)
         try:

@@ -53,7 +53,12 @@ from icefloe.formats.metadata.files import (
     write_table_metadata,
 )
 from icefloe.io.fileio import FileIO, load_file_io
+<<<<<<< HEAD
 from icefloe.spec.partitioning import PartitionSpec
+=======
+from icefloe.spec.names import check_column_names
+from icefloe.spec.partitioning import UNPARTITIONED, PartitionSpec
+>>>>>>> harden-13
 from icefloe.spec.properties import gc_enabled
 from icefloe.spec.schema import Schema
 from icefloe.spec.sort_order import SortOrder
@@ -314,6 +319,7 @@ class Catalog(ABC):
         )
         md = new_table_metadata(schema, partition_spec, sort_order, table_location, props)
         check_redundant_fields(md.spec(), md.schema())  # the rule update_spec applies
+        check_column_names(md.schema().fields)  # the rule schema evolution applies
         self._check_table_roots(namespace, name, md)
         metadata_location = self._write_first_metadata(namespace, name, md)
         return self._table(namespace, name, metadata_location, md)

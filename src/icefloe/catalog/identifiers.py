@@ -5,19 +5,19 @@ table name, ``("sales", "eu", "orders")``. Users may also write them as dotted s
 (``"sales.eu.orders"``). The JDBC catalog layout that Iceberg Java and PyIceberg share stores a
 namespace as its levels joined with ``"."``, so a level may not itself contain a dot.
 
-Names that look like another name are refused too, so that two tables can never be told apart
-only by what a reader cannot see: leading or trailing whitespace, whitespace other than the plain
-space, invisible format characters (zero-width spaces and joiners, bidi overrides and isolates,
-the BOM), private-use and unassigned code points, and text not in Unicode normal form NFC (a
-decomposed ``é`` looks exactly like the composed one).
+Names that look like another name are refused too (``spec.names.confusable_problem``), so that
+two tables can never be told apart only by what a reader cannot see: leading or trailing
+whitespace, whitespace other than the plain space, invisible format characters (zero-width spaces
+and joiners, bidi overrides and isolates, the BOM), private-use and unassigned code points, and
+text not in Unicode normal form NFC (a decomposed ``é`` looks exactly like the composed one).
 """
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Iterable
 
 from icefloe.errors import ValidationError
+from icefloe.spec.names import confusable_problem
 
 Namespace = tuple[str, ...]
 TableIdentifier = tuple[str, ...]
@@ -25,8 +25,6 @@ TableIdentifier = tuple[str, ...]
 # Column widths of the shared JDBC catalog tables.
 MAX_NAMESPACE_LENGTH = 255
 MAX_TABLE_NAME_LENGTH = 255
-# format (zero-width, bidi controls, BOM), private use, unassigned, line/paragraph separators
-_INVISIBLE = ("Cf", "Co", "Cn", "Zl", "Zp")
 
 
 def _problem(part: object, *, allow_dot: bool) -> str | None:
@@ -41,18 +39,7 @@ def _problem(part: object, *, allow_dot: bool) -> str | None:
         return f"{part!r} is '.' or contains '..'"
     if not allow_dot and "." in part:
         return f"namespace level {part!r} contains '.'; pass the levels separately, e.g. ('a', 'b')"
-    if part != part.strip():
-        return f"{part!r} has leading or trailing whitespace"
-    for ch in part:
-        category = unicodedata.category(ch)
-        if category in ("Cc", "Cs"):
-            return f"{part!r} contains the control character {ch!r}"
-        if category in _INVISIBLE or (ch.isspace() and ch != " "):
-            return f"{part!r} contains the invisible or confusable character U+{ord(ch):04X}"
-    composed = unicodedata.normalize("NFC", part)
-    if composed != part:
-        return f"{part!r} is not in Unicode normal form NFC (it looks like {composed!r})"
-    return None
+    return confusable_problem(part)
 
 
 def _shown(value: str | Iterable[str]) -> str:

@@ -24,6 +24,7 @@ from icefloe.spec.conversions import (
     NANOS_PER_MICRO,
     parse_literal,
     parse_timestamp,
+    shift_decimal_point,
     unscaled_to_decimal,
 )
 from icefloe.spec.types import (
@@ -106,7 +107,7 @@ def _convert_decimal(type_: DecimalType, value: Any) -> Converted:
     if d is None:
         return _exact(parse_literal(type_, value))
     limit = 10**type_.precision - 1
-    grid = _on_int_grid(d.scaleb(type_.scale) if d.is_finite() else d, -limit, limit)
+    grid = _on_int_grid(shift_decimal_point(d, type_.scale), -limit, limit)
     low = None if grid.low is None else unscaled_to_decimal(grid.low, type_.scale)
     high = None if grid.high is None else unscaled_to_decimal(grid.high, type_.scale)
     return Converted(low, high, grid.exact)

@@ -51,6 +51,7 @@ from icefloe.expressions.ast import (
 from icefloe.expressions.binding import bind
 from icefloe.expressions.bound import BoundPredicate, display_value
 from icefloe.expressions.wrap_zones import WrapZones, wrap_zones
+from icefloe.spec.conversions import decimal_to_unscaled, unscaled_to_decimal
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.transforms import (
@@ -116,7 +117,8 @@ def _set_pred(op: Op, name: str, rtype: IcebergType, values: Iterable[Any]) -> E
 def _step(source_type: IcebergType, value: Any, delta: int) -> Any:
     """The representable value ``delta`` steps away (ints, days, micros/nanos, decimal units)."""
     if isinstance(source_type, DecimalType):
-        return value + Decimal(delta).scaleb(-source_type.scale)
+        scale = source_type.scale  # in unscaled integers: Decimal arithmetic rounds to 28 digits
+        return unscaled_to_decimal(decimal_to_unscaled(value, scale) + delta, scale)
     return value + delta
 
 
@@ -152,6 +154,8 @@ def project_inclusive(
         return None
     if isinstance(source_type, StringType | BinaryType):
         return _truncate_array_inclusive(name, rtype, t.width, fn, pred)  # type: ignore[attr-defined]
+    if _beyond_decimal_38(source_type, fn, pred):
+        return None
     edge = _edge_inclusive(t, source_type, name, rtype, fn, pred)
     if edge is not _NOT_AT_EDGE:
         return edge
@@ -211,6 +215,8 @@ def project_strict(pf: PartitionField, source_type: IcebergType, pred: BoundPred
     if op in (Op.IS_NAN, Op.NOT_NAN):
         return None
     fn = t.transform_fn(source_type)
+    if _beyond_decimal_38(source_type, fn, pred):
+        return None
     if op is Op.NOT_IN:
         return _set_pred(Op.NOT_IN, name, rtype, map(fn, pred.literals or ()))
     if op is Op.NOT_EQ:
@@ -256,8 +262,24 @@ _RANGE_OPS = (Op.LT, Op.LT_EQ, Op.GT, Op.GT_EQ)
 
 
 def _decimal_range(source_type: DecimalType) -> tuple[Decimal, Decimal]:
-    top = (Decimal(10) ** source_type.precision - 1).scaleb(-source_type.scale)
+    top = unscaled_to_decimal(10**source_type.precision - 1, source_type.scale)
     return -top, top
+
+
+def _beyond_decimal_38(source_type: IcebergType, fn: Callable[[Any], Any], pred: BoundPredicate) -> bool:
+    """Whether the projection would need a partition value no ``decimal(38, S)`` literal can name.
+
+    Truncating the most negative ``decimal(38, S)`` values gives ``-10^38`` (scaled), as Java
+    writes it; ``partition_schema`` widens a truncated decimal by one digit, which 38 cannot take.
+    Projecting a literal next to such a value would drop its partition, so such literals (within
+    one width of the type's minimum) do not narrow the partition (None: no pruning).
+    """
+    if not isinstance(source_type, DecimalType) or source_type.precision < 38:
+        return False
+    lowest = unscaled_to_decimal(-(10**38 - 1), source_type.scale)
+    values = list(pred.literals or ()) if pred.op.is_set else [pred.literal]
+    candidates = [s for v in values for s in (_step(source_type, v, -1), v, _step(source_type, v, 1))]
+    return any(fn(c) < lowest for c in candidates)
 
 
 def _stepped(op: Op, v: Any, source_type: IcebergType) -> Any:

@@ -206,7 +206,8 @@ def _per_distinct(
     if isinstance(source_type, DecimalType) and isinstance(transform, TruncateTransform):
         # truncating the most negative value of decimal(P, S) needs P + 1 digits (as in Java, whose
         # BigDecimal result still fits the partition field's bytes): carry it at full width
-        target = pa.decimal128(38, source_type.scale)
+        wide, scale = source_type.precision + 1, source_type.scale
+        target = pa.decimal128(38, scale) if wide <= 38 else pa.decimal256(wide, scale)
     result_arr = internal_to_arrow(transform.result_type(source_type), results, target)
     return pc.take(result_arr, pc.index_in(arr, value_set=uniq))
 

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from icefloe.errors import CorruptMetadata, NotFound
+from icefloe.errors import CorruptMetadata, NotFound, ValidationError
 from icefloe.formats.data_files import read_data_file
 from icefloe.formats.puffin.deletion_vector import decode_dv_blob
 from icefloe.io.fileio import FileIO, normalize_location
@@ -55,20 +55,35 @@ def read_position_delete_positions(io: FileIO, delete_file: DataFile, data_path:
     file_col, pos_col = _position_columns(table, delete_file.file_path)
     paths = table.column(file_col)
     distinct = pc.unique(paths).to_pylist()
+    normalized = {p: _named_location(p, delete_file) for p in distinct}
     referenced = delete_file.referenced_data_file
     if referenced is not None and any(
-        p is None or normalize_location(p) != normalize_location(referenced) for p in distinct
+        p is None or normalized[p] != normalize_location(referenced) for p in distinct
     ):
         raise CorruptMetadata(
             f"position delete file {delete_file.file_path} names other data files than its "
             f"referenced_data_file {referenced}",
             location=delete_file.file_path,
         )
-    matching = [p for p in distinct if p is not None and normalize_location(p) == data_path]
+    matching = [p for p in distinct if p is not None and normalized[p] == data_path]
     if not matching:
         return np.empty(0, dtype=np.int64)
     mask = pc.is_in(paths, value_set=pa.array(matching, paths.type))
     return np.asarray(table.column(pos_col).filter(mask).to_numpy(), dtype=np.int64)
+
+
+def _named_location(path: str | None, delete_file: DataFile) -> str | None:
+    """A data file path a position delete file names, normalised; CorruptMetadata naming the delete
+    file when it is no location at all (a corrupt file_path such as ``file://.tmp/x``)."""
+    if path is None:
+        return None
+    try:
+        return normalize_location(path)
+    except ValidationError as exc:
+        raise CorruptMetadata(
+            f"position delete file {delete_file.file_path} names an invalid data file path: {exc}",
+            location=delete_file.file_path,
+        ) from None
 
 
 def _read_position_delete_file(io: FileIO, delete_file: DataFile) -> pa.Table:

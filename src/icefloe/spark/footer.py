@@ -30,7 +30,7 @@ from icefloe.formats.parquet.metrics import (
 )
 from icefloe.io.fileio import FileIO
 from icefloe.spec.content import DataFile, FileContent
-from icefloe.spec.conversions import to_bytes
+from icefloe.spec.conversions import to_bytes, unscaled_to_decimal
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import (
     BinaryType,
@@ -244,4 +244,4 @@ def _add_bounds(
 
 def _decimal(value: Any, scale: int) -> Decimal:
     unscaled = int.from_bytes(value, "big", signed=True) if isinstance(value, bytes) else int(value)
-    return Decimal(unscaled).scaleb(-scale)
+    return unscaled_to_decimal(unscaled, scale)

@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 
 from icefloe.errors import Unsupported, ValidationError
 from icefloe.expressions.wrap_zones import wrap_zones
+from icefloe.spec.conversions import decimal_to_unscaled, unscaled_to_decimal
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.transforms import (
@@ -202,7 +203,17 @@ def _truncate(col: Column, source_type: IcebergType, width: int) -> Column:
     if isinstance(source_type, DecimalType):
         step = Decimal(width).scaleb(-source_type.scale)
         spark_type = f"decimal(38,{source_type.scale})"  # truncating down may need one more digit
-        return (col - F.pmod(col, F.lit(step))).cast(spark_type)
+        truncated = (col - F.pmod(col, F.lit(step))).cast(spark_type)
+        if source_type.precision < 38:
+            return truncated
+        # the lowest decimal(38, S) values truncate to -10^38 (Java writes it; Spark's decimal(38)
+        # cannot hold it and would raise, or write null without ANSI mode): refuse them clearly
+        first = unscaled_to_decimal(-((10**38 - 1) // width) * width, source_type.scale)
+        message = (
+            f"truncate[{width}] of a decimal(38, {source_type.scale}) value below {first} is -10^38, "
+            "which Spark's decimal(38) cannot hold: write such rows with the Python API"
+        )
+        return F.when(col < F.lit(first), F.raise_error(F.lit(message))).otherwise(truncated)
     if isinstance(source_type, StringType | BinaryType):
         return F.substring(col, 1, width)
     raise Unsupported(f"truncate transform on {source_type} is not supported in Spark writes")
@@ -244,7 +255,7 @@ def decode_value(text: str | None, result_type: IcebergType) -> Any:
     if isinstance(result_type, FloatType | DoubleType):
         return float(s)
     if isinstance(result_type, DecimalType):
-        return Decimal(s).quantize(Decimal(1).scaleb(-result_type.scale))
+        return unscaled_to_decimal(decimal_to_unscaled(Decimal(s), result_type.scale), result_type.scale)
     if isinstance(result_type, BinaryType | FixedType):
         return bytes.fromhex(s)
     if isinstance(result_type, StringType):

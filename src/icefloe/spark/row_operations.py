@@ -201,7 +201,7 @@ def update_rows(
     branch: str | None = None,
     snapshot_properties: dict[str, str] | None = None,
 ) -> RowLevelResult:
-    """``UPDATE table SET column = value WHERE filter`` (default: every row); one snapshot.
+    """``UPDATE table SET column = value WHERE filter``; one snapshot.
 
     ``set`` maps column names to Spark SQL expression strings over the row's current values
     (``"price * 2"``, ``"'sale'"``), Columns, or Python literals. ``filter`` is an icefloe
@@ -220,6 +220,7 @@ def update_rows(
         raise ValidationError("update: set at least one column")
     expr = change_filter(condition, "update")
     bind(schema, expr, case_sensitive)
+    _check_spark_condition(spark_condition)
     chosen = write_mode(md, "update", mode)
     base = branch_head(md, branch_name)
     tasks = plan_files(table.io, md, base, expr, case_sensitive=case_sensitive) if base else []
@@ -240,6 +241,13 @@ def update_rows(
 
 
 _MATCHED = "__icefloe_matched"
+
+
+def _check_spark_condition(spark_condition: str | Column | SubqueryCondition | None) -> None:
+    """Refuse an empty Spark condition before anything is planned or written: as for icefloe
+    filters, "every row" must be explicit."""
+    if isinstance(spark_condition, str) and not spark_condition.strip():
+        raise ValidationError("the Spark condition is empty; pass 'true' to change every row")
 
 
 def _mark_matching(
@@ -287,6 +295,7 @@ def delete_where(
     schema = md.schema()
     expr = AlwaysTrue() if prune_filter is None else change_filter(prune_filter, "delete")
     bind(schema, expr, case_sensitive)
+    _check_spark_condition(spark_condition)
     base = branch_head(md, branch)
     tasks = plan_files(table.io, md, base, expr, case_sensitive=case_sensitive) if base else []
     target = target_frame(spark, md, dict(table.io.properties), tasks, case_sensitive)

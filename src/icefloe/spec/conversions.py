@@ -152,6 +152,15 @@ def decimal_to_unscaled(value: Decimal, scale: int) -> int:
     return -unscaled if sign else unscaled
 
 
+def shift_decimal_point(value: Decimal, places: int) -> Decimal:
+    """``value * 10**places``, exactly: ``Decimal.scaleb`` and arithmetic round to 28 digits."""
+    if not value.is_finite():
+        return value
+    sign, digits, exponent = value.as_tuple()
+    assert isinstance(exponent, int)
+    return Decimal((sign, digits, exponent + places))
+
+
 def unscaled_to_decimal(unscaled: int, scale: int) -> Decimal:
     """The decimal whose unscaled value at ``scale`` is ``unscaled`` (exponent ``-scale``)."""
     sign = 1 if unscaled < 0 else 0

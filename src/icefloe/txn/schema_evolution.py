@@ -25,6 +25,7 @@ from typing import Any, Self
 
 from icefloe.errors import CommitConflict, ValidationError
 from icefloe.spec.conversions import parse_literal
+from icefloe.spec.names import check_column_names, confusable_problem
 from icefloe.spec.schema import Schema, assign_fresh_ids, check_format_version
 from icefloe.spec.schema_changes import (
     TABLE_ROOT,
@@ -139,6 +140,7 @@ class UpdateSchema(PendingAction):
                     raise ValidationError(f"cannot add column {name!r}: a column with that name exists")
             init, write = self._check_defaults(name, ftype, required, initial_default, write_default)
             template = NestedField(0, parts[-1], ftype, required, doc, init, write)
+            check_column_names([template], ".".join(parts[:-1]) + "." if len(parts) > 1 else "")
             fresh, _ = assign_fresh_ids(Schema(template), first_id=self._s.last_id + 1)
             self._s.last_id = fresh.highest_field_id
             self._s.adds.setdefault(parent_id, []).append(fresh.fields[0])
@@ -170,6 +172,9 @@ class UpdateSchema(PendingAction):
                 raise ValidationError(f"cannot rename {found.name!r}: list and map parts have fixed names")
             if not new_name:
                 raise ValidationError(f"cannot rename column {found.name!r} to an empty name")
+            problem = confusable_problem(new_name)
+            if problem is not None:
+                raise ValidationError(f"cannot rename column {found.name!r}: {problem}")
             self._update(found, name=new_name)
         return self
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from icefloe.spec.schema import Schema
 from icefloe.spec.types import (
     BinaryType,
     BooleanType,
+    DecimalType,
     FixedType,
     FloatType,
     IntegerType,
@@ -127,6 +129,21 @@ def test_every_type_mapping(tmp_path: Path) -> None:
     assert got.schema.field("local_ts").type == pa.timestamp("us")
     assert sorted(first["by_int"]) == [(1, "one"), (2, None)]
     assert set(second.values()) == {None}
+
+
+def test_decimals_of_38_digits_read_exactly(tmp_path: Path) -> None:
+    """Unscaled values beyond 28 digits (Decimal's default context) keep every digit."""
+    fixed = {"type": "fixed", "name": "decimal_38_2", "size": 16, "logicalType": "decimal"}
+    avro = {
+        "type": "record",
+        "name": "table",
+        "fields": [{"name": "d", "type": ["null", {**fixed, "precision": 38, "scale": 2}], "field-id": 1}],
+    }
+    values = [Decimal("9" * 36 + ".99"), Decimal("-" + "9" * 36 + ".98"), Decimal("0.01"), None]
+    path = _write(tmp_path, avro, [{"d": v} for v in values])
+    schema = Schema(NestedField(1, "d", DecimalType(38, 2), False))
+    got = read_data_file(load_file_io({}, str(tmp_path)), path, schema, "avro").column("d").to_pylist()
+    assert got == values
 
 
 def test_projection_reads_only_wanted_columns_by_id(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ import pyarrow as pa
 from icefloe.errors import CorruptMetadata, NotFound
 from icefloe.formats.arrow_schema import FIELD_ID_KEY
 from icefloe.io.fileio import FileIO
+from icefloe.spec.conversions import unscaled_to_decimal
 
 Normalizer = Callable[[Any], Any]
 _PRIMITIVES: dict[str, pa.DataType] = {
@@ -209,4 +210,4 @@ def _fixed_bytes(value: Any) -> Any:
 def _decimal(value: Any, scale: int) -> Decimal | None:
     if value is None or isinstance(value, Decimal):
         return value
-    return Decimal(int.from_bytes(bytes(value), "big", signed=True)).scaleb(-scale)
+    return unscaled_to_decimal(int.from_bytes(bytes(value), "big", signed=True), scale)
