@@ -53,12 +53,8 @@ from icefloe.formats.metadata.files import (
     write_table_metadata,
 )
 from icefloe.io.fileio import FileIO, load_file_io
-<<<<<<< HEAD
-from icefloe.spec.partitioning import PartitionSpec
-=======
 from icefloe.spec.names import check_column_names
-from icefloe.spec.partitioning import UNPARTITIONED, PartitionSpec
->>>>>>> harden-13
+from icefloe.spec.partitioning import PartitionSpec
 from icefloe.spec.properties import gc_enabled
 from icefloe.spec.schema import Schema
 from icefloe.spec.sort_order import SortOrder
