@@ -1,11 +1,12 @@
 """Which names are icefloe tables: ``catalog.namespace.table``, ``USE``, branch/tag and metadata suffixes.
 
 icefloe's catalog is known to SQL under one name (``spark.icefloe.sql.catalog``, default
-``icefloe``, read once per session). ``icefloe.db.t`` always means an icefloe table; ``db.t`` does when the current catalog
-is icefloe's (after ``USE icefloe`` or with ``spark.sql.defaultCatalog=icefloe``); a one-part name
-does after ``USE icefloe.db``. A last part ``branch_<b>`` / ``tag_<t>`` selects a ref and a
-metadata-table name (``snapshots``, ``files``, ...) selects that metadata table, when the part
-before it is a table. Everything else belongs to Spark.
+``icefloe``, read once per session). ``icefloe.db.t`` always means an icefloe table; ``db.t``
+does when the current catalog is icefloe's (after ``USE icefloe`` or with
+``spark.sql.defaultCatalog=icefloe``); a one-part name does after ``USE icefloe.db``. A last part
+``branch_<b>`` / ``tag_<t>`` selects a ref and a metadata-table name (``snapshots``, ``files``,
+...) selects that metadata table, when the part before it is a table. Everything else belongs to
+Spark.
 """
 
 from __future__ import annotations
