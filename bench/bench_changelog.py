@@ -8,8 +8,10 @@
     third stream as the floor of any Python source (``bench.stream_floor``: the same rows already
     in memory as Arrow batches).
 (b) Latency from a commit to its rows in a memory sink: a query with a 1-second processing-time
-    trigger streams the table; the driver appends a batch of rows with a marker and polls the
-    memory table until the rows are there (median and p90 over ``--commits`` commits).
+    trigger streams the table; the driver appends a batch of rows and waits until the query
+    reports the micro-batch that carried them (or, ``--latency-observer sql``, polls the memory
+    table until the rows are there); median and p90 over ``--commits`` commits, and the median
+    time of each phase of those micro-batches.
 (c) Changelog of one merge-on-read update of 0.1% of ``--rows`` rows (a contiguous id range,
     deletion vectors) against a plain incremental scan of the same snapshot range (planning the
     snapshot and reading the data files it added), both in Python; per row-group size.
