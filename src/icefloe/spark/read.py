@@ -116,8 +116,8 @@ def plan_read(
     expr = AlwaysTrue() if row_filter is None else to_expression(row_filter)
     selected = tuple(columns) if columns else ("*",)
     scan = table.scan(
-        row_filter=expr,
-        selected_fields=selected,
+        filter=expr,
+        columns=selected,
         snapshot_id=snapshot_id,
         ref=ref,
         as_of_timestamp=as_of_timestamp,

@@ -94,7 +94,6 @@ from icefloe.spark.row_writer import (
 )
 from icefloe.spark.runtime import resolve_catalog
 from icefloe.spec.schema import Schema
-from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.types import IntegerType, LongType, NestedField, StringType
 from icefloe.txn.commit_options import DEFAULT_OPTIONS, CommitOptions, resolve_options
@@ -140,7 +139,7 @@ def delete_rows(
     bind(md.schema(), expr, case_sensitive)
     chosen = write_mode(md, "delete", mode)
     base = branch_head(md, branch_name)
-    change = _new_change("delete", chosen, base, expr, case_sensitive)
+    change = RowLevelChange.reading("delete", chosen, base, expr, case_sensitive)
     tasks = plan_files(table.io, md, base, expr, case_sensitive=case_sensitive) if base else []
     if not tasks:
         return change.result()
@@ -229,7 +228,7 @@ def update_rows(
     marked = _mark_matching(target, schema, expr, spark_condition, case_sensitive, "update")
     stage = _select(marked, ["*", *exprs], "update")
     values = conform_assignments(stage.schema, fields, "update", "__icefloe_set_")
-    change = _new_change("update", chosen, base, expr, case_sensitive)
+    change = RowLevelChange.reading("update", chosen, base, expr, case_sensitive)
     if not tasks:
         return change.result()
     from pyspark.sql import functions as F
@@ -299,7 +298,7 @@ def delete_where(
     base = branch_head(md, branch)
     tasks = plan_files(table.io, md, base, expr, case_sensitive=case_sensitive) if base else []
     target = target_frame(spark, md, dict(table.io.properties), tasks, case_sensitive)
-    change = _new_change("delete", write_mode(md, "delete", mode), base, expr, case_sensitive)
+    change = RowLevelChange.reading("delete", write_mode(md, "delete", mode), base, expr, case_sensitive)
     if not tasks:
         return change.result()
     stage = _mark_matching(target, schema, expr, spark_condition, case_sensitive, "delete")
@@ -434,7 +433,7 @@ def execute_merge(
         _check_single_match(source, target, keys, source_keys)
     elif spec.has_matched and tasks:
         _check_single_match_joined(joined)
-    change = _new_change("merge", chosen, base, scan_filter, case_sensitive)
+    change = RowLevelChange.reading("merge", chosen, base, scan_filter, case_sensitive)
     return _run_changes(
         spark, table, change, tasks, changes, options.branch, options.properties, plan.updated_fields()
     )
@@ -546,23 +545,6 @@ def _select(frame: DataFrame, columns: list[Any], what: str) -> DataFrame:
     except (AnalysisException, ParseException) as exc:
         text = str(exc).strip().splitlines()
         raise ValidationError(f"{what}: {text[0] if text else type(exc).__name__}") from None
-
-
-def _new_change(
-    operation: str,
-    mode: str,
-    base: Snapshot | None,
-    conflict_filter: Expression,
-    case_sensitive: bool,
-) -> RowLevelChange:
-    """An empty change against ``base`` (the branch head), validated at commit by ``conflict_filter``."""
-    return RowLevelChange(
-        operation,
-        mode,
-        base_snapshot_id=base.snapshot_id if base else None,
-        conflict_filter=conflict_filter,
-        case_sensitive=case_sensitive,
-    )
 
 
 def _run_target_changes(
