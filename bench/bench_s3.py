@@ -17,11 +17,18 @@ Starts the tests' S3-compatible server (moto over HTTP on 127.0.0.1, ``tests/sup
     Parquet file is written, the metadata tree is the one a real append writes). PyIceberg plans
     the v2 table from the same catalog; icefloe plans all three. ``plan_files()`` with no filter
     and with one day selected, after one warm-up plan each, engines in turns; medians.
+
+    Building the tables takes minutes at 100,000 files. ``--dir`` keeps them: the first run saves
+    the catalog database and the warehouse's objects there, later runs with the same
+    ``--plan-files`` and ``--plan-commits`` upload the objects to the fresh server instead of
+    building (the server keeps objects in memory only).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -31,9 +38,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 from tests.support.s3server import S3Server, start_s3_server
 
-from bench._common import Timing, command_line, fmt_s, load_average, log, print_table, ratio, time_interleaved
+from bench._common import (
+    Timing,
+    command_line,
+    fmt_s,
+    load_average,
+    log,
+    print_table,
+    ratio,
+    time_interleaved,
+    workspace,
+)
 from bench.bench_core import SCHEMA as PLAN_SCHEMA
 from bench.bench_core import SPEC as PLAN_SPEC
 from bench.bench_core import synthetic_data_files
@@ -107,6 +125,10 @@ def _measure(
 
 PLAN_VERSIONS = (2, 3, 4)
 PLAN_CATALOG = "plan"
+PLAN_WAREHOUSE = "plan"
+"""The planning tables' warehouse: a prefix of the server's bucket."""
+SAVED_OBJECTS = "plan-objects"
+SAVED_SIZE = "plan-tables.json"
 
 
 @dataclass(frozen=True)
@@ -136,7 +158,7 @@ def _plan_catalog_options(server: S3Server, work: Path) -> dict[str, str]:
     """One catalog (the Iceberg JDBC layout) for both libraries: PyIceberg loads icefloe's tables."""
     return {
         "uri": f"sqlite:///{work}/plan.db",
-        "warehouse": f"s3://{server.bucket}/plan",
+        "warehouse": f"s3://{server.bucket}/{PLAN_WAREHOUSE}",
         **server.properties,
     }
 
@@ -163,6 +185,30 @@ def build_plan_tables(server: S3Server, work: Path, files: int, commits: int) ->
             f"{time.perf_counter() - t0:.1f} s"
         )
     cat.close()
+
+
+def prepare_plan_tables(server: S3Server, work: Path, files: int, commits: int, keep: bool) -> None:
+    """Build the planning tables, or (``keep``: a ``--dir`` run) restore the ones saved in ``work``.
+
+    A saved set is used only when it was built with the same ``files`` and ``commits``; otherwise
+    it is replaced by a new build, saved for the next run.
+    """
+    size = {"files": files, "commits": commits}
+    marker, objects = work / SAVED_SIZE, work / SAVED_OBJECTS
+    local = pafs.LocalFileSystem()
+    warehouse = f"{server.bucket}/{PLAN_WAREHOUSE}"
+    if keep and marker.exists() and json.loads(marker.read_text()) == size and (work / "plan.db").exists():
+        pafs.copy_files(str(objects), warehouse, local, server.filesystem())
+        log(f"planning: tables restored from {work}")
+        return
+    marker.unlink(missing_ok=True)
+    (work / "plan.db").unlink(missing_ok=True)
+    shutil.rmtree(objects, ignore_errors=True)
+    build_plan_tables(server, work, files, commits)
+    if keep:
+        pafs.copy_files(warehouse, str(objects), server.filesystem(), local)
+        marker.write_text(json.dumps(size))
+        log(f"planning: tables saved in {work}")
 
 
 def bench_planning(server: S3Server, work: Path, files: int, commits: int, runs: int) -> list[PlanResult]:
@@ -233,6 +279,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--plan-commits", type=int, default=10, help="commits that add them")
     parser.add_argument("--plan-runs", type=int, default=3, help="timed plans per engine and filter")
+    parser.add_argument(
+        "--dir", help="keep the planning tables here and reuse them (default: a temporary directory)"
+    )
     args = parser.parse_args(argv)
     if args.plan_files and (args.plan_commits < 2 or args.plan_files % args.plan_commits):
         parser.error("--plan-files must be a multiple of --plan-commits (at least 2)")
@@ -242,17 +291,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: dict[str, tuple[float, float, dict[str, int]]] = {}
     plans: list[PlanResult] = []
     try:
-        with tempfile.TemporaryDirectory(prefix="bench-s3-") as tmp:
-            work = Path(tmp)
-            if args.appends:
+        if args.appends:
+            with tempfile.TemporaryDirectory(prefix="bench-s3-") as tmp:
                 engines = {
-                    "icefloe v3": _icefloe(server, work, 3),
-                    "icefloe v4": _icefloe(server, work, 4),
-                    "pyiceberg v2": _pyiceberg(server, work),
+                    "icefloe v3": _icefloe(server, Path(tmp), 3),
+                    "icefloe v4": _icefloe(server, Path(tmp), 4),
+                    "pyiceberg v2": _pyiceberg(server, Path(tmp)),
                 }
                 results = _measure(server, engines, args.appends)
-            if args.plan_files:
-                build_plan_tables(server, work, args.plan_files, args.plan_commits)
+        if args.plan_files:
+            with workspace(args.dir, "bench-s3-") as tmp:
+                work = Path(tmp)
+                prepare_plan_tables(server, work, args.plan_files, args.plan_commits, bool(args.dir))
                 plans = bench_planning(server, work, args.plan_files, args.plan_commits, args.plan_runs)
     finally:
         server.stop()

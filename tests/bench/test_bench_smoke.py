@@ -126,6 +126,26 @@ def test_bench_s3_tiny(capsys: pytest.CaptureFixture[str]) -> None:
     assert "(!)" not in out  # every engine planned the expected files
 
 
+def test_bench_s3_keeps_plan_tables_in_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import bench_s3
+
+    args = ["--appends", "0", "--plan-files", "40", "--plan-commits", "2", "--plan-runs", "1"]
+    assert bench_s3.main([*args, "--dir", str(tmp_path)]) == 0
+    assert "tables saved in" in capsys.readouterr().err
+    # a second run (a new server, empty) restores the saved tables instead of building them
+    assert bench_s3.main([*args, "--dir", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert "tables restored from" in captured.err and "table with 40 files" not in captured.err
+    assert "(b) plan_files() of a 40-file table on S3" in captured.out
+    assert "(!)" not in captured.out  # the restored tables plan the expected files
+    # another size is built anew
+    assert (
+        bench_s3.main(["--appends", "0", "--plan-files", "20", "--plan-commits", "2", "--dir", str(tmp_path)])
+        == 0
+    )
+    assert "table with 20 files" in capsys.readouterr().err
+
+
 COLUMNS = "--rows 20000 --columns 8 --files 2 --scan-runs 1"
 
 

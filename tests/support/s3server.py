@@ -79,6 +79,19 @@ class S3Server:
             "s3.path-style-access": "true",
         }
 
+    def filesystem(self) -> Any:
+        """A ``pyarrow.fs.S3FileSystem`` on this server (may create buckets)."""
+        import pyarrow.fs as pafs
+
+        return pafs.S3FileSystem(
+            access_key=ACCESS_KEY,
+            secret_key=SECRET_KEY,
+            region=REGION,
+            endpoint_override=f"{self.host}:{self.port}",
+            scheme="http",
+            allow_bucket_creation=True,
+        )
+
     def counts(self) -> dict[str, int]:
         """Requests served since the last ``reset_counts``, by operation (operations seen only)."""
         assert self._app is not None
@@ -186,17 +199,7 @@ def start_s3_server(bucket: str = BUCKET) -> S3Server:
 
 
 def _create_bucket(server: S3Server) -> None:
-    import pyarrow.fs as pafs
-
-    fs = pafs.S3FileSystem(
-        access_key=ACCESS_KEY,
-        secret_key=SECRET_KEY,
-        region=REGION,
-        endpoint_override=f"{server.host}:{server.port}",
-        scheme="http",
-        allow_bucket_creation=True,
-    )
-    fs.create_dir(server.bucket)
+    server.filesystem().create_dir(server.bucket)
 
 
 def running_s3_server() -> Iterator[S3Server]:
