@@ -41,6 +41,7 @@ from icefloe.tree.locations import LocationProvider
 from icefloe.tree.v4_policy import V4Policy
 from icefloe.tree.v4_read import counted_reference, table_location, written_roots
 from icefloe.tree.v4_root_checks import MDV_ENCODING_KEY
+from icefloe.tree.v4_written_root import remember_root
 
 logger = logging.getLogger(__name__)
 
@@ -262,6 +263,7 @@ class TreeFiles:
         self.io.new_output(path, fresh_name=True).write_bytes(data)
         self.written.append(path)
         written_roots.remember(path, data)  # the next commit's parent: read back without a request
+        remember_root(self.md, path, data, rows, self.policy.mdv_encoding, self.layout)  # nor decoding
         return path
 
     def cleanup(self) -> None:

@@ -133,15 +133,38 @@ def clear_root_cache() -> None:
     written_roots.clear()
 
 
-def read_root(io: FileIO, metadata: TableMetadata, location: str) -> RootContents:
-    """The rows of a root manifest (cached: root files are immutable)."""
-    key = (
+def _root_key(metadata: TableMetadata, location: str) -> tuple[str, str, int, int, str]:
+    """What a decoded root depends on besides its bytes: the table's schema, specs and bitmap codec."""
+    return (
         location,
         metadata.table_uuid or "",
         metadata.current_schema_id,
         len(metadata.partition_specs),
         dv_codec(metadata).name,
     )
+
+
+def _keep(key: tuple[str, str, int, int, str], root: RootContents) -> None:
+    with _cache_lock:
+        _cache[key] = root
+        _cache.move_to_end(key)
+        while len(_cache) > _ROOT_CACHE_SIZE:
+            _cache.popitem(last=False)
+
+
+def remember_written_root(metadata: TableMetadata, root: RootContents) -> None:
+    """Keep a root this process has just written, as ``read_root`` would decode it under ``metadata``.
+
+    The writer builds ``root`` from the rows it encoded (:mod:`icefloe.tree.v4_written_root`), so
+    the next commit starts from its parent without decoding the parent's bytes. A reader whose
+    metadata differs in what decoding depends on (schema, specs, bitmap codec) decodes the file.
+    """
+    _keep(_root_key(metadata, root.location), root)
+
+
+def read_root(io: FileIO, metadata: TableMetadata, location: str) -> RootContents:
+    """The rows of a root manifest (cached: root files are immutable)."""
+    key = _root_key(metadata, location)
     with _cache_lock:
         hit = _cache.get(key)
         if hit is not None:
@@ -151,10 +174,7 @@ def read_root(io: FileIO, metadata: TableMetadata, location: str) -> RootContent
     with reading(location, "read the root manifest"):
         data = io.new_input(location).read() if written is None else written
         root = _parse_root(metadata, location, data)
-    with _cache_lock:
-        _cache[key] = root
-        while len(_cache) > _ROOT_CACHE_SIZE:
-            _cache.popitem(last=False)
+    _keep(key, root)
     return root
 
 

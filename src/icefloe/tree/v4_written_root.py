@@ -1,0 +1,76 @@
+"""A root this process has just written, as a reader would decode it, built from the rows written.
+
+A v4 commit starts from its parent's root. When the parent is this process's previous commit,
+decoding the root's bytes again (Parquet, then objects) was a fifth of a small append's latency on
+object storage. The writer holds the rows it encoded; this module turns them into the
+:class:`~icefloe.tree.v4_read.RootContents` that ``read_root`` would return, so the next commit
+(and any plan of the new snapshot) reads the root from memory.
+
+The rows are what the encoder wrote, except for what a content entry does not store or stores in
+another shape; :func:`stored_entry` applies exactly that: no column sizes, metric maps rebuilt from
+the content stats the row becomes (columns the stats layout does not know dropped, bounds in their
+canonical serialisation, empty maps as None), sequences as tuples. Rows the encoder would store
+differently in some other way (a legacy Avro reference; v2 position-delete fields; a file format
+not in lower case) make the root not remembered: the next reader decodes the file. A differential
+test (``tests/tree/test_v4_written_root.py``) keeps the result equal to decoding the bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from icefloe.formats.v4.content_entry import ContentRow, read_footer_metadata
+from icefloe.formats.v4.content_stats import StatsLayout, metrics_from_struct_value, struct_value_from_metrics
+from icefloe.spec.content import ManifestEntry, ManifestFile
+from icefloe.spec.table_metadata import TableMetadata
+from icefloe.tree.v4_policy import manifest_dv_encoding
+from icefloe.tree.v4_read import RootContents, remember_written_root
+
+
+def stored_entry(e: ManifestEntry, layout: StatsLayout) -> ManifestEntry:
+    """``e`` as a root or leaf row stores it (and the reader decodes it)."""
+    df = e.data_file
+    metrics = metrics_from_struct_value(struct_value_from_metrics(df, layout), layout)
+    stored = df.with_changes(
+        column_sizes=None,
+        split_offsets=None if df.split_offsets is None else tuple(df.split_offsets),
+        equality_ids=None if df.equality_ids is None else tuple(df.equality_ids),
+        **metrics.as_changes(),
+    )
+    return e.with_changes(data_file=stored)
+
+
+def _stored_unchanged(row: ContentRow) -> bool:
+    """Whether the encoder stores every field of ``row`` that :func:`stored_entry` keeps, as it is."""
+    if isinstance(row, ManifestFile):
+        return row.format_version == 4
+    df = row.data_file
+    return (
+        df.referenced_data_file is None
+        and df.content_offset is None
+        and df.content_size_in_bytes is None
+        and df.file_format == df.file_format.lower()
+    )
+
+
+def remember_root(
+    metadata: TableMetadata,
+    location: str,
+    data: bytes,
+    rows: Sequence[ContentRow],
+    mdv_encoding: str,
+    layout: StatsLayout,
+) -> None:
+    """Keep the root just written at ``location`` (``data``, encoded from ``rows``) for the next read.
+
+    Not kept when its bitmaps are in another encoding than the one readers of ``metadata`` convert
+    to, or when some row is not stored as :func:`stored_entry` describes.
+    """
+    if mdv_encoding != manifest_dv_encoding(metadata.properties):
+        return
+    if not all(_stored_unchanged(row) for row in rows):
+        return
+    refs = tuple(row for row in rows if isinstance(row, ManifestFile))
+    inline = tuple(stored_entry(row, layout) for row in rows if isinstance(row, ManifestEntry))
+    footer = read_footer_metadata(data, source=location)
+    remember_written_root(metadata, RootContents(location, len(data), refs, inline, footer))
