@@ -14,6 +14,7 @@ from icefloe.formats.arrow_schema import (
     arrow_to_schema,
     check_arrow_compatible,
     check_required_no_nulls,
+    internal_to_arrow,
     schema_to_arrow,
     to_table_schema,
 )
@@ -281,3 +282,23 @@ def test_to_table_schema_sliced_nested_with_nulls() -> None:
         for length in range(5 - offset):
             piece = table.slice(offset, length)
             assert to_table_schema(piece, schema).to_pylist() == rows[offset : offset + length]
+
+
+def test_internal_values_of_nested_columns_with_only_nulls() -> None:
+    """A struct, list or map column of only nulls is a null array of the target type, as any other."""
+    schema = Schema(
+        NestedField(1, "s", StructType(NestedField(2, "a", LongType(), required=True)), required=False),
+        NestedField(3, "l", ListType(4, StringType(), element_required=True), required=False),
+        NestedField(5, "m", MapType(6, IntegerType(), 7, LongType(), value_required=True), required=False),
+    )
+    arrow = schema_to_arrow(schema)
+    for field in schema.fields:
+        target = arrow.field(field.name).type
+        nulls = internal_to_arrow(field.field_type, [None, None], target)
+        assert nulls.type == target and nulls.to_pylist() == [None, None]
+    values = [None, {2: 7}], [None, ["x"]], [None, {1: 2}]
+    got = [
+        internal_to_arrow(f.field_type, v, arrow.field(f.name).type).to_pylist()
+        for f, v in zip(schema.fields, values, strict=True)
+    ]
+    assert got == [[None, {"a": 7}], [None, ["x"]], [None, [(1, 2)]]]

@@ -524,6 +524,8 @@ def constant_array(t: IcebergType, value: Any, target: pa.DataType, length: int,
 
 def internal_to_arrow(t: IcebergType, values: list[Any], target: pa.DataType) -> pa.Array:
     """An Arrow array of ``target`` from internal values (int days/micros, Decimal, UUID, dicts...)."""
+    if isinstance(t, StructType | ListType | MapType) and all(v is None for v in values):
+        return pa.nulls(len(values), target)  # e.g. a content entry's absent optional structs
     if isinstance(t, StructType):
         children = []
         for f, tf in zip(t.fields, target, strict=True):
