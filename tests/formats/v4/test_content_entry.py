@@ -30,6 +30,7 @@ from icefloe.formats.v4.content_entry import (
 )
 from icefloe.formats.v4.content_entry_schema import (
     content_entry_schema,
+    fill_required_members,
     prune_null_columns,
     union_partition_type,
 )
@@ -786,3 +787,24 @@ def test_compact_files_read_in_duckdb(tmp_path: Path) -> None:
         if expected.type == pa.timestamp("ns", tz="UTC"):  # DuckDB has no nanosecond TIMESTAMPTZ
             expected = expected.cast(pa.timestamp("us", tz="UTC"), safe=False)
         assert actual.cast(expected.type).equals(expected), name
+
+
+def test_required_members_are_filled_under_null_parents_only() -> None:
+    inner = pa.struct([pa.field("k", pa.int64(), nullable=False), pa.field("v", pa.string())])
+    t = pa.struct(
+        [pa.field("all_optional", pa.struct([pa.field("x", pa.int64())])), pa.field("inner", inner)]
+    )
+    arr = pa.array(
+        [
+            None,
+            {"all_optional": None, "inner": {"k": 1, "v": None}},
+            {"all_optional": {"x": 2}, "inner": None},
+        ],
+        t,
+    )
+    filled = fill_required_members(arr, t, "e")
+    assert filled.to_pylist() == arr.to_pylist()  # the same values ...
+    assert filled.field(1).field(0).null_count == 0  # ... with no null left in a required member
+    missing = pa.array([{"all_optional": None, "inner": {"k": None, "v": "a"}}], t)
+    with pytest.raises(ValidationError, match=r"e\.inner\.k is required but missing"):
+        fill_required_members(missing, t, "e")

@@ -392,12 +392,18 @@ def _zero(t: pa.DataType) -> pa.Scalar:
     return pa.scalar(0, t)
 
 
+@functools.lru_cache(maxsize=256)
+def _has_required_member(t: pa.DataType) -> bool:
+    """Whether a struct type has a required member at any depth of structs (nothing to fill otherwise)."""
+    return any(not f.nullable or (pa.types.is_struct(f.type) and _has_required_member(f.type)) for f in t)
+
+
 def fill_required_members(arr: pa.Array, t: pa.DataType, path: str) -> pa.Array:
     """Fill required struct members under null parents (Parquet rejects nulls there).
 
     Raises ValidationError naming the member when it is null under a non-null parent.
     """
-    if not pa.types.is_struct(t):
+    if not pa.types.is_struct(t) or not _has_required_member(t):
         return arr
     struct = cast(pa.StructArray, arr)
     parent_null = struct.is_null()
