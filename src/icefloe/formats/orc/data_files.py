@@ -36,6 +36,8 @@ def read_orc_file(io: FileIO, path: str, wanted_ids: set[int] | None = None) -> 
                 if wanted_ids is None or _field_id(field) is None or _field_id(field) in wanted_ids
             ]
             data = f.read(columns=names) if names else None
+            if data is not None:
+                data.validate(full=True)  # ORC checks no UTF-8: a corrupt string must not get out
             num_rows = int(f.nrows)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as exc:
             raise CorruptMetadata(f"cannot read ORC file {path}: {exc}") from exc
