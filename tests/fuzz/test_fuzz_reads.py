@@ -19,7 +19,8 @@ The first ``ICEFLOE_FUZZ_CROSS_CHECKS`` (default 40) distinct mutants of every k
 from scratch and must give the same verdict and message. Identical mutant bytes are read once
 (duplicates are counted). Outcomes come back in batches; the index of the mutant being read is in
 shared memory, and a read making no progress for ``runner.MUTANT_TIMEOUT_S`` fails as a hang.
-``ICEFLOE_FUZZ_WORKERS`` (default 2) kinds run at once, each lane on its own copy of the tables.
+``ICEFLOE_FUZZ_WORKERS`` (default 2) kinds run at once, each lane on its own copy of the tables
+(run the module without pytest-xdist's ``-n``: each xdist worker would start every kind's run).
 
 Size: ``ICEFLOE_FUZZ_MUTANTS`` mutants per kind (default 400, 2,000 when ``CI`` is set);
 ``ICEFLOE_FUZZ_SEED`` changes the seed. A long run:
