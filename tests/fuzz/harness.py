@@ -1,28 +1,19 @@
-"""The fuzz harness: real icefloe tables, their files by kind, and a watchdog-guarded mutant reader.
+"""The fuzz tables: real icefloe tables, and their files by kind.
 
 :func:`build_tables` writes four small tables with the public API (v2 partitioned with position
 deletes, v2 with gzip metadata, v3 with deletion vectors, v4 with leaves, a manifest DV and a
 colocated DV) and a fifth holding Avro and ORC data and position-delete files as other writers
-produce them, and returns one :class:`Target` per file kind. :func:`run_mutants` reads a target's
-mutants in a separate worker process: for each mutant the worker writes the mutated bytes in
-place, reads the whole table fresh (metadata file, tree, data and delete files, nothing cached),
-classifies the outcome and restores the file. The parent waits for each outcome at most
-``MUTANT_TIMEOUT_S``: a mutant whose read hangs (a decoder spinning, an endless loop) is reported
-as a hang and the worker is killed. Passing mutants never depend on that limit: it only turns a
-hang into a failure instead of a stuck test run.
+produce them, and returns one :class:`Target` per file kind. ``tests/fuzz/runner.py`` reads the
+mutants of a target.
 """
 
 from __future__ import annotations
 
-import multiprocessing as mp
-import traceback
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 PLAIN_JSON_KINDS = frozenset({"v2-metadata-json", "v4-metadata-json"})
 """Plain metadata JSON has no checksum: a mutant that stays valid JSON and valid table metadata
@@ -39,9 +30,6 @@ reads it the same). For these kinds the rest of the rule is strict (only an Icef
 the file escapes, no hang); mutants that read differently are counted, not failed. icefloe's own
 data and delete files are Parquet with page checksums and held to the strict rule."""
 
-MUTANT_TIMEOUT_S = 20.0
-"""Generous per-mutant limit (reads take milliseconds): only a hang ever reaches it."""
-
 
 @dataclass(frozen=True)
 class Target:
@@ -52,17 +40,6 @@ class Target:
     metadata_location: str  # the table's current metadata file
     blamed: str  # what an error must name: the file's base name
     mdv_of: str | None = None  # kind "manifest-dv": mutate this leaf's manifest DV inside the root
-
-
-@dataclass
-class Outcome:
-    """What reading the mutants of one target gave."""
-
-    same: int = 0
-    errors: int = 0
-    failures: list[str] = field(default_factory=list)
-    changed: list[str] = field(default_factory=list)  # no checksum: a valid but different table
-    hung: str | None = None
 
 
 # -- building the tables -----------------------------------------------------------------------
@@ -198,156 +175,3 @@ def _tree_targets(table: Any, tag: str) -> list[Target]:
             out.append(_target(f"{tag}-puffin", f.deletion_vector.location, loc))
             break
     return out
-
-
-# -- reading mutants ---------------------------------------------------------------------------
-
-
-def read_rows(metadata_location: str) -> list[tuple[Any, ...]]:
-    """Every row of the table whose metadata file is ``metadata_location``, sorted, nothing cached."""
-    from icefloe.formats.metadata.files import clear_metadata_cache, read_table_metadata
-    from icefloe.io.fileio import FileIO
-    from icefloe.scan.table_scan import TableScan
-    from icefloe.tree import read_seam
-
-    clear_metadata_cache()
-    read_seam.clear_caches()
-    io = FileIO()
-    md = read_table_metadata(io, metadata_location)
-    table = TableScan(io, md, metadata_location=metadata_location).to_arrow()
-    return sorted(tuple(r.values()) for r in table.to_pylist())
-
-
-def _mdv_mutator(target: Target) -> Callable[[bytes], bytes]:
-    """Writes a root whose manifest DV of ``target.mdv_of`` is replaced by the given bytes."""
-    from icefloe.formats.arrow_schema import field_id_of
-    from icefloe.formats.v4 import content_entry_schema as ce
-
-    original = pq.ParquetFile(target.path)
-    table, meta = original.read(), original.metadata.metadata
-    loc_i = next(i for i, f in enumerate(table.schema) if field_id_of(f) == ce.LOCATION)
-    info_i = next(i for i, f in enumerate(table.schema) if field_id_of(f) == ce.MANIFEST_INFO)
-    locations = table.column(loc_i).to_pylist()
-    row = next(i for i, v in enumerate(locations) if target.mdv_of is not None and target.mdv_of.endswith(v))
-    info = table.column(info_i).combine_chunks()
-    mdv_j = next(j for j in range(info.type.num_fields) if field_id_of(info.type.field(j)) == ce.MDV)
-
-    def write(mdv: bytes) -> bytes:
-        children = [info.field(j) for j in range(info.type.num_fields)]
-        values = children[mdv_j].to_pylist()
-        values[row] = mdv
-        children[mdv_j] = pa.array(values, children[mdv_j].type)
-        fields = [info.type.field(j) for j in range(info.type.num_fields)]
-        rebuilt = pa.StructArray.from_arrays(children, fields=fields, mask=info.is_null())
-        out = table.set_column(info_i, table.schema.field(info_i), rebuilt).replace_schema_metadata(meta)
-        sink = pa.BufferOutputStream()
-        pq.write_table(out, sink)
-        return bytes(sink.getvalue().to_pybytes())
-
-    return write
-
-
-def _original_mdv(target: Target) -> bytes:
-    from icefloe.formats.metadata.files import read_table_metadata
-    from icefloe.io.fileio import FileIO
-    from icefloe.tree import v4_read
-
-    io = FileIO()
-    md = read_table_metadata(io, target.metadata_location)
-    snap = md.current_snapshot()
-    assert snap is not None and snap.root_manifest is not None
-    root = v4_read.read_root(io, md, snap.root_manifest)
-    ref = next(r for r in root.refs if r.manifest_path == target.mdv_of)
-    assert ref.mdv is not None
-    return ref.mdv
-
-
-def classify(target: Target, expected: list[tuple[Any, ...]]) -> tuple[str, str]:
-    """Read the table once: ("same" | "error" | "unnamed" | "escaped" | "wrong", detail)."""
-    from icefloe.errors import IcefloeError
-
-    try:
-        got = read_rows(target.metadata_location)
-    except IcefloeError as exc:
-        text = f"{type(exc).__name__}: {exc}"
-        location = getattr(exc, "location", None) or ""
-        named = target.blamed in str(exc) or location.endswith(target.blamed)
-        return ("error" if named else "unnamed"), text[:400]
-    except BaseException as exc:
-        if isinstance(exc, KeyboardInterrupt | SystemExit):
-            raise
-        return "escaped", "".join(traceback.format_exception(exc, limit=-4))[-1500:]
-    if got == expected:
-        return "same", ""
-    return "wrong", f"{len(got)} rows instead of {len(expected)}"
-
-
-def _worker(target: Target, seed: int, count: int, conn: Any) -> None:
-    """Read ``count`` mutants of ``target`` and send one (index, label, verdict, detail) each."""
-    from tests.support.mutation import mutants
-
-    path = Path(target.path)
-    original = path.read_bytes()
-    expected = read_rows(target.metadata_location)
-    if target.mdv_of is not None:
-        source, render = _original_mdv(target), _mdv_mutator(target)
-    else:
-        source, render = original, (lambda b: b)
-    conn.send(("ready", len(expected)))
-    try:
-        for i, (label, data) in enumerate(mutants(source, seed, count)):
-            conn.send(("start", i, label))
-            path.write_bytes(render(data))
-            verdict, detail = classify(target, expected)
-            conn.send(("done", i, label, verdict, detail))
-    finally:
-        path.write_bytes(original)
-    conn.send(("end",))
-
-
-def run_mutants(target: Target, seed: int, count: int) -> Outcome:
-    """Read ``count`` mutants of ``target`` in a watchdog-guarded worker process."""
-    original = Path(target.path).read_bytes()  # restored even when the worker is killed
-    ctx = mp.get_context("spawn")
-    parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_worker, args=(target, seed, count, child), daemon=True)
-    proc.start()
-    child.close()
-    outcome = Outcome()
-    current = "starting the worker"
-    try:
-        while True:
-            if not parent.poll(MUTANT_TIMEOUT_S + (60 if current == "starting the worker" else 0)):
-                proc.kill()
-                kept = Path(target.path).with_name(Path(target.path).name + ".hang")
-                kept.write_bytes(Path(target.path).read_bytes())  # the mutant, for replaying it
-                outcome.hung = (
-                    f"{target.kind}: no answer within {MUTANT_TIMEOUT_S:.0f} s while {current}; "
-                    f"the mutated file is kept as {kept}"
-                )
-                return outcome
-            try:
-                msg = parent.recv()
-            except EOFError:
-                outcome.hung = f"{target.kind}: the worker died while {current} (exit {proc.exitcode})"
-                return outcome
-            if msg[0] == "start":
-                current = f"reading mutant #{msg[1]} ({msg[2]}, seed {seed})"
-            elif msg[0] == "done":
-                _, i, label, verdict, detail = msg
-                if verdict == "same":
-                    outcome.same += 1
-                elif verdict == "error":
-                    outcome.errors += 1
-                elif verdict == "wrong" and target.kind in PLAIN_JSON_KINDS | UNCHECKSUMMED_KINDS:
-                    outcome.changed.append(f"mutant #{i} ({label}, seed {seed}): {detail}")
-                else:
-                    outcome.failures.append(f"mutant #{i} ({label}, seed {seed}): {verdict}: {detail}")
-            elif msg[0] == "end":
-                return outcome
-    finally:
-        if proc.is_alive():
-            proc.kill()
-        proc.join(10)
-        parent.close()
-        Path(target.path).write_bytes(original)

@@ -160,7 +160,7 @@ def test_null_in_required_column_fails_the_job_and_changes_nothing(spark, events
     bad = _events(spark, 100, 20).withColumn(
         "id", F.when(F.col("id") == 105, F.lit(None)).otherwise(F.col("id"))
     )
-    with pytest.raises(Exception, match="column 'id' is required"):
+    with pytest.raises(ValidationError, match="column 'id' is required"):
         write_table(bad, table_name)
     events.refresh()
     assert events.current_snapshot() == snap_before

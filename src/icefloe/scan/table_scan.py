@@ -181,8 +181,13 @@ class TableScan:
 
     def to_arrow(self) -> pa.Table:
         """Plan and read the scan into one Arrow table, columns in the order selected."""
+        return self.read_planned(self.plan_files())
+
+    def read_planned(self, tasks: Sequence[FileScanTask]) -> pa.Table:
+        """Read tasks this scan planned (``plan_files``) into one Arrow table: the second half of
+        ``to_arrow``, for a caller that already holds the plan."""
         with self._boundary():
-            table = read_tasks(self.io, self.plan_files(), self.read_request(), limit=self.limit)
+            table = read_tasks(self.io, list(tasks), self.read_request(), limit=self.limit)
         return table.select(self._output_columns(table.column_names))
 
     def to_arrow_batch_reader(

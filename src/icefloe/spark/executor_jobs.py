@@ -8,7 +8,12 @@
   task calls ``work(chunk)`` and its pickled results are collected on the driver.
 - ``collect_results``: the same for a DataFrame already shaped for the executors.
 - ``executor_errors``: an icefloe error raised on an executor (or a Spark ``raise_error`` from a
-  required-column check) surfaces on the driver as the same icefloe error class.
+  required-column check) surfaces on the driver as the same icefloe error class, and a job that
+  failed on a value of its input (a Spark error whose SQLSTATE is a data exception, class 22, or
+  an integrity constraint violation, class 23: a cast or decimal overflow, a malformed number,
+  a division by zero, a null where none may be) as a ``ValidationError`` naming the Spark error,
+  which stays the ``__cause__``. Other failures (a lost executor, a bug) are not bad input and
+  pass through unchanged.
 """
 
 from __future__ import annotations
@@ -108,9 +113,10 @@ def result_schema() -> Any:
     return T_.StructType([T_.StructField(RESULT_COLUMN, T_.BinaryType(), False)])
 
 
-def collect_results(frame: DataFrame) -> list[Any]:
-    """Collect a frame of pickled results (see ``result_batch``) and unpickle them."""
-    with executor_errors():
+def collect_results(frame: DataFrame, what: str = "the Spark job") -> list[Any]:
+    """Collect a frame of pickled results (see ``result_batch``) and unpickle them (``what``: the
+    job, for the message of an ``executor_errors`` error)."""
+    with executor_errors(what):
         rows = frame.collect()
     return [pickle.loads(r[RESULT_COLUMN]) for r in rows]
 
@@ -131,11 +137,15 @@ def chunked(items: Sequence[T], parts: int) -> list[list[T]]:
 
 _ICEFLOE_ERROR = re.compile(r"icefloe\.errors\.(\w+): (.+)")
 _REQUIRED_NULL = re.compile(r"(column '[^']*' is required but the input has a null value)")
+_SQL_STATE = re.compile(r"SQLSTATE: (\w{5})")
+BAD_VALUE_SQL_STATE_CLASSES = ("22", "23")
+"""SQLSTATE classes of errors caused by a value of the data: data exception, integrity constraint."""
 
 
 @contextmanager
-def executor_errors() -> Iterator[None]:
-    """Re-raise icefloe errors from executors (wrapped by Spark) as themselves."""
+def executor_errors(what: str = "the Spark job") -> Iterator[None]:
+    """Re-raise icefloe errors from executors (wrapped by Spark) as themselves, and a job that
+    failed on a value of its input as a ``ValidationError`` (``what`` says which job)."""
     try:
         yield
     except errors.IcefloeError:
@@ -150,7 +160,27 @@ def executor_errors() -> Iterator[None]:
         required = _REQUIRED_NULL.search(text)
         if required is not None:
             raise errors.ValidationError(required.group(1)) from exc
+        if _caused_by_a_value(exc):
+            first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+            raise errors.ValidationError(
+                f"{what} failed on a value of the input, nothing was committed: {first}"
+            ) from exc
         raise
+
+
+def _caused_by_a_value(exc: Exception) -> bool:
+    """Whether a Spark error says a value of the data caused it (its SQLSTATE class is 22 or 23)."""
+    state: object = None
+    get_state = getattr(exc, "getSqlState", None)
+    if callable(get_state):
+        try:
+            state = get_state()
+        except Exception:  # a Py4J error whose JVM side is gone: fall back to the message
+            state = None
+    if not isinstance(state, str):
+        found = _SQL_STATE.search(str(exc))
+        state = found.group(1) if found else None
+    return isinstance(state, str) and state.startswith(BAD_VALUE_SQL_STATE_CLASSES)
 
 
 def _plain_error(cls: type) -> bool:

@@ -54,6 +54,7 @@ from icefloe.spark.executor_jobs import (
     JobStaging,
     chunked,
     collect_results,
+    executor_errors,
     result_batch,
     result_schema,
     run_chunks,
@@ -389,9 +390,10 @@ def execute_merge(
     source_keys = [_source_column(source, k.name, case_sensitive) for k in keys]
     plan = plan_merge(spec, schema, source.columns, case_sensitive)
     base = branch_head(md, options.branch)
-    scan_filter: Expression = (
-        AlwaysTrue() if spec.reads_whole_table else _key_filter(source, schema, keys, source_keys)
-    )
+    with executor_errors("the merge"):  # jobs over the source: a bad value fails here first
+        scan_filter: Expression = (
+            AlwaysTrue() if spec.reads_whole_table else _key_filter(source, schema, keys, source_keys)
+        )
     tasks = plan_files(table.io, md, base, scan_filter, case_sensitive=case_sensitive) if base else []
     target = target_frame(spark, md, dict(table.io.properties), tasks, case_sensitive)
 
@@ -429,10 +431,11 @@ def execute_merge(
     changes = stage.where(row_action.isNotNull()).select(
         *change_frame_columns(md, old, upd_values, row_action, meta, ins_values)
     )
-    if spec.has_matched and tasks and spec.condition is None:
-        _check_single_match(source, target, keys, source_keys)
-    elif spec.has_matched and tasks:
-        _check_single_match_joined(joined)
+    with executor_errors("the merge"):
+        if spec.has_matched and tasks and spec.condition is None:
+            _check_single_match(source, target, keys, source_keys)
+        elif spec.has_matched and tasks:
+            _check_single_match_joined(joined)
     change = RowLevelChange.reading("merge", chosen, base, scan_filter, case_sensitive)
     return _run_changes(
         spark, table, change, tasks, changes, options.branch, options.properties, plan.updated_fields()
@@ -609,7 +612,8 @@ def _run_changes(
             yield result_batch(result)
 
     try:
-        total = merge_results(collect_results(map_in_arrow(clustered, work, result_schema())))
+        frame = map_in_arrow(clustered, work, result_schema())
+        total = merge_results(collect_results(frame, f"the {change.operation}"))
         staging.tidy(total.written_paths())
     except BaseException:
         staging.discard()

@@ -13,7 +13,9 @@ Route (fastest first, see ARCHITECTURE.md, "Spark"):
   found by listing the staging directory and deleted.
 
 Bad input (unknown column, missing required column, lossy type) fails before any file is written;
-a failed job deletes its staging directory; the table only changes in the final commit.
+a failed job deletes its staging directory; the table only changes in the final commit. A job
+that fails on a value of the input (a null in a required column, a cast or decimal overflow) is a
+``ValidationError`` (``executor_jobs.executor_errors``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from icefloe.errors import ValidationError
 from icefloe.expressions.ast import Expression
 from icefloe.io.fileio import FileIO
 from icefloe.spark.compat import map_in_arrow
+from icefloe.spark.executor_jobs import executor_errors
 from icefloe.spark.footer import data_files_from_footers
 from icefloe.spark.partitioning import parse_partition_dirs, partition_column_name, partition_key_columns
 from icefloe.spark.runtime import delete_tree, executor_io, resolve_catalog, session_conf, spark_location
@@ -141,10 +144,11 @@ def stage_dataframe(df: DataFrame, table: Table) -> StagedFiles:
     staging = f"{LocationProvider(md).data_location}/spark-{uuid.uuid4().hex}"
     staged = StagedFiles(table.io, staging)
     try:
-        if native_writable(schema.as_struct) and spark_native_storage(staging):
-            _write_native(conformed, md, staged)
-        else:
-            _write_arrow(conformed, md, staged, table.io)
+        with executor_errors("the write job"):
+            if native_writable(schema.as_struct) and spark_native_storage(staging):
+                _write_native(conformed, md, staged)
+            else:
+                _write_arrow(conformed, md, staged, table.io)
     except BaseException:
         staged.discard()
         raise

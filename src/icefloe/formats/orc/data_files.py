@@ -12,8 +12,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.orc as orc
 
-from icefloe.errors import CorruptMetadata, NotFound
-from icefloe.formats.arrow_schema import FIELD_ID_KEY
+from icefloe.errors import CorruptMetadata, NotFound, ValidationError
+from icefloe.formats.arrow_schema import FIELD_ID_KEY, field_id_of
 from icefloe.io.fileio import FileIO
 
 ORC_ID_KEY = b"iceberg.id"
@@ -36,8 +36,11 @@ def read_orc_file(io: FileIO, path: str, wanted_ids: set[int] | None = None) -> 
                 if wanted_ids is None or _field_id(field) is None or _field_id(field) in wanted_ids
             ]
             data = f.read(columns=names) if names else None
+            if data is not None:
+                data.validate(full=True)  # ORC checks no UTF-8: a corrupt string must not get out
             num_rows = int(f.nrows)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as exc:
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError, ValidationError) as exc:
+            # ValidationError: a malformed iceberg.id attribute (_with_field_ids), the file's fault
             raise CorruptMetadata(f"cannot read ORC file {path}: {exc}") from exc
     if data is None:
         return pa.schema([]).empty_table(), num_rows
@@ -63,4 +66,6 @@ def _with_field_ids(field: pa.Field) -> pa.Field:
         t = pa.map_(_with_field_ids(t.key_field), _with_field_ids(t.item_field))
     elif pa.types.is_list(t) or pa.types.is_large_list(t):
         t = pa.list_(_with_field_ids(t.value_field))
-    return pa.field(field.name, t, field.nullable, meta or None)
+    out = pa.field(field.name, t, field.nullable, meta or None)
+    field_id_of(out)  # a malformed id fails here, where the file is known, not at projection
+    return out
