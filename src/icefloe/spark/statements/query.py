@@ -27,7 +27,7 @@ from icefloe.spark.statements.metadata import metadata_frame
 from icefloe.spark.statements.names import SqlContext, TableRef
 from icefloe.spark.statements.parse import to_sql
 from icefloe.spark.statements.predicates import NotPushable, conjuncts, to_filter
-from icefloe.spark.statements.read_cache import PlannedRead, planned_read
+from icefloe.spark.statements.read_cache import PlannedRead, planned_read, release
 from icefloe.spec.snapshots import RefType
 
 if TYPE_CHECKING:
@@ -63,6 +63,7 @@ class RewrittenQuery:
     tree: exp.Expr
     views: list[ReadView] = field(default_factory=list)
     reads: list[PlannedRead] = field(default_factory=list)
+    released: bool = False
 
     @property
     def plans(self) -> list[ReadPlan]:
@@ -70,9 +71,13 @@ class RewrittenQuery:
         return [r.plan for r in self.reads]
 
     def drop(self, ctx: SqlContext) -> None:
-        """Drop the temporary views."""
+        """Drop the temporary views and release the planned reads (Spark has analysed the statement)."""
         for v in self.views:
             ctx.spark.catalog.dropTempView(v.view)
+        if not self.released:
+            for read in self.reads:
+                release(read)
+            self.released = True
 
 
 def table_parts(node: exp.Table) -> list[str] | None:
@@ -88,31 +93,42 @@ def rewrite_reads(ctx: SqlContext, tree: exp.Expr, skip: set[int] | None = None)
     skip = skip or set()
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     result = RewrittenQuery(tree)
-    for node in list(tree.find_all(exp.Table)):
-        if id(node) in skip:
-            continue
-        parts = table_parts(node)
-        if parts is None or (len(parts) == 1 and parts[0].lower() in ctes):
-            continue
-        ref = ctx.resolve(parts)
-        if ref is None:
-            continue
-        travel = time_travel(ctx, ref, node.args.get("version"))
-        alias = node.alias or ref.identifier[-1]
-        if ref.metadata_table is not None:
-            view = f"__icefloe_{next(_COUNTER)}_{uuid.uuid4().hex[:8]}"
-            snapshot_id = _snapshot_for(ref, travel)
-            df = metadata_frame(ctx.spark, ref.table, ref.metadata_table, snapshot_id)
-            df.createOrReplaceTempView(view)
-            result.views.append(ReadView(view, ref))
-            replacement = exp.Table(this=exp.to_identifier(view))
-        else:
-            read = _read(ctx, ref, travel, pushed_filter(ref, node, alias))
-            result.reads.append(read)
-            replacement = exp.Table(this=exp.to_identifier(read.name), db=exp.to_identifier(read.database))
-        replacement.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
-        node.replace(replacement)
+    try:
+        for node in list(tree.find_all(exp.Table)):
+            _replace_reference(ctx, result, node, skip, ctes)
+    except BaseException:
+        result.drop(ctx)  # the views made so far and the reads held so far
+        raise
     return result
+
+
+def _replace_reference(
+    ctx: SqlContext, result: RewrittenQuery, node: exp.Table, skip: set[int], ctes: set[str]
+) -> None:
+    """Replace one table reference of ``result.tree`` when it names an icefloe table."""
+    if id(node) in skip:
+        return
+    parts = table_parts(node)
+    if parts is None or (len(parts) == 1 and parts[0].lower() in ctes):
+        return
+    ref = ctx.resolve(parts)
+    if ref is None:
+        return
+    travel = time_travel(ctx, ref, node.args.get("version"))
+    alias = node.alias or ref.identifier[-1]
+    if ref.metadata_table is not None:
+        view = f"__icefloe_{next(_COUNTER)}_{uuid.uuid4().hex[:8]}"
+        snapshot_id = _snapshot_for(ref, travel)
+        df = metadata_frame(ctx.spark, ref.table, ref.metadata_table, snapshot_id)
+        df.createOrReplaceTempView(view)
+        result.views.append(ReadView(view, ref))
+        replacement = exp.Table(this=exp.to_identifier(view))
+    else:
+        read = _read(ctx, ref, travel, pushed_filter(ref, node, alias))
+        result.reads.append(read)
+        replacement = exp.Table(this=exp.to_identifier(read.name), db=exp.to_identifier(read.database))
+    replacement.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
+    node.replace(replacement)
 
 
 def run_query(ctx: SqlContext, tree: exp.Expr) -> DataFrame:
