@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from icefloe.errors import ValidationError
 from icefloe.expressions.ast import And, EqualTo, Expression
-from icefloe.spark.statements.conditions import target_names, unqualified, where_clause
+from icefloe.spark.statements.conditions import scalar_values, target_names, unqualified, where_clause
 from icefloe.spark.statements.errors import UnsupportedStatement
 from icefloe.spark.statements.names import SqlContext
 from icefloe.spark.statements.parse import Statement, to_sql
@@ -172,17 +172,16 @@ def update(ctx: SqlContext, tree: exp.Update) -> DataFrame | None:
     for eq in tree.expressions:
         if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column):
             raise UnsupportedStatement(f"the assignment {to_sql(eq)}")
-        if eq.expression.find(exp.Select) is not None:
-            raise UnsupportedStatement(
-                f"the UPDATE value {to_sql(eq.expression)}", "a subquery in SET: use MERGE INTO"
-            )
+        value_node = eq.expression
+        if value_node.find(exp.Select) is not None:
+            value_node = scalar_values(ctx, value_node, "UPDATE ... SET")
         column = eq.this.name
         if eq.this.table and eq.this.table.lower() not in aliases:
             raise ValidationError(f"UPDATE {ref.name}: cannot assign {to_sql(eq.this)}")
         field = ref.table.schema().find_field(column, case_sensitive=False)
         spark_type = to_spark_type(field.field_type, field_ids=False).simpleString()
         # SQL's store assignment: the value takes the column's type (a decimal literal for a double)
-        value = to_sql(unqualified(eq.expression, aliases))
+        value = to_sql(unqualified(value_node, aliases))
         assignments[field.name] = f"CAST(({value}) AS {spark_type})"
     where = where_clause(ctx, ref, tree.this, tree.args.get("where"))
     try:
