@@ -30,8 +30,7 @@ from icefloe.spark.statements.names import SqlContext
 from icefloe.spark.statements.parse import to_sql
 from icefloe.spark.statements.predicates import conjuncts
 from icefloe.spark.statements.query import run_query, table_parts
-from icefloe.spark.statements.results import branch_of, counts, write_target
-from icefloe.txn.commit_options import CommitOptions
+from icefloe.spark.statements.results import counts, write_options, write_target
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -73,14 +72,10 @@ def merge(ctx: SqlContext, tree: exp.Merge) -> DataFrame | None:
         tuple(c for c in clauses if isinstance(c, WhenNotMatchedBySource)),
         condition=" AND ".join(f"({qualify(part)})" for part in rest) or None,
     )
-    result = execute_merge(
-        source,
-        ref.identifier,
-        spec,
-        catalog=ctx.catalog,
-        options=CommitOptions(branch=branch_of(ref)),
-        case_sensitive=False,
-    )
+    with write_options(ctx, ref) as options:
+        result = execute_merge(
+            source, ref.identifier, spec, catalog=ctx.catalog, options=options, case_sensitive=False
+        )
     return counts(
         ctx,
         num_affected_rows=result.updated_rows + result.deleted_rows + result.inserted_rows,

@@ -24,7 +24,7 @@ from icefloe.expressions.ast import AlwaysTrue, And, Expression
 from icefloe.expressions.binding import bind
 from icefloe.spark.read import ReadPlan, plan_read
 from icefloe.spark.statements.metadata import metadata_frame
-from icefloe.spark.statements.names import SqlContext, TableRef
+from icefloe.spark.statements.names import SqlContext, TableRef, wap_branch
 from icefloe.spark.statements.parse import to_sql
 from icefloe.spark.statements.predicates import NotPushable, conjuncts, to_filter
 from icefloe.spark.statements.read_cache import PlannedRead, planned_read, release
@@ -208,6 +208,10 @@ def pushed_filter(ref: TableRef, node: exp.Table, alias: str) -> Expression:
 def time_travel(ctx: SqlContext, ref: TableRef, version: exp.Expr | None) -> TimeTravel:
     """The snapshot a reference reads: ``VERSION/TIMESTAMP AS OF`` or a ``branch_``/``tag_`` suffix."""
     if version is None:
+        if ref.branch is None and ref.tag is None:
+            wap = wap_branch(ctx, ref)  # Iceberg reads the session's WAP branch once it exists
+            if wap is not None and wap in ref.table.metadata.refs:
+                return TimeTravel(branch=wap)
         return TimeTravel(branch=ref.branch, tag=ref.tag)
     if ref.branch is not None or ref.tag is not None:
         raise ValidationError(f"{ref.name}: a branch_/tag_ name cannot take AS OF as well")
