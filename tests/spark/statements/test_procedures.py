@@ -162,6 +162,22 @@ def test_rewrite_manifests_and_position_delete_files(
         assert len(deletes) == 1 and rows(out) == [(0, 0, 0, 0)]
         assert [a[:2] for a in after] == deletes
     assert rows(sql(spark, f"SELECT id FROM {t}")) == [(i,) for i in range(3, 7)]
+    # the documentation's options: rewrite-all rewrites a data file's single delete file too
+    options = "map('rewrite-all', 'true')"
+    out = sql(
+        spark, f"CALL icefloe.system.rewrite_position_delete_files(table => '{t}', options => {options})"
+    )
+    if fv == 2:
+        assert rows(out)[0][:2] == (1, 1)
+        assert rows(sql(spark, f"SELECT count(*) FROM {t}.delete_files")) == [(1,)]
+    else:
+        assert rows(out) == [(0, 0, 0, 0)]
+    options = "map('min-input-files', '2')"
+    out = sql(
+        spark, f"CALL icefloe.system.rewrite_position_delete_files(table => '{t}', options => {options})"
+    )
+    assert rows(out) == [(0, 0, 0, 0)]
+    assert rows(sql(spark, f"SELECT id FROM {t}")) == [(i,) for i in range(3, 7)]
 
 
 def test_rewrite_manifests_on_v4_names_the_construct(spark: Any, catalog: Catalog, table_name: str) -> None:
@@ -173,8 +189,14 @@ def test_rewrite_manifests_on_v4_names_the_construct(spark: Any, catalog: Catalo
     assert rows(sql(spark, f"CALL icefloe.system.rewrite_position_delete_files('{table_name}')")) == [
         (0, 0, 0, 0)
     ]
-    with pytest.raises(UnsupportedStatement, match="where or options"):
+    with pytest.raises(UnsupportedStatement, match="rewrite_position_delete_files with where"):
         sql(spark, f"CALL icefloe.system.rewrite_position_delete_files('{table_name}', where => 'id > 1')")
+    with pytest.raises(UnsupportedStatement, match=r"option 'partial-progress\.enabled'"):
+        sql(
+            spark,
+            f"""CALL icefloe.system.rewrite_position_delete_files(table => '{table_name}',
+                options => map('partial-progress.enabled', 'true'))""",
+        )
 
 
 def test_create_changelog_view(spark: Any, catalog: Catalog, table_name: str) -> None:

@@ -360,11 +360,24 @@ def _rewrite_manifests(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
 def _rewrite_position_delete_files(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
     from icefloe.maintenance.rewrite_position_deletes import rewrite_position_delete_files
 
-    if args.get("where") is not None or args.get("options"):
+    if args.get("where") is not None:
         raise UnsupportedStatement(
-            "rewrite_position_delete_files with where or options", "every data file is considered"
+            "rewrite_position_delete_files with where", "every data file is considered"
         )
-    result = rewrite_position_delete_files(_table(ctx, args))
+    options = {str(k).lower(): str(v) for k, v in (args.get("options") or {}).items()}
+    unknown = sorted(set(options) - {"rewrite-all", "min-input-files"})
+    if unknown:
+        raise UnsupportedStatement(
+            f"the rewrite_position_delete_files option {unknown[0]!r}", "known: rewrite-all, min-input-files"
+        )
+    # icefloe merges the position delete files per data file: min-input-files is the least number
+    # of them a data file must have; rewrite-all rewrites every one
+    at_least = (
+        1
+        if options.get("rewrite-all", "false").lower() == "true"
+        else int(options.get("min-input-files", "2"))
+    )
+    result = rewrite_position_delete_files(_table(ctx, args), min_delete_files=at_least)
     return _frame(
         ctx,
         "rewritten_delete_files_count int, added_delete_files_count int, rewritten_bytes_count bigint, "
