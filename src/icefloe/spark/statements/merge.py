@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from icefloe.spec.schema import Schema
 
 _TARGET, _SOURCE = "target", "source"  # execute_merge's aliases of the joined pair
+# Iceberg on Spark refuses them as well ("MERGE operation contains unsupported ... condition")
+SUBQUERIES_REFUSED = "subqueries are not allowed in MERGE conditions, as in Iceberg on Spark"
 
 
 def merge(ctx: SqlContext, tree: exp.Merge) -> DataFrame | None:
@@ -97,7 +99,7 @@ def _match_condition(
     from pyspark.sql import functions as F
 
     if on.find(exp.Select) is not None:
-        raise UnsupportedStatement(f"a subquery in MERGE ... ON {to_sql(on)}")
+        raise UnsupportedStatement(f"a subquery in MERGE ... ON {to_sql(on)}", SUBQUERIES_REFUSED)
     keys: list[str] = []
     rest: list[exp.Expr] = []
     for part in conjuncts(on):
@@ -171,6 +173,8 @@ class _Qualifier:
 
 
 def _clause(when: exp.When, schema: Schema, source_columns: list[str], qualify: _Qualifier) -> MergeClause:
+    if when.find(exp.Select) is not None:
+        raise UnsupportedStatement(f"a subquery in MERGE ... {to_sql(when)}", SUBQUERIES_REFUSED)
     matched = bool(when.args.get("matched"))
     by_source = bool(when.args.get("source"))
     cond = when.args.get("condition")
