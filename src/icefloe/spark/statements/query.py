@@ -23,6 +23,7 @@ from icefloe.errors import ValidationError
 from icefloe.expressions.ast import AlwaysTrue, And, Expression
 from icefloe.expressions.binding import bind
 from icefloe.spark.read import ReadPlan, plan_read
+from icefloe.spark.statements.errors import UnsupportedStatement
 from icefloe.spark.statements.metadata import metadata_frame
 from icefloe.spark.statements.names import SqlContext, TableRef, wap_branch
 from icefloe.spark.statements.parse import to_sql
@@ -91,6 +92,7 @@ def table_parts(node: exp.Table) -> list[str] | None:
 def rewrite_reads(ctx: SqlContext, tree: exp.Expr, skip: set[int] | None = None) -> RewrittenQuery:
     """Replace every icefloe table reference in ``tree`` (except nodes whose id is in ``skip``)."""
     skip = skip or set()
+    _refuse_iceberg_functions(ctx, tree)
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     result = RewrittenQuery(tree)
     try:
@@ -100,6 +102,24 @@ def rewrite_reads(ctx: SqlContext, tree: exp.Expr, skip: set[int] | None = None)
         result.drop(ctx)  # the views made so far and the reads held so far
         raise
     return result
+
+
+ICEBERG_FUNCTIONS = {"iceberg_version", "bucket", "truncate", "years", "months", "days", "hours"}
+
+
+def _refuse_iceberg_functions(ctx: SqlContext, tree: exp.Expr) -> None:
+    """Iceberg's Spark functions (``system.bucket(16, id)``, ``icefloe.system.days(ts)``, ...) are not
+    provided: name them instead of letting Spark fail on an unknown namespace."""
+    for dot in tree.find_all(exp.Dot):
+        call = dot.expression
+        if not isinstance(call, exp.Anonymous) or str(call.this).lower() not in ICEBERG_FUNCTIONS:
+            continue
+        path = [p.name.lower() for p in dot.this.find_all(exp.Identifier)] if dot.this else []
+        if path == ["system"] or path == [ctx.name.lower(), "system"]:
+            raise UnsupportedStatement(
+                f"Iceberg's function {'.'.join(path)}.{str(call.this).lower()}",
+                "partition transforms are not available as SQL functions",
+            )
 
 
 def _replace_reference(
