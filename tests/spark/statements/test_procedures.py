@@ -3,7 +3,10 @@ Iceberg's documentation shows them."""
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 import time
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -11,6 +14,7 @@ import pytest
 
 from icefloe.catalog.base import Catalog
 from icefloe.errors import Unsupported, ValidationError
+from icefloe.io.fileio import local_path
 from icefloe.spark import sql
 from icefloe.spark.statements import UnsupportedStatement
 
@@ -103,6 +107,48 @@ def test_maintenance_procedures(spark: Any, catalog: Catalog, table_name: str, t
     assert len(catalog.load_table(table_name).snapshots()) == 1
     out = sql(spark, f"CALL icefloe.system.remove_orphan_files(table => '{table_name}', dry_run => true)")
     assert out.columns == ["orphan_file_location"] and out.count() == 0
+    # the documentation's matching and listing arguments: a stray old file is found, the table's
+    # own files (spelled file1:// in a file_list_view, declared equal to file://) are not
+    table = catalog.load_table(table_name)
+    data_dir = f"{table.location().rstrip('/')}/data"
+    stray_location = f"{data_dir}/stray.parquet"
+    stray = Path(local_path(stray_location) or "")
+    stray.write_bytes(b"x")
+    os.utime(stray, (time.time() - 5 * 86400, time.time() - 5 * 86400))
+    for argument in (
+        "prefix_mismatch_mode => 'IGNORE'",
+        "equal_schemes => map('file', 'file1')",
+        "prefix_listing => true",
+    ):
+        out = sql(
+            spark,
+            f"CALL icefloe.system.remove_orphan_files(table => '{table_name}', dry_run => true, {argument})",
+        )
+        assert [r[0] for r in out.collect()] == [stray_location], argument
+    live = [r[0] for r in sql(spark, f"SELECT file_path FROM {t}.data_files").collect()]
+    listed = [(p.replace("file:", "file1:", 1), dt.datetime(2000, 1, 1)) for p in [*live, stray_location]]
+    spark.createDataFrame(listed, "file_path string, last_modified timestamp").createOrReplaceTempView(
+        "files_view"
+    )
+    view = "file_list_view => 'files_view', dry_run => true"
+    with pytest.raises(
+        ValidationError, match="under another scheme or authority"
+    ):  # ERROR, as Iceberg's default
+        sql(spark, f"CALL icefloe.system.remove_orphan_files(table => '{table_name}', {view})")
+    out = sql(
+        spark,
+        f"CALL icefloe.system.remove_orphan_files(table => '{table_name}', {view}, "
+        "equal_schemes => map('file1,file', 'file'))",
+    )
+    assert [r[0] for r in out.collect()] == [stray_location.replace("file:", "file1:", 1)]
+    out = sql(
+        spark,
+        f"CALL icefloe.system.remove_orphan_files(table => '{table_name}', {view}, "
+        "prefix_mismatch_mode => 'DELETE')",
+    )
+    assert sorted(r[0] for r in out.collect()) == sorted(p for p, _ in listed)
+    spark.catalog.dropTempView("files_view")
+    stray.unlink()
     # a metadata file another table owns is refused; once that table is dropped it registers
     location = catalog.load_table(table_name).metadata_location
     with pytest.raises(ValidationError, match="belongs to table"):

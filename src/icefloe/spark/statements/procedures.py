@@ -20,6 +20,7 @@ from icefloe.spec.snapshots import MAIN_BRANCH
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from icefloe.io.fileio import ListedFile
     from icefloe.table.table import Table
 
 Procedure = Callable[[SqlContext, dict[str, Any]], "DataFrame"]
@@ -259,17 +260,32 @@ def _content_kinds(table: Table) -> dict[str, int]:
 
 
 def _remove_orphan_files(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
+    from icefloe.maintenance.orphan_matching import PrefixMatching
     from icefloe.maintenance.remove_orphan_files import remove_orphan_files
 
     table = _table(ctx, args)
     older = args.get("older_than")
+    matching = PrefixMatching.parse(
+        args.get("prefix_mismatch_mode"), args.get("equal_schemes"), args.get("equal_authorities")
+    )
+    view = args.get("file_list_view")  # prefix_listing only chooses how Iceberg lists: same files
     result = remove_orphan_files(
         table,
         older_than=_ms(ctx, older) if older is not None else None,
         location=args.get("location"),
         dry_run=bool(args.get("dry_run", False)),
+        matching=matching,
+        listing=_listed_files(ctx, str(view)) if view is not None else None,
     )
     return _frame(ctx, "orphan_file_location string", [(f,) for f in result.orphan_files])
+
+
+def _listed_files(ctx: SqlContext, view: str) -> list[ListedFile]:
+    """The files of a ``file_list_view`` (columns ``file_path`` and ``last_modified``, as Iceberg's)."""
+    from icefloe.io.fileio import ListedFile
+
+    frame = ctx.spark.table(view).selectExpr("file_path", "CAST(unix_millis(last_modified) AS BIGINT)")
+    return [ListedFile(str(path), 0, None if ms is None else int(ms)) for path, ms in frame.collect()]
 
 
 def _rewrite_data_files(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
@@ -467,7 +483,18 @@ PROCEDURES: dict[str, tuple[tuple[str, ...], Procedure]] = {
         _expire_snapshots,
     ),
     "remove_orphan_files": (
-        ("table", "older_than", "location", "dry_run", "max_concurrent_deletes"),
+        (
+            "table",
+            "older_than",
+            "location",
+            "dry_run",
+            "max_concurrent_deletes",
+            "file_list_view",
+            "equal_schemes",
+            "equal_authorities",
+            "prefix_mismatch_mode",
+            "prefix_listing",
+        ),
         _remove_orphan_files,
     ),
     "rewrite_data_files": (("table", "strategy", "sort_order", "options", "where"), _rewrite_data_files),
