@@ -329,3 +329,45 @@ def test_snapshot_and_migrate_parquet_tables(
         sql(spark, f"CALL icefloe.system.migrate('spark_catalog.db.{name}_managed')")
     assert not catalog.table_exists(f"db.{name}_managed")
     spark.sql(f"DROP TABLE spark_catalog.db.{name}_managed")
+
+
+@pytest.mark.parametrize("fv", [2, 4])
+def test_rewrite_data_files_sort_strategy(spark: Any, catalog: Catalog, table_name: str, fv: int) -> None:
+    from pyspark.sql import functions as F
+
+    t = f"icefloe.{table_name}"
+    sql(
+        spark,
+        f"CREATE TABLE {t} (id BIGINT, name STRING) USING iceberg TBLPROPERTIES ('format-version' = '{fv}')",
+    )
+    for values in ("(1, 'b'), (4, NULL)", "(NULL, 'a'), (3, 'c')", "(4, 'a'), (2, NULL)"):
+        sql(spark, f"INSERT INTO {t} VALUES {values}")
+    before = rows(sql(spark, f"SELECT * FROM {t}"))
+    ((files,),) = rows(sql(spark, f"SELECT count(*) FROM {t}.data_files"))
+    with pytest.raises(ValidationError, match="without a valid sort order"):
+        sql(spark, f"CALL icefloe.system.rewrite_data_files(table => '{table_name}', strategy => 'sort')")
+    with pytest.raises(UnsupportedStatement, match="zorder"):
+        sql(
+            spark,
+            f"CALL icefloe.system.rewrite_data_files(table => '{table_name}', strategy => 'sort', "
+            "sort_order => 'zorder(id, name)')",
+        )
+    out = sql(
+        spark,
+        f"CALL icefloe.system.rewrite_data_files(table => '{table_name}', strategy => 'sort', "
+        "sort_order => 'id DESC NULLS LAST,name ASC NULLS FIRST')",
+    )
+    assert out.collect()[0][:2] == (files, 1)
+    assert rows(sql(spark, f"SELECT * FROM {t}")) == before
+    ((path,),) = sql(spark, f"SELECT file_path FROM {t}.data_files").collect()
+    written = [tuple(r) for r in spark.read.parquet(path).select("id", "name").collect()]  # not lineage
+    expected = spark.createDataFrame(before, "id long, name string").orderBy(
+        F.col("id").desc_nulls_last(), F.col("name").asc_nulls_first()
+    )
+    assert written == [tuple(r) for r in expected.collect()]  # Spark's own ORDER BY of the same rows
+    # without sort_order the table's write order is used
+    sql(spark, f"ALTER TABLE {t} WRITE ORDERED BY name ASC NULLS LAST, id")
+    sql(spark, f"INSERT INTO {t} VALUES (0, 'z')")
+    sql(spark, f"CALL icefloe.system.rewrite_data_files(table => '{table_name}', strategy => 'sort')")
+    ((path,),) = sql(spark, f"SELECT file_path FROM {t}.data_files").collect()
+    assert [r[1] for r in spark.read.parquet(path).collect()] == ["a", "a", "b", "c", "z", None, None]

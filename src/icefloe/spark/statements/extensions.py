@@ -223,13 +223,13 @@ def _write_order(table: Table, cursor: TokenCursor) -> None:
     elif cursor.accept("DISTRIBUTED", "BY", "PARTITION"):
         props["write.distribution-mode"] = "hash"
         if cursor.accept("LOCALLY", "ORDERED", "BY"):
-            fields = _sort_fields(table, cursor)
+            fields = sort_fields(table, cursor)
     elif cursor.accept("LOCALLY", "ORDERED", "BY"):
         props["write.distribution-mode"] = "none"
-        fields = _sort_fields(table, cursor)
+        fields = sort_fields(table, cursor)
     elif cursor.accept("ORDERED", "BY"):
         props["write.distribution-mode"] = "range"
-        fields = _sort_fields(table, cursor)
+        fields = sort_fields(table, cursor)
     else:
         cursor.fail("expected ORDERED BY, LOCALLY ORDERED BY, DISTRIBUTED BY PARTITION or UNORDERED")
     with table.transaction() as tx:
@@ -237,7 +237,8 @@ def _write_order(table: Table, cursor: TokenCursor) -> None:
         tx.set_properties(props)
 
 
-def _sort_fields(table: Table, cursor: TokenCursor) -> list[SortField]:
+def sort_fields(table: Table, cursor: TokenCursor) -> list[SortField]:
+    """The sort fields of an ORDER BY list (``category ASC NULLS LAST, bucket(4, id) DESC``)."""
     out = []
     while True:
         text = cursor.until(",", "ASC", "DESC", "NULLS")

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from icefloe.io.fileio import ListedFile
+    from icefloe.spec.sort_order import SortOrder
     from icefloe.table.table import Table
 
 Procedure = Callable[[SqlContext, dict[str, Any]], "DataFrame"]
@@ -293,8 +294,11 @@ def _rewrite_data_files(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
 
     table = _table(ctx, args)
     strategy = str(args.get("strategy") or "binpack").lower()
-    if strategy != "binpack":
-        raise UnsupportedStatement(f"rewrite_data_files strategy {strategy!r}", "only binpack")
+    if strategy not in ("binpack", "sort"):
+        raise UnsupportedStatement(f"rewrite_data_files strategy {strategy!r}", "binpack or sort")
+    if strategy == "binpack" and args.get("sort_order") is not None:
+        raise ValidationError("rewrite_data_files: sort_order needs strategy => 'sort'")
+    order = _rewrite_sort_order(table, args.get("sort_order")) if strategy == "sort" else None
     options = {str(k).lower(): str(v) for k, v in (args.get("options") or {}).items()}
     where = args.get("where")
     row_filter = _where_filter(table, str(where)) if where is not None else None
@@ -307,6 +311,7 @@ def _rewrite_data_files(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
         rewrite_all=options.get("rewrite-all", "false").lower() == "true",
         catalog=ctx.catalog,
         case_sensitive=False,
+        sort_order=order,
     )
     return _frame(
         ctx,
@@ -322,6 +327,21 @@ def _rewrite_data_files(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
             )
         ],
     )
+
+
+def _rewrite_sort_order(table: Table, text: Any) -> SortOrder:
+    """The ``sort`` strategy's order: ``sort_order => 'id DESC NULLS LAST, name'``, else the table's."""
+    from icefloe.spark.statements.extensions import sort_fields
+    from icefloe.spec.sort_order import SortOrder
+
+    if text is None:
+        order = table.metadata.sort_order()
+        if order.is_unsorted:
+            raise ValidationError("rewrite_data_files: cannot sort data without a valid sort order")
+        return order
+    if str(text).strip().lower().startswith("zorder"):
+        raise UnsupportedStatement("rewrite_data_files with a zorder(...) sort order")
+    return SortOrder(*sort_fields(table, TokenCursor(str(text))))
 
 
 def _where_filter(table: Table, text: str) -> Any:
