@@ -188,6 +188,9 @@ def test_rewrite_manifests_and_position_delete_files(
     ]
     assert rows(sql(spark, f"SELECT id FROM {t}")) == [(i,) for i in range(1, 7)]
     assert rows(sql(spark, f"CALL icefloe.system.rewrite_manifests('{table_name}')")) == [(0, 0)]
+    with pytest.raises(ValidationError, match="sort_by names no partition field: category"):
+        by_category = "sort_by => array('category')"
+        sql(spark, f"CALL icefloe.system.rewrite_manifests(table => '{table_name}', {by_category})")
     # two deletes on the first file: two position delete files (v2) or one DV (v3)
     sql(spark, f"DELETE FROM {t} WHERE id = 1")
     sql(spark, f"DELETE FROM {t} WHERE id = 2")

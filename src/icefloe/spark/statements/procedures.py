@@ -383,7 +383,11 @@ def _rewrite_manifests(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
     table = _table(ctx, args)  # use_caching is accepted and ignored: nothing is cached here
     try:
         spec_id = args.get("spec_id")
-        result = rewrite_manifests(table, spec_id=int(spec_id) if spec_id is not None else None)
+        result = rewrite_manifests(
+            table,
+            spec_id=int(spec_id) if spec_id is not None else None,
+            sort_by=[str(name) for name in args.get("sort_by") or []],
+        )
     except Unsupported as exc:
         raise UnsupportedStatement("rewrite_manifests on a format version 4 table", str(exc)) from exc
     return _frame(
@@ -519,7 +523,7 @@ PROCEDURES: dict[str, tuple[tuple[str, ...], Procedure]] = {
     ),
     "rewrite_data_files": (("table", "strategy", "sort_order", "options", "where"), _rewrite_data_files),
     "register_table": (("table", "metadata_file"), _register_table),
-    "rewrite_manifests": (("table", "use_caching", "spec_id"), _rewrite_manifests),
+    "rewrite_manifests": (("table", "use_caching", "spec_id", "sort_by"), _rewrite_manifests),
     "rewrite_position_delete_files": (("table", "options", "where"), _rewrite_position_delete_files),
     "create_changelog_view": (
         ("table", "changelog_view", "options", "compute_updates", "identifier_columns", "net_changes"),
