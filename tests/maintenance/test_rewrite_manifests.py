@@ -101,9 +101,11 @@ def test_rewrite_manifests_sorted_by_a_partition_field(catalog: Catalog) -> None
     assert result.added_manifests == 12
     table = table.refresh()
     md = table.metadata
+    snap = md.current_snapshot()
+    assert snap is not None
     order = [
         e.data_file.partition[0]
-        for m in manifest_refs(table.io, md, md.current_snapshot())
+        for m in manifest_refs(table.io, md, snap)
         for e in read_entries(table.io, md, m)
     ]
     assert order == sorted(order) and sorted(set(order)) == ["a", "b", "c"]
