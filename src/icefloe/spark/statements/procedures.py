@@ -331,7 +331,7 @@ def _rewrite_data_files(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
 
 def _rewrite_sort_order(table: Table, text: Any) -> SortOrder:
     """The ``sort`` strategy's order: ``sort_order => 'id DESC NULLS LAST, name'``, else the table's."""
-    from icefloe.spark.statements.extensions import sort_fields
+    from icefloe.spark.statements.partition_terms import sort_fields
     from icefloe.spec.sort_order import SortOrder
 
     if text is None:
