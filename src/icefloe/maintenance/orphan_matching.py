@@ -51,7 +51,7 @@ class PrefixMatching:
             raise ValidationError(
                 f"prefix_mismatch_mode must be ERROR, IGNORE or DELETE, not {mode!r}"
             ) from None
-        return cls(chosen, _expand(equal_schemes), _expand(equal_authorities))
+        return cls(chosen, _expand(equal_schemes, lower=True), _expand(equal_authorities, lower=False))
 
     def split(self, location: str) -> tuple[str, str, str]:
         """(scheme, authority, path) of a location, equal names mapped to one."""
@@ -67,18 +67,21 @@ class PrefixMatching:
         )
 
 
-def _expand(pairs: Mapping[str, str] | None) -> dict[str, str]:
+def _expand(pairs: Mapping[str, str] | None, lower: bool) -> dict[str, str]:
+    """``{'s3a,s3n': 's3'}`` as ``{'s3a': 's3', 's3n': 's3'}`` (schemes compare in lower case)."""
+
+    def spelled(text: str) -> str:
+        return text.strip().lower() if lower else text.strip()
+
     out: dict[str, str] = {}
     for names, value in (pairs or {}).items():
         for name in str(names).split(","):
             if name.strip():
-                out[name.strip().lower() if name.strip().isascii() else name.strip()] = str(value).strip()
+                out[spelled(name)] = spelled(str(value))
     return out
 
 
-def classify_orphans(
-    listed: Iterable[str], referenced: Iterable[str], matching: PrefixMatching
-) -> list[str]:
+def classify_orphans(listed: Iterable[str], referenced: Iterable[str], matching: PrefixMatching) -> list[str]:
     """The listed locations that are orphans (ValidationError on a mismatch in ERROR mode)."""
     named = {matching.split(r) for r in referenced}
     named_paths = {path for _, _, path in named}
