@@ -385,11 +385,13 @@ def test_queries_page_time_travel_schemas(
     )
     joined = sql(
         spark,
-        f"""select h.made_current_at, s.operation, h.snapshot_id, h.is_current_ancestor
+        f"""select h.made_current_at, s.operation, h.snapshot_id, h.is_current_ancestor,
+                   s.summary['spark.app.id']
             from {t}.history h join {t}.snapshots s on h.snapshot_id = s.snapshot_id
             order by made_current_at""",
     )
-    assert [(r[1], r[3]) for r in joined.collect()] == [("append", True), ("append", True)]
+    app = spark.sparkContext.applicationId
+    assert [(r[1], r[3], r[4]) for r in joined.collect()] == [("append", True, app), ("append", True, app)]
 
 
 # ------------------------------------------------------------------------------------------ writes

@@ -27,17 +27,23 @@ def wap_session(spark: Any) -> Iterator[Any]:
         spark.conf.unset(key)
 
 
-@pytest.mark.parametrize("version", [2, 4])
-def test_writes_go_to_the_wap_branch_then_fast_forward(
-    wap_session: Any, catalog: Catalog, table_name: str, version: int
-) -> None:
-    spark, t = wap_session, f"icefloe.{table_name}"
+def wap_table(spark: Any, table_name: str, version: int) -> str:
+    """A table with ``write.wap.enabled`` and one row ``(1, 'a')`` on main; its SQL name."""
+    t = f"icefloe.{table_name}"
     sql(
         spark,
         f"""CREATE TABLE {t} (id BIGINT, data STRING) USING iceberg
             TBLPROPERTIES ('format-version' = '{version}', 'write.wap.enabled' = 'true')""",
     )
     sql(spark, f"INSERT INTO {t} VALUES (1, 'a')")
+    return t
+
+
+@pytest.mark.parametrize("version", [2, 4])
+def test_writes_go_to_the_wap_branch_then_fast_forward(
+    wap_session: Any, catalog: Catalog, table_name: str, version: int
+) -> None:
+    spark, t = wap_session, wap_table(wap_session, table_name, version)
     sql(spark, "SET spark.wap.branch = audit")  # the branch does not exist yet: it starts from main
     sql(spark, f"INSERT INTO {t} VALUES (2, 'b'), (3, 'c')")
     sql(spark, f"DELETE FROM {t} WHERE id = 1")
@@ -62,13 +68,7 @@ def test_writes_go_to_the_wap_branch_then_fast_forward(
 def test_a_wap_id_stages_a_snapshot_that_publish_changes_makes_current(
     wap_session: Any, catalog: Catalog, table_name: str, version: int
 ) -> None:
-    spark, t = wap_session, f"icefloe.{table_name}"
-    sql(
-        spark,
-        f"""CREATE TABLE {t} (id BIGINT, data STRING) USING iceberg
-            TBLPROPERTIES ('format-version' = '{version}', 'write.wap.enabled' = 'true')""",
-    )
-    sql(spark, f"INSERT INTO {t} VALUES (1, 'a')")
+    spark, t = wap_session, wap_table(wap_session, table_name, version)
     main_before = catalog.load_table(table_name).metadata.current_snapshot_id
     spark.conf.set("spark.wap.id", "nightly-1")
     sql(spark, f"INSERT INTO {t} VALUES (2, 'b')")

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 
 WAP_ID_CONF = "spark.wap.id"
+APP_ID_SUMMARY = "spark.app.id"  # a session setting and, as in Iceberg, a snapshot summary key
 WAP_ID_SUMMARY = "wap.id"  # Iceberg's SnapshotSummary.STAGED_WAP_ID_PROP
 
 
@@ -56,7 +57,9 @@ def write_options(ctx: SqlContext, ref: TableRef) -> Iterator[CommitOptions]:
 
     A staged write commits to a throwaway branch which is removed once the write is done (Iceberg
     commits a staged snapshot without any ref in one step; icefloe's writers always move a branch).
+    Every snapshot records the Spark application in its summary (``spark.app.id``), as Iceberg's.
     """
+    summary = {APP_ID_SUMMARY: app_id} if (app_id := ctx.spark.conf.get(APP_ID_SUMMARY, None)) else {}
     branch = ref.branch or MAIN_BRANCH
     enabled = ref.table.metadata.properties.get(WAP_ENABLED, "false").lower() == "true"
     wap_id = (ctx.spark.conf.get(WAP_ID_CONF, None) or None) if enabled else None
@@ -71,13 +74,13 @@ def write_options(ctx: SqlContext, ref: TableRef) -> Iterator[CommitOptions]:
             )
         branch = wap
     if wap_id is None:
-        yield CommitOptions(branch=branch)
+        yield CommitOptions(branch=branch, snapshot_properties=summary)
         return
     staging = f"__icefloe_wap_{uuid.uuid4().hex}"
     if ref.branch is not None:
         raise ValidationError(f"a staged write (spark.wap.id) cannot go to branch {ref.branch!r}")
     try:
-        yield CommitOptions(branch=staging, snapshot_properties={WAP_ID_SUMMARY: wap_id})
+        yield CommitOptions(branch=staging, snapshot_properties={**summary, WAP_ID_SUMMARY: wap_id})
     finally:
         table = ctx.catalog.load_table(ref.identifier)
         if staging in table.metadata.refs:
