@@ -118,7 +118,7 @@ def _refuse_iceberg_functions(ctx: SqlContext, tree: exp.Expr) -> None:
         if path == ["system"] or path == [ctx.name.lower(), "system"]:
             raise UnsupportedStatement(
                 f"Iceberg's function {'.'.join(path)}.{str(call.this).lower()}",
-                "partition transforms are not available as SQL functions",
+                "icefloe provides no SQL functions (its transforms run inside its writers only)",
             )
 
 
