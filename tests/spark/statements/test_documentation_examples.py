@@ -585,7 +585,7 @@ def test_writes_page_branch_writes(spark: Any, table_name: str, version: int) ->
     assert contents(spark, t)[1] == [(0, "z")]  # main is untouched
 
 
-def test_queries_page_iceberg_functions_are_named_as_unsupported(spark: Any, table_name: str) -> None:
+def test_iceberg_functions_and_views_are_named_as_unsupported(spark: Any, table_name: str) -> None:
     t = f"icefloe.{table_name}"
     sql(spark, f"CREATE TABLE {t} (id bigint, ts timestamp) USING iceberg")
     for query in (
@@ -597,3 +597,9 @@ def test_queries_page_iceberg_functions_are_named_as_unsupported(spark: Any, tab
             sql(spark, query)
     # Spark's own system namespace is left alone
     assert rows(sql(spark, "SELECT system.builtin.abs(-2)")) == [(2,)]
+    # Iceberg views are not provided either: the refusal names the statement
+    view = f"{t}_view"
+    with pytest.raises(UnsupportedStatement, match="CREATE VIEW"):
+        sql(spark, f"CREATE VIEW {view} AS SELECT * FROM {t}")
+    with pytest.raises(UnsupportedStatement, match="DROP VIEW"):
+        sql(spark, f"DROP VIEW {view}")
