@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from icefloe.catalog.base import Catalog
-from icefloe.errors import Unsupported
+from icefloe.errors import Unsupported, ValidationError
 from icefloe.maintenance.rewrite_manifests import rewrite_manifests
 from icefloe.spec.content import ManifestContent
 from icefloe.tree.read_seam import live_entries
-from icefloe.tree.v3_read import manifest_refs
+from icefloe.tree.v3_read import manifest_refs, read_entries
 from tests.maintenance.helpers import delete_ids, make_table
 
 pytestmark = [pytest.mark.catalog_namespaces("db")]
@@ -87,3 +87,26 @@ def test_rewrite_manifests_of_one_spec(catalog: Catalog) -> None:
     )
     assert specs == [0, 0, 1]
     assert table.scan().to_arrow().num_rows == 24
+
+
+def test_rewrite_manifests_sorted_by_a_partition_field(catalog: Catalog) -> None:
+    """``sort_by`` (Iceberg's procedure argument) orders the entries by partition value before they
+    are packed, so each manifest covers few values; rows and entries are unchanged."""
+    table = make_table(catalog, "db.t", 2, batches=4, rows=6)  # one file per category per append
+    table.set_properties(**{"commit.manifest.target-size-bytes": "1"})  # one entry per manifest
+    with pytest.raises(ValidationError, match="sort_by names no partition field: nope"):
+        rewrite_manifests(table, sort_by=["nope"])
+    before = sorted(r["id"] for r in table.scan().to_arrow().to_pylist())
+    result = rewrite_manifests(table.refresh(), sort_by=["cat"])
+    assert result.added_manifests == 12
+    table = table.refresh()
+    md = table.metadata
+    snap = md.current_snapshot()
+    assert snap is not None
+    order = [
+        e.data_file.partition[0]
+        for m in manifest_refs(table.io, md, snap)
+        for e in read_entries(table.io, md, m)
+    ]
+    assert order == sorted(order) and sorted(set(order)) == ["a", "b", "c"]
+    assert sorted(r["id"] for r in table.scan().to_arrow().to_pylist()) == before

@@ -55,6 +55,24 @@ def test_merges_the_position_deletes_of_each_data_file_v2(catalog: Catalog) -> N
     assert rewrite_position_delete_files(table) == RewritePositionDeletesResult()
 
 
+def test_one_delete_file_per_data_file_is_rewritten_when_asked(catalog: Catalog) -> None:
+    """``min_delete_files=1`` (Iceberg's ``rewrite-all``) rewrites data files with a single delete
+    file too; the default leaves them, and a larger minimum leaves data files with fewer."""
+    table = make_table(catalog, "db.t", 2, batches=1, rows=6)  # files: a {0, 3}, b {1, 4}, c {2, 5}
+    delete_ids(table, {0})
+    delete_ids(table, {3})
+    delete_ids(table, {1})
+    table = table.refresh()
+    assert rewrite_position_delete_files(table, min_delete_files=3) == RewritePositionDeletesResult()
+    before = _deletes(table)
+    result = rewrite_position_delete_files(table, min_delete_files=1)
+    assert (result.rewritten_delete_files, result.added_delete_files) == (3, 2)
+    table = table.refresh()
+    after = _deletes(table)
+    assert not set(after) & set(before) and sorted(count for _, _, count in after) == [1, 2]
+    assert _ids(table) == [2, 4, 5]
+
+
 @pytest.mark.parametrize("fv", [3, 4])
 def test_deletion_vectors_are_left_alone(catalog: Catalog, fv: int) -> None:
     table = make_table(catalog, "db.t", fv, batches=1, rows=6)

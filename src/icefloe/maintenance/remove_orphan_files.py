@@ -24,12 +24,14 @@ when ``gc.enabled`` is false (the files may be shared with other tables), as in 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from icefloe.errors import ValidationError
-from icefloe.io.fileio import normalize_location
+from icefloe.io.fileio import ListedFile, normalize_location
 from icefloe.maintenance.expire_snapshots import check_gc_enabled, to_epoch_ms
+from icefloe.maintenance.orphan_matching import PrefixMatching, classify_orphans
 from icefloe.tree.location_rules import under_any
 from icefloe.tree.reachable import reachable_files
 from icefloe.txn.handle import TableHandle
@@ -64,8 +66,14 @@ def remove_orphan_files(
     older_than: datetime | int | None = None,
     location: str | None = None,
     dry_run: bool = False,
+    matching: PrefixMatching | None = None,
+    listing: Sequence[ListedFile] | None = None,
 ) -> OrphanResult:
-    """Find, and unless ``dry_run`` delete, files under ``location`` (default: the table's) nothing names."""
+    """Find, and unless ``dry_run`` delete, files under ``location`` (default: the table's) nothing names.
+
+    ``matching`` says which schemes and authorities are equal and what a file whose path a named
+    file has under another scheme or authority is (``maintenance.orphan_matching``). ``listing``
+    replaces listing ``location`` (Iceberg's ``file_list_view``): the files to consider."""
     table.refresh()
     if not dry_run:
         check_gc_enabled(table, "remove orphan files (pass dry_run=True to list them)")
@@ -78,15 +86,16 @@ def remove_orphan_files(
         raise ValidationError(f"{root} is not inside the table location {table.metadata.location}")
     keep = referenced_locations(table)
     others = table.other_table_roots()
-    orphans = tuple(
+    candidates = [
         f.location
-        for f in table.io.list_files(root)
+        for f in (table.io.list_files(root) if listing is None else listing)
         if normalize_location(f.location) not in keep
         and not f.location.endswith("/" + VERSION_HINT)
         and f.modified_ms is not None
         and f.modified_ms < cutoff
         and not under_any(f.location, others)
-    )
+    ]
+    orphans = tuple(classify_orphans(candidates, keep, matching or PrefixMatching()))
     if dry_run or not orphans:
         return OrphanResult(orphans, deleted=False)
     failed = table.io.delete_many(orphans)

@@ -18,6 +18,7 @@ new files carrying the starting snapshot's data sequence number.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,10 +32,12 @@ from icefloe.expressions.ast import AlwaysTrue, Expression
 from icefloe.expressions.binding import bind
 from icefloe.expressions.parser import to_expression
 from icefloe.io.fileio import FileIO
+from icefloe.maintenance.sorting import check_sortable, sort_rows
 from icefloe.scan.planner import plan_files
 from icefloe.scan.tasks import DeleteFileRef, FileScanTask
 from icefloe.spec.content import DataFile, EntryStatus, FileContent, ManifestEntry
 from icefloe.spec.snapshots import MAIN_BRANCH, Snapshot
+from icefloe.spec.sort_order import SortOrder
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.txn.commit_options import CommitOptions, resolve_options
 from icefloe.txn.data_writer import DEFAULT_TARGET_FILE_SIZE, write_partition_files
@@ -80,6 +83,7 @@ class RewritePlan:
     groups: list[FileGroup] = field(default_factory=list)
     removed_deletes: list[ManifestEntry] = field(default_factory=list)
     target_file_size: int = DEFAULT_TARGET_FILE_SIZE
+    sort_order: SortOrder | None = None  # the ``sort`` strategy's order; None keeps rows as read
 
     @property
     def data_sequence_number(self) -> int | None:
@@ -218,8 +222,15 @@ def read_group(io: FileIO, md: TableMetadata, group: FileGroup) -> pa.Table:
     return pa.concat_tables(tables)
 
 
-def write_group(io: FileIO, md: TableMetadata, group: FileGroup, target_file_size: int) -> list[DataFile]:
-    """Rewrite one group: its live rows, lineage kept, in files of about ``target_file_size`` bytes.
+def write_group(
+    io: FileIO,
+    md: TableMetadata,
+    group: FileGroup,
+    target_file_size: int,
+    sort_order: SortOrder | None = None,
+) -> list[DataFile]:
+    """Rewrite one group: its live rows, lineage kept, in files of about ``target_file_size`` bytes
+    (sorted across the group by ``sort_order`` when one is given).
 
     Files go where ``LocationProvider(md)`` puts data files (``write.data.path`` redirects them).
     """
@@ -227,6 +238,8 @@ def write_group(io: FileIO, md: TableMetadata, group: FileGroup, target_file_siz
     if rows.num_rows == 0:
         return []
     data, file_schema = prepare_changed_rows(md, rows)
+    if sort_order is not None:
+        data = sort_rows(data, md.schema(), sort_order)
     spec = md.spec_by_id(group.spec_id)
     pieces = max(1, math.ceil(group.live_bytes_estimate / target_file_size))
     per_file = math.ceil(data.num_rows / pieces)
@@ -291,6 +304,7 @@ class RewriteRequest:
     branch: str = MAIN_BRANCH
     snapshot_properties: dict[str, str] | None = None
     case_sensitive: bool = True
+    sort_order: SortOrder | None = None
 
 
 class GroupWriter(Protocol):
@@ -317,7 +331,9 @@ class LocalGroupWriter:
         self._io = table.io
         try:
             for group in plan.groups:
-                self._written += write_group(table.io, table.metadata, group, plan.target_file_size)
+                self._written += write_group(
+                    table.io, table.metadata, group, plan.target_file_size, plan.sort_order
+                )
         except BaseException:
             self.discard()
             raise
@@ -347,6 +363,9 @@ def compact(table: TableHandle, request: RewriteRequest, writer: GroupWriter) ->
         rewrite_all=request.rewrite_all,
         case_sensitive=request.case_sensitive,
     )
+    if request.sort_order is not None:
+        check_sortable(md.schema(), request.sort_order)
+        plan = dataclasses.replace(plan, sort_order=request.sort_order)
     if not plan.groups:
         return RewriteResult(0, 0, 0, 0, None)
     added = writer.write(table, plan)
@@ -371,13 +390,22 @@ def rewrite_data_files(
     case_sensitive: bool = True,
     branch: str | None = None,
     snapshot_properties: dict[str, str] | None = None,
+    sort_order: SortOrder | None = None,
 ) -> RewriteResult:
     """Compact the files of ``table`` that may hold rows matching ``filter``; one ``replace`` snapshot.
 
+    ``sort_order`` sorts the rows of each rewritten group (the ``sort`` strategy).
     ``branch=`` / ``snapshot_properties=`` are deprecated: pass ``options=CommitOptions(...)``.
     """
     opts = resolve_options(options, branch, snapshot_properties)
     request = RewriteRequest(
-        filter, target_file_size, min_input_files, rewrite_all, opts.branch, opts.properties, case_sensitive
+        filter,
+        target_file_size,
+        min_input_files,
+        rewrite_all,
+        opts.branch,
+        opts.properties,
+        case_sensitive,
+        sort_order,
     )
     return compact(table, request, LocalGroupWriter())

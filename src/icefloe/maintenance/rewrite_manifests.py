@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 from icefloe.errors import Unsupported, ValidationError
 from icefloe.formats.avro.manifest import write_manifest
 from icefloe.formats.avro.manifest_list import write_manifest_list
 from icefloe.spec.content import EntryStatus, ManifestContent, ManifestEntry, ManifestFile
+from icefloe.spec.partitioning import PartitionSpec
 from icefloe.spec.properties import checked_int_property
 from icefloe.spec.snapshots import MAIN_BRANCH, Operation, Snapshot
 from icefloe.spec.table_metadata import TableMetadata
@@ -45,6 +47,7 @@ class RewriteManifests(SnapshotProducer):
 
     operation: Operation = Operation.REPLACE
     spec_id: int | None = None  # only the data manifests of this partition spec (None: all)
+    sort_by: tuple[str, ...] = ()  # partition fields whose values order the entries (Iceberg's sort_by)
     rewritten: list[ManifestFile] = field(default_factory=list)
     added: list[ManifestFile] = field(default_factory=list)
 
@@ -82,6 +85,7 @@ class RewriteManifests(SnapshotProducer):
                             e.with_changes(status=EntryStatus.EXISTING)
                         )
             for spec_id, entries in sorted(by_spec.items()):
+                entries = _clustered(entries, specs[spec_id], self.sort_by)
                 for chunk in _chunks(entries, sum(m.manifest_length for m in data), target):
                     path = request.locations.new_manifest_path()
                     written.append(path)
@@ -133,6 +137,22 @@ class RewriteManifests(SnapshotProducer):
         return TreeResult.of_manifest_list(list_path, listed, summary, written)
 
 
+def _clustered(
+    entries: list[ManifestEntry], spec: PartitionSpec, sort_by: tuple[str, ...]
+) -> list[ManifestEntry]:
+    """Entries ordered by the values of the ``sort_by`` partition fields (nulls first), so that each
+    manifest covers a narrow range of them; a field the spec lacks orders nothing."""
+    positions = [i for name in sort_by for i, f in enumerate(spec.fields) if f.name == name]
+    if not positions:
+        return entries
+
+    def key(e: ManifestEntry) -> list[tuple[bool, Any]]:
+        values = e.data_file.partition
+        return [(values[i] is not None, values[i]) for i in positions]
+
+    return sorted(entries, key=key)
+
+
 def _chunks(entries: list[ManifestEntry], total_bytes: int, target: int) -> list[list[ManifestEntry]]:
     """Split entries evenly into as many manifests as the old manifests' bytes over the target."""
     count = max(1, -(-total_bytes // max(target, 1)))
@@ -141,10 +161,13 @@ def _chunks(entries: list[ManifestEntry], total_bytes: int, target: int) -> list
 
 
 def rewrite_manifests(
-    table: TableHandle, branch: str = MAIN_BRANCH, spec_id: int | None = None
+    table: TableHandle,
+    branch: str = MAIN_BRANCH,
+    spec_id: int | None = None,
+    sort_by: tuple[str, ...] | list[str] = (),
 ) -> RewriteManifestsResult:
-    """Re-pack the data manifests (of partition spec ``spec_id``, default all) of ``branch``'s head;
-    a no-op when there is at most one."""
+    """Re-pack the data manifests (of partition spec ``spec_id``, default all) of ``branch``'s head,
+    their entries ordered by the partition fields ``sort_by``; a no-op when there is at most one."""
     md = table.metadata
     if md.format_version >= 4:
         raise Unsupported(
@@ -154,7 +177,11 @@ def rewrite_manifests(
     head = branch_head(md, branch)
     if head is None:
         return RewriteManifestsResult(0, 0)
-    producer = RewriteManifests(branch=branch, spec_id=spec_id)
+    names = {f.name for spec in md.specs_by_id().values() for f in spec.fields}
+    unknown = [name for name in sort_by if name not in names]
+    if unknown:
+        raise ValidationError(f"rewrite_manifests: sort_by names no partition field: {', '.join(unknown)}")
+    producer = RewriteManifests(branch=branch, spec_id=spec_id, sort_by=tuple(sort_by))
     data = [m for m in manifest_refs(table.io, md, head) if producer.selects(m)]
     if len(data) <= 1:
         return RewriteManifestsResult(0, 0)

@@ -69,13 +69,16 @@ def _position_files(task: FileScanTask) -> list[DataFile]:
     ]
 
 
-def _closed_selection(tasks: list[FileScanTask]) -> tuple[list[FileScanTask], set[tuple[str, int]]]:
-    """Data files to give one delete file each, and the delete files that then become unused."""
+def _closed_selection(
+    tasks: list[FileScanTask], min_delete_files: int = 2
+) -> tuple[list[FileScanTask], set[tuple[str, int]]]:
+    """Data files to give one delete file each (those with at least ``min_delete_files``, closed over
+    shared delete files), and the delete files that then become unused."""
     users: dict[tuple[str, int], list[int]] = {}
     for i, task in enumerate(tasks):
         for f in _position_files(task):
             users.setdefault(f.content_key, []).append(i)
-    chosen = {i for i, task in enumerate(tasks) if len(_position_files(task)) >= 2}
+    chosen = {i for i, task in enumerate(tasks) if len(_position_files(task)) >= max(1, min_delete_files)}
     retired: set[tuple[str, int]] = set()
     pending = list(chosen)
     while pending:
@@ -92,15 +95,19 @@ def _closed_selection(tasks: list[FileScanTask]) -> tuple[list[FileScanTask], se
 
 
 def rewrite_position_delete_files(
-    table: TableHandle, branch: str = MAIN_BRANCH
+    table: TableHandle, branch: str = MAIN_BRANCH, min_delete_files: int = 2
 ) -> RewritePositionDeletesResult:
-    """Merge the position delete files of each data file of ``branch``'s head into one file."""
+    """Merge the position delete files of each data file of ``branch``'s head into one file.
+
+    Data files with at least ``min_delete_files`` position delete files are chosen; 1 rewrites every
+    position delete file (dropping positions of removed data files, as Iceberg's ``rewrite-all``).
+    """
     md = table.metadata
     head = branch_head(md, branch)
     if head is None or md.format_version < 2:
         return RewritePositionDeletesResult()
     io = table.io
-    chosen, retired = _closed_selection(plan_files(io, md, head))
+    chosen, retired = _closed_selection(plan_files(io, md, head), min_delete_files)
     if not retired:
         return RewritePositionDeletesResult()
     removed = [e for e in live_entries(io, md, head) if e.data_file.content_key in retired]

@@ -26,6 +26,7 @@ from icefloe.maintenance.rewrite_data_files import (
 from icefloe.spark.executor_jobs import JobStaging, run_chunks
 from icefloe.spark.runtime import executor_io, resolve_catalog
 from icefloe.spec.content import DataFile
+from icefloe.spec.sort_order import SortOrder
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.txn.commit_options import CommitOptions, resolve_options
 from icefloe.txn.handle import TableHandle
@@ -43,13 +44,14 @@ class RewriteJob:
     metadata: TableMetadata
     io_properties: dict[str, str]
     target_file_size: int
+    sort_order: SortOrder | None = None
 
 
 def rewrite_groups(job: RewriteJob, groups: Sequence[FileGroup]) -> Iterator[list[DataFile]]:
     """Executor side: rewrite each group; one list of new data files per group."""
     io = executor_io(job.io_properties, job.metadata.location)
     for group in groups:
-        yield write_group(io, job.metadata, group, job.target_file_size)
+        yield write_group(io, job.metadata, group, job.target_file_size, job.sort_order)
 
 
 class ExecutorGroupWriter:
@@ -62,7 +64,9 @@ class ExecutorGroupWriter:
     def write(self, table: TableHandle, plan: RewritePlan) -> list[DataFile]:
         """Ship the groups to the executors; files of failed task attempts are deleted after the job."""
         self._staging = JobStaging.create(table.io, table.metadata)
-        job = RewriteJob(self._staging.metadata, dict(table.io.properties), plan.target_file_size)
+        job = RewriteJob(
+            self._staging.metadata, dict(table.io.properties), plan.target_file_size, plan.sort_order
+        )
         try:
             chunks = [[g] for g in plan.groups]
             written = run_chunks(self._spark, chunks, lambda groups: rewrite_groups(job, groups))
@@ -92,8 +96,11 @@ def rewrite_data_files(
     case_sensitive: bool = True,
     branch: str | None = None,
     snapshot_properties: dict[str, str] | None = None,
+    sort_order: SortOrder | None = None,
 ) -> RewriteResult:
     """Compact the files that may hold rows matching ``filter`` on the executors; one ``replace`` snapshot.
+
+    ``sort_order`` sorts the rows of each rewritten group (the ``sort`` strategy).
 
     Same selection and options as ``icefloe.maintenance.rewrite_data_files.rewrite_data_files``:
     the planning and the commit are that module's ``compact``; only the writing differs.
@@ -102,6 +109,13 @@ def rewrite_data_files(
     opts = resolve_options(options, branch, snapshot_properties)
     table = resolve_catalog(spark, catalog).load_table(identifier)
     request = RewriteRequest(
-        filter, target_file_size, min_input_files, rewrite_all, opts.branch, opts.properties, case_sensitive
+        filter,
+        target_file_size,
+        min_input_files,
+        rewrite_all,
+        opts.branch,
+        opts.properties,
+        case_sensitive,
+        sort_order,
     )
     return compact(table, request, ExecutorGroupWriter(spark))

@@ -5,6 +5,7 @@ Parquet copy of the table as it was before the statement."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,7 @@ class Oracle:
 
     def after_update(self, alias: str, column: str, value: str, condition: str) -> list[Row]:
         copy = self._copy()
+        value = value.format(copy=copy)  # a subquery may read the table as it was
         columns = self.spark.table(copy).columns
         picked = [
             f"CASE WHEN coalesce(({condition}), false) THEN CAST(({value}) AS INT) ELSE {c} END AS {c}"
@@ -131,8 +133,13 @@ def test_unrunnable_subqueries_fail_and_write_nothing(spark: Any, catalog: Catal
     sql(spark, f"INSERT INTO {t} VALUES (1, 10), (2, 20)")
     spark.createDataFrame([(1, 5)], "cust_id long, amount int").createOrReplaceTempView("subquery_few")
     before = catalog.load_table(table_name).metadata_location
-    with pytest.raises(UnsupportedStatement, match="subquery in SET"):
-        sql(spark, f"UPDATE {t} SET amount = (SELECT max(amount) FROM subquery_few) WHERE id = 1")
+    with pytest.raises(UnsupportedStatement, match="correlated subqueries are not supported there"):
+        correlated = "SELECT max(f.amount) FROM subquery_few f WHERE f.cust_id = u.id"
+        sql(spark, f"UPDATE {t} u SET amount = ({correlated})")
+    with pytest.raises(UnsupportedStatement, match="only scalar subqueries"):
+        sql(spark, f"UPDATE {t} SET amount = CASE WHEN id IN (SELECT cust_id FROM subquery_few) THEN 0 END")
+    with pytest.raises(ValidationError, match="more than one row"):
+        sql(spark, f"UPDATE {t} SET amount = (SELECT amount FROM {t})")
     with pytest.raises(ValidationError, match="nope"):
         sql(spark, f"DELETE FROM {t} WHERE EXISTS (SELECT 1 FROM subquery_few f WHERE f.nope = {t}.id)")
     with pytest.raises(ValidationError, match="nope"):
@@ -140,3 +147,38 @@ def test_unrunnable_subqueries_fail_and_write_nothing(spark: Any, catalog: Catal
         sql(spark, f"UPDATE {t} SET amount = 0 WHERE id IN ({correlated})")
     assert catalog.load_table(table_name).metadata_location == before
     assert rows(sql(spark, f"SELECT * FROM {t}")) == [(1, 10), (2, 20)]
+
+
+@pytest.mark.parametrize(("version", "mode"), [(2, "merge-on-read"), (4, "copy-on-write")])
+def test_scalar_subqueries_in_update_set(
+    spark: Any, catalog: Catalog, table_name: str, tmp_path: Path, version: int, mode: str
+) -> None:
+    """``SET c = (SELECT ...)`` takes the subquery's value as of before the statement (Iceberg's
+    ``testUpdateWithSelfSubquery``); Spark computes the expected rows over a Parquet copy."""
+    t = f"icefloe.{table_name}"
+    sql(
+        spark,
+        f"""CREATE TABLE {t} (id INT, dep STRING, amount DECIMAL(10, 2)) USING iceberg
+            TBLPROPERTIES ('format-version' = '{version}', 'write.update.mode' = '{mode}')""",
+    )
+    sql(spark, f"INSERT INTO {t} VALUES (1, 'hr', 1.50), (2, 'y', 2.25), (3, 'hr', NULL)")
+    spark.createDataFrame([(10, "a"), (20, "b")], "value int, tag string").createOrReplaceTempView(
+        "set_subquery_values"
+    )
+    oracle = Oracle(spark, tmp_path, t)
+    # a self-referencing scalar subquery, evaluated once before the update
+    expected = oracle.after_update("t", "id", "(SELECT id - 2 FROM {copy} WHERE id = 1)", "true")
+    assert rows(sql(spark, f"UPDATE {t} SET id = (SELECT id - 2 FROM {t} WHERE id = 1)")) == [(3,)]
+    assert rows(sql(spark, f"SELECT * FROM {t}")) == expected
+    assert expected == [(-1, "hr", None), (-1, "hr", Decimal("1.50")), (-1, "y", Decimal("2.25"))]
+    # inside an expression, over another view, typed as the column; no row gives NULL
+    sql(
+        spark,
+        f"""UPDATE {t} AS t SET amount = amount + (SELECT max(value) FROM set_subquery_values),
+            dep = (SELECT tag FROM set_subquery_values WHERE value > 100) WHERE t.dep = 'hr'""",
+    )
+    assert rows(sql(spark, f"SELECT * FROM {t}")) == [
+        (-1, None, None),
+        (-1, None, Decimal("21.50")),
+        (-1, "y", Decimal("2.25")),
+    ]

@@ -120,6 +120,17 @@ def test_a_target_row_matched_twice_or_a_subquery_in_on_writes_nothing(
                 ON t.id = s.lo AND t.v IN (SELECT hi FROM merge_cond_overlap)
                 WHEN MATCHED THEN DELETE""",
         )
+    # subqueries in WHEN conditions and actions are refused as Iceberg on Spark refuses them
+    # (TestMerge.testMergeWithSubqueriesInConditions)
+    for when in (
+        "WHEN MATCHED AND t.v < (SELECT max(hi) FROM merge_cond_overlap) THEN UPDATE SET v = 0",
+        "WHEN MATCHED AND t.id NOT IN (SELECT hi FROM merge_cond_overlap) THEN DELETE",
+        "WHEN NOT MATCHED AND s.lo IN (SELECT hi FROM merge_cond_overlap) THEN INSERT (id, v) VALUES (1, 1)",
+        "WHEN NOT MATCHED BY SOURCE AND EXISTS (SELECT 1 FROM merge_cond_overlap) THEN DELETE",
+        "WHEN MATCHED THEN UPDATE SET v = (SELECT max(hi) FROM merge_cond_overlap)",
+    ):
+        with pytest.raises(UnsupportedStatement, match="subqueries are not allowed in MERGE conditions"):
+            sql(spark, f"MERGE INTO {t} t USING merge_cond_overlap s ON t.id = s.lo {when}")
     assert catalog.load_table(table_name).metadata_location == before
     # the same overlap without a MATCHED clause is fine: each source row inserts or not
     sql(

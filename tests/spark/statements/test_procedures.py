@@ -3,7 +3,10 @@ Iceberg's documentation shows them."""
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 import time
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -11,6 +14,7 @@ import pytest
 
 from icefloe.catalog.base import Catalog
 from icefloe.errors import Unsupported, ValidationError
+from icefloe.io.fileio import local_path
 from icefloe.spark import sql
 from icefloe.spark.statements import UnsupportedStatement
 
@@ -103,6 +107,48 @@ def test_maintenance_procedures(spark: Any, catalog: Catalog, table_name: str, t
     assert len(catalog.load_table(table_name).snapshots()) == 1
     out = sql(spark, f"CALL icefloe.system.remove_orphan_files(table => '{table_name}', dry_run => true)")
     assert out.columns == ["orphan_file_location"] and out.count() == 0
+    # the documentation's matching and listing arguments: a stray old file is found, the table's
+    # own files (spelled file1:// in a file_list_view, declared equal to file://) are not
+    table = catalog.load_table(table_name)
+    data_dir = f"{table.location().rstrip('/')}/data"
+    stray_location = f"{data_dir}/stray.parquet"
+    stray = Path(local_path(stray_location) or "")
+    stray.write_bytes(b"x")
+    os.utime(stray, (time.time() - 5 * 86400, time.time() - 5 * 86400))
+    for argument in (
+        "prefix_mismatch_mode => 'IGNORE'",
+        "equal_schemes => map('file', 'file1')",
+        "prefix_listing => true",
+    ):
+        out = sql(
+            spark,
+            f"CALL icefloe.system.remove_orphan_files(table => '{table_name}', dry_run => true, {argument})",
+        )
+        assert [r[0] for r in out.collect()] == [stray_location], argument
+    live = [r[0] for r in sql(spark, f"SELECT file_path FROM {t}.data_files").collect()]
+    listed = [(p.replace("file:", "file1:", 1), dt.datetime(2000, 1, 1)) for p in [*live, stray_location]]
+    spark.createDataFrame(listed, "file_path string, last_modified timestamp").createOrReplaceTempView(
+        "files_view"
+    )
+    view = "file_list_view => 'files_view', dry_run => true"
+    with pytest.raises(
+        ValidationError, match="under another scheme or authority"
+    ):  # ERROR, as Iceberg's default
+        sql(spark, f"CALL icefloe.system.remove_orphan_files(table => '{table_name}', {view})")
+    out = sql(
+        spark,
+        f"CALL icefloe.system.remove_orphan_files(table => '{table_name}', {view}, "
+        "equal_schemes => map('file1,file', 'file'))",
+    )
+    assert [r[0] for r in out.collect()] == [stray_location.replace("file:", "file1:", 1)]
+    out = sql(
+        spark,
+        f"CALL icefloe.system.remove_orphan_files(table => '{table_name}', {view}, "
+        "prefix_mismatch_mode => 'DELETE')",
+    )
+    assert sorted(r[0] for r in out.collect()) == sorted(p for p, _ in listed)
+    spark.catalog.dropTempView("files_view")
+    stray.unlink()
     # a metadata file another table owns is refused; once that table is dropped it registers
     location = catalog.load_table(table_name).metadata_location
     with pytest.raises(ValidationError, match="belongs to table"):
@@ -142,6 +188,9 @@ def test_rewrite_manifests_and_position_delete_files(
     ]
     assert rows(sql(spark, f"SELECT id FROM {t}")) == [(i,) for i in range(1, 7)]
     assert rows(sql(spark, f"CALL icefloe.system.rewrite_manifests('{table_name}')")) == [(0, 0)]
+    with pytest.raises(ValidationError, match="sort_by names no partition field: category"):
+        by_category = "sort_by => array('category')"
+        sql(spark, f"CALL icefloe.system.rewrite_manifests(table => '{table_name}', {by_category})")
     # two deletes on the first file: two position delete files (v2) or one DV (v3)
     sql(spark, f"DELETE FROM {t} WHERE id = 1")
     sql(spark, f"DELETE FROM {t} WHERE id = 2")
@@ -162,6 +211,22 @@ def test_rewrite_manifests_and_position_delete_files(
         assert len(deletes) == 1 and rows(out) == [(0, 0, 0, 0)]
         assert [a[:2] for a in after] == deletes
     assert rows(sql(spark, f"SELECT id FROM {t}")) == [(i,) for i in range(3, 7)]
+    # the documentation's options: rewrite-all rewrites a data file's single delete file too
+    options = "map('rewrite-all', 'true')"
+    out = sql(
+        spark, f"CALL icefloe.system.rewrite_position_delete_files(table => '{t}', options => {options})"
+    )
+    if fv == 2:
+        assert rows(out)[0][:2] == (1, 1)
+        assert rows(sql(spark, f"SELECT count(*) FROM {t}.delete_files")) == [(1,)]
+    else:
+        assert rows(out) == [(0, 0, 0, 0)]
+    options = "map('min-input-files', '2')"
+    out = sql(
+        spark, f"CALL icefloe.system.rewrite_position_delete_files(table => '{t}', options => {options})"
+    )
+    assert rows(out) == [(0, 0, 0, 0)]
+    assert rows(sql(spark, f"SELECT id FROM {t}")) == [(i,) for i in range(3, 7)]
 
 
 def test_rewrite_manifests_on_v4_names_the_construct(spark: Any, catalog: Catalog, table_name: str) -> None:
@@ -173,8 +238,14 @@ def test_rewrite_manifests_on_v4_names_the_construct(spark: Any, catalog: Catalo
     assert rows(sql(spark, f"CALL icefloe.system.rewrite_position_delete_files('{table_name}')")) == [
         (0, 0, 0, 0)
     ]
-    with pytest.raises(UnsupportedStatement, match="where or options"):
+    with pytest.raises(UnsupportedStatement, match="rewrite_position_delete_files with where"):
         sql(spark, f"CALL icefloe.system.rewrite_position_delete_files('{table_name}', where => 'id > 1')")
+    with pytest.raises(UnsupportedStatement, match=r"option 'partial-progress\.enabled'"):
+        sql(
+            spark,
+            f"""CALL icefloe.system.rewrite_position_delete_files(table => '{table_name}',
+                options => map('partial-progress.enabled', 'true'))""",
+        )
 
 
 def test_create_changelog_view(spark: Any, catalog: Catalog, table_name: str) -> None:
@@ -261,3 +332,45 @@ def test_snapshot_and_migrate_parquet_tables(
         sql(spark, f"CALL icefloe.system.migrate('spark_catalog.db.{name}_managed')")
     assert not catalog.table_exists(f"db.{name}_managed")
     spark.sql(f"DROP TABLE spark_catalog.db.{name}_managed")
+
+
+@pytest.mark.parametrize("fv", [2, 4])
+def test_rewrite_data_files_sort_strategy(spark: Any, catalog: Catalog, table_name: str, fv: int) -> None:
+    from pyspark.sql import functions as F
+
+    t = f"icefloe.{table_name}"
+    sql(
+        spark,
+        f"CREATE TABLE {t} (id BIGINT, name STRING) USING iceberg TBLPROPERTIES ('format-version' = '{fv}')",
+    )
+    for values in ("(1, 'b'), (4, NULL)", "(NULL, 'a'), (3, 'c')", "(4, 'a'), (2, NULL)"):
+        sql(spark, f"INSERT INTO {t} VALUES {values}")
+    before = rows(sql(spark, f"SELECT * FROM {t}"))
+    ((files,),) = rows(sql(spark, f"SELECT count(*) FROM {t}.data_files"))
+    with pytest.raises(ValidationError, match="without a valid sort order"):
+        sql(spark, f"CALL icefloe.system.rewrite_data_files(table => '{table_name}', strategy => 'sort')")
+    with pytest.raises(UnsupportedStatement, match="zorder"):
+        sql(
+            spark,
+            f"CALL icefloe.system.rewrite_data_files(table => '{table_name}', strategy => 'sort', "
+            "sort_order => 'zorder(id, name)')",
+        )
+    out = sql(
+        spark,
+        f"CALL icefloe.system.rewrite_data_files(table => '{table_name}', strategy => 'sort', "
+        "sort_order => 'id DESC NULLS LAST,name ASC NULLS FIRST')",
+    )
+    assert out.collect()[0][:2] == (files, 1)
+    assert rows(sql(spark, f"SELECT * FROM {t}")) == before
+    ((path,),) = sql(spark, f"SELECT file_path FROM {t}.data_files").collect()
+    written = [tuple(r) for r in spark.read.parquet(path).select("id", "name").collect()]  # not lineage
+    expected = spark.createDataFrame(before, "id long, name string").orderBy(
+        F.col("id").desc_nulls_last(), F.col("name").asc_nulls_first()
+    )
+    assert written == [tuple(r) for r in expected.collect()]  # Spark's own ORDER BY of the same rows
+    # without sort_order the table's write order is used
+    sql(spark, f"ALTER TABLE {t} WRITE ORDERED BY name ASC NULLS LAST, id")
+    sql(spark, f"INSERT INTO {t} VALUES (0, 'z')")
+    sql(spark, f"CALL icefloe.system.rewrite_data_files(table => '{table_name}', strategy => 'sort')")
+    ((path,),) = sql(spark, f"SELECT file_path FROM {t}.data_files").collect()
+    assert [r[1] for r in spark.read.parquet(path).collect()] == ["a", "a", "b", "c", "z", None, None]

@@ -102,3 +102,34 @@ def test_evicted_reads_drop_their_view(spark: Any, events: str) -> None:
     database = first.database
     assert first.name not in {t.name for t in spark.catalog.listTables(database)}
     assert planned(spark, f"SELECT id FROM icefloe.{events} WHERE id = 0") is not first
+
+
+def test_a_read_held_by_a_statement_outlives_its_eviction(spark: Any, events: str) -> None:
+    ctx = SqlContext.for_session(spark)
+    stmt = parse_statement(f"SELECT id FROM icefloe.{events} WHERE id = 100")
+    assert stmt.tree is not None
+    held = rewrite_reads(ctx, stmt.tree)  # not yet analysed: the statement holds its read
+    (read,) = held.reads
+    for i in range(1, read_cache.CAPACITY + 1):
+        planned(spark, f"SELECT id FROM icefloe.{events} WHERE id = {100 + i}")
+    views = {t.name for t in spark.catalog.listTables(read.database)}
+    assert read.name in views  # evicted, yet still there for the statement naming it
+    assert rows(spark.sql(held.tree.sql(dialect="spark"))) == []
+    held.drop(ctx)
+    held.drop(ctx)  # releasing twice is harmless
+    assert read.name not in {t.name for t in spark.catalog.listTables(read.database)}
+
+
+def test_threads_sharing_a_session_read_their_own_rows(spark: Any, events: str) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def count(i: int) -> tuple[int, list[tuple[Any, ...]]]:
+        text = f"SELECT id FROM icefloe.{events} WHERE category = '{'ab'[i % 2]}' AND id <= {i}"
+        return i, rows(sql(spark, text))
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(count, range(1, read_cache.CAPACITY + 9)))
+    expected = {"a": [1, 3], "b": [2, 4]}
+    for i, got in results:
+        assert got == [(v,) for v in expected["ab"[i % 2]] if v <= i], i
+    assert read_cache.held() == 0  # every statement released what it held

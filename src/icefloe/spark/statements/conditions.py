@@ -24,6 +24,7 @@ from icefloe.errors import ValidationError
 from icefloe.expressions.ast import AlwaysTrue, And, Expression
 from icefloe.expressions.binding import bind
 from icefloe.spark.row_frames import SubqueryCondition
+from icefloe.spark.statements.errors import UnsupportedStatement
 from icefloe.spark.statements.names import SqlContext, TableRef
 from icefloe.spark.statements.parse import to_sql
 from icefloe.spark.statements.predicates import NotPushable, conjuncts, to_filter
@@ -118,6 +119,37 @@ def materialize_subqueries(ctx: SqlContext, node: exp.Expr) -> exp.Expr:
         replacement = exp.In(this=pred.this.copy(), expressions=literals) if literals else exp.false()
         pred.replace(replacement)
     return node
+
+
+def scalar_values(ctx: SqlContext, node: exp.Expr, where: str) -> exp.Expr:
+    """A copy of ``node`` whose scalar subqueries are replaced by their values, as Spark evaluates an
+    uncorrelated scalar subquery once, before the statement changes anything (no row: NULL; more
+    than one: an error). A subquery that cannot run on its own (it refers to the target row), or
+    that is not a scalar one (``IN``, ``EXISTS``), is refused."""
+    holder = exp.Paren(this=node.copy())  # so that a subquery that is the whole value can be replaced
+    candidates = holder.find_all(exp.Exists, exp.In, exp.Subquery)
+    outermost = [n for n in candidates if n.find_ancestor(exp.Select) is None]
+    predicates = [n for n in outermost if isinstance(n, exp.Exists) or n.args.get("query")]
+    if predicates:
+        raise UnsupportedStatement(f"{to_sql(predicates[0])} in {where}", "only scalar subqueries")
+    for sub in (n for n in outermost if isinstance(n, exp.Subquery)):
+        try:
+            frame = run_query(ctx, sub.this.copy())
+            values = frame.limit(2).collect()
+        except Exception as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise UnsupportedStatement(
+                f"the subquery {to_sql(sub)} in {where}",
+                f"it must run on its own (correlated subqueries are not supported there): {reason}",
+            ) from exc
+        if len(frame.columns) != 1:
+            raise ValidationError(f"the scalar subquery {to_sql(sub)} gives {len(frame.columns)} columns")
+        if len(values) > 1:
+            raise ValidationError(f"the scalar subquery {to_sql(sub)} returned more than one row")
+        literal = _sql_literal(values[0][0] if values else None)
+        spark_type = frame.schema.fields[0].dataType.simpleString()
+        sub.replace(exp.cast(literal, exp.DataType.build(spark_type, dialect="spark")))
+    return holder.this
 
 
 def _sql_literal(value: Any) -> exp.Expr:

@@ -15,14 +15,13 @@ from sqlglot import exp
 
 from icefloe.errors import ValidationError
 from icefloe.expressions.ast import And, EqualTo, Expression
-from icefloe.spark.statements.conditions import target_names, unqualified, where_clause
+from icefloe.spark.statements.conditions import scalar_values, target_names, unqualified, where_clause
 from icefloe.spark.statements.errors import UnsupportedStatement
 from icefloe.spark.statements.names import SqlContext
 from icefloe.spark.statements.parse import Statement, to_sql
 from icefloe.spark.statements.predicates import NotPushable, literal
 from icefloe.spark.statements.query import run_query
-from icefloe.spark.statements.results import branch_of, counts, write_target
-from icefloe.txn.commit_options import CommitOptions
+from icefloe.spark.statements.results import counts, write_options, write_target
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -82,32 +81,31 @@ def insert(ctx: SqlContext, tree: exp.Insert) -> DataFrame | None:
         columns.append(F.lit(value).cast(to_spark_type(field.field_type, field_ids=False)).alias(field.name))
     frame = source.select(*columns)
     overwrite = bool(tree.args.get("overwrite"))
-    if not overwrite:
-        snapshot = write_table(
-            frame, ref.identifier, "append", catalog=ctx.catalog, options=CommitOptions(branch=branch_of(ref))
-        )
-    elif (ctx.spark.conf.get(OVERWRITE_MODE_CONF) or "static").lower() == "dynamic":
-        snapshot = write_table(
-            frame,
-            ref.identifier,
-            "overwrite",
-            partition_overwrite="dynamic",
-            catalog=ctx.catalog,
-            options=CommitOptions(branch=branch_of(ref)),
-        )
-    else:
-        row_filter: Expression | None = None
-        for name, value in static.items():
-            predicate = EqualTo(schema.find_field(name, case_sensitive=False).name, value)
-            row_filter = predicate if row_filter is None else And(row_filter, predicate)
-        snapshot = write_table(
-            frame,
-            ref.identifier,
-            "overwrite",
-            filter=row_filter,
-            catalog=ctx.catalog,
-            options=CommitOptions(branch=branch_of(ref)),
-        )
+    with write_options(ctx, ref) as options:
+        if not overwrite:
+            snapshot = write_table(frame, ref.identifier, "append", catalog=ctx.catalog, options=options)
+        elif (ctx.spark.conf.get(OVERWRITE_MODE_CONF) or "static").lower() == "dynamic":
+            snapshot = write_table(
+                frame,
+                ref.identifier,
+                "overwrite",
+                partition_overwrite="dynamic",
+                catalog=ctx.catalog,
+                options=options,
+            )
+        else:
+            row_filter: Expression | None = None
+            for name, value in static.items():
+                predicate = EqualTo(schema.find_field(name, case_sensitive=False).name, value)
+                row_filter = predicate if row_filter is None else And(row_filter, predicate)
+            snapshot = write_table(
+                frame,
+                ref.identifier,
+                "overwrite",
+                filter=row_filter,
+                catalog=ctx.catalog,
+                options=options,
+            )
     added = int(snapshot.summary.get("added-records", "0")) if snapshot is not None else 0
     del dynamic  # dynamic partition columns come from the query, as in Spark
     return counts(ctx, num_affected_rows=added, num_inserted_rows=added)
@@ -142,16 +140,13 @@ def delete(ctx: SqlContext, tree: exp.Delete) -> DataFrame | None:
     if ref is None:
         return None
     where = where_clause(ctx, ref, tree.this, tree.args.get("where"))
-    common: dict[str, Any] = {
-        "catalog": ctx.catalog,
-        "options": CommitOptions(branch=branch_of(ref)),
-        "case_sensitive": False,
-    }
     try:
-        if where.rows is None:  # an icefloe filter says exactly which rows go
-            result = delete_rows(ctx.spark, ref.identifier, where.prune, **common)
-        else:
-            result = delete_where(ctx.spark, ref.identifier, where.rows, where.prune, **common)
+        with write_options(ctx, ref) as options:
+            common: dict[str, Any] = {"catalog": ctx.catalog, "options": options, "case_sensitive": False}
+            if where.rows is None:  # an icefloe filter says exactly which rows go
+                result = delete_rows(ctx.spark, ref.identifier, where.prune, **common)
+            else:
+                result = delete_where(ctx.spark, ref.identifier, where.rows, where.prune, **common)
     finally:
         where.drop(ctx)
     return counts(ctx, num_affected_rows=result.deleted_rows)
@@ -172,30 +167,30 @@ def update(ctx: SqlContext, tree: exp.Update) -> DataFrame | None:
     for eq in tree.expressions:
         if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column):
             raise UnsupportedStatement(f"the assignment {to_sql(eq)}")
-        if eq.expression.find(exp.Select) is not None:
-            raise UnsupportedStatement(
-                f"the UPDATE value {to_sql(eq.expression)}", "a subquery in SET: use MERGE INTO"
-            )
+        value_node = eq.expression
+        if value_node.find(exp.Select) is not None:
+            value_node = scalar_values(ctx, value_node, "UPDATE ... SET")
         column = eq.this.name
         if eq.this.table and eq.this.table.lower() not in aliases:
             raise ValidationError(f"UPDATE {ref.name}: cannot assign {to_sql(eq.this)}")
         field = ref.table.schema().find_field(column, case_sensitive=False)
         spark_type = to_spark_type(field.field_type, field_ids=False).simpleString()
         # SQL's store assignment: the value takes the column's type (a decimal literal for a double)
-        value = to_sql(unqualified(eq.expression, aliases))
+        value = to_sql(unqualified(value_node, aliases))
         assignments[field.name] = f"CAST(({value}) AS {spark_type})"
     where = where_clause(ctx, ref, tree.this, tree.args.get("where"))
     try:
-        result = update_rows(
-            ctx.spark,
-            ref.identifier,
-            assignments,
-            where.prune,
-            catalog=ctx.catalog,
-            options=CommitOptions(branch=branch_of(ref)),
-            case_sensitive=False,
-            spark_condition=where.rows,
-        )
+        with write_options(ctx, ref) as options:
+            result = update_rows(
+                ctx.spark,
+                ref.identifier,
+                assignments,
+                where.prune,
+                catalog=ctx.catalog,
+                options=options,
+                case_sensitive=False,
+                spark_condition=where.rows,
+            )
     finally:
         where.drop(ctx)
     return counts(ctx, num_affected_rows=result.updated_rows)

@@ -9,7 +9,7 @@ clauses sqlglot does not read.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
@@ -18,8 +18,9 @@ from icefloe.spark.statements.alter import target_table
 from icefloe.spark.statements.errors import UnsupportedStatement
 from icefloe.spark.statements.names import SqlContext
 from icefloe.spark.statements.parse import Statement, TokenCursor, parse_expression
+from icefloe.spark.statements.partition_terms import sort_fields, transform_of
 from icefloe.spec.snapshots import RefType
-from icefloe.spec.sort_order import NullOrder, SortDirection, SortField, SortOrder
+from icefloe.spec.sort_order import SortField, SortOrder
 from icefloe.spec.updates import AddSortOrder, SetDefaultSortOrder, TableUpdate
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ def _create_namespace(ctx: SqlContext, cursor: TokenCursor) -> DataFrame | None:
 
 def _alter(ctx: SqlContext, table: Table, cursor: TokenCursor) -> None:
     if cursor.accept("ADD", "PARTITION", "FIELD"):
-        source, transform = _transform(table, cursor.until("AS"))
+        source, transform = transform_of(table, cursor.until("AS"))
         name = cursor.identifier() if cursor.accept("AS") else None
         with table.update_spec(case_sensitive=False) as spec:
             spec.add_field(source, transform, name)
@@ -98,7 +99,7 @@ def _alter(ctx: SqlContext, table: Table, cursor: TokenCursor) -> None:
     elif cursor.accept("REPLACE", "PARTITION", "FIELD"):
         old = _partition_field_name(table, cursor.until("WITH"))
         cursor.expect("WITH")
-        source, transform = _transform(table, cursor.until("AS"))
+        source, transform = transform_of(table, cursor.until("AS"))
         name = cursor.identifier() if cursor.accept("AS") else None
         with table.update_spec(case_sensitive=False) as spec:
             spec.remove_field(old)
@@ -161,35 +162,13 @@ def _alter_column(table: Table, cursor: TokenCursor) -> None:
 # ------------------------------------------------------------------------------------------ partitions
 
 
-def _transform(table: Table, text: str) -> tuple[str, Any]:
-    """(source column, transform) of ``bucket(16, id)`` / ``days(ts)`` / ``id``."""
-    from icefloe.spark.statements.partition_terms import partition_term
-    from icefloe.spark.views import parse_partitioning
-
-    term = partition_term(_partition_expression(text))
-    (field,) = parse_partitioning(table.schema(), [term]).fields
-    return table.schema().find_column_name(field.source_id) or "", field.transform
-
-
-def _partition_expression(text: str) -> exp.Expr:
-    node = parse_expression(text)
-    if isinstance(node, exp.Trunc):  # truncate(w, col) reads as the numeric function
-        return exp.PartitionByTruncate(this=node.args.get("decimals"), expression=node.this)
-    if isinstance(node, exp.Anonymous) and str(node.this).lower() in ("bucket", "truncate"):
-        # CREATE TABLE's parser has dedicated nodes for these; an expression parse gives a call
-        width, column = node.expressions
-        cls = exp.PartitionedByBucket if str(node.this).lower() == "bucket" else exp.PartitionByTruncate
-        return cls(this=column, expression=width)
-    return node
-
-
 def _partition_field_name(table: Table, text: str) -> str:
     """The name of the current spec's field given by name or by its transform."""
     spec = table.spec()
     for f in spec.fields:
         if f.name.lower() == text.strip("`").lower():
             return f.name
-    source, transform = _transform(table, text)
+    source, transform = transform_of(table, text)
     source_id = table.schema().find_field(source).field_id
     for f in spec.fields:
         if f.source_id == source_id and f.transform == transform:
@@ -223,38 +202,18 @@ def _write_order(table: Table, cursor: TokenCursor) -> None:
     elif cursor.accept("DISTRIBUTED", "BY", "PARTITION"):
         props["write.distribution-mode"] = "hash"
         if cursor.accept("LOCALLY", "ORDERED", "BY"):
-            fields = _sort_fields(table, cursor)
+            fields = sort_fields(table, cursor)
     elif cursor.accept("LOCALLY", "ORDERED", "BY"):
         props["write.distribution-mode"] = "none"
-        fields = _sort_fields(table, cursor)
+        fields = sort_fields(table, cursor)
     elif cursor.accept("ORDERED", "BY"):
         props["write.distribution-mode"] = "range"
-        fields = _sort_fields(table, cursor)
+        fields = sort_fields(table, cursor)
     else:
         cursor.fail("expected ORDERED BY, LOCALLY ORDERED BY, DISTRIBUTED BY PARTITION or UNORDERED")
     with table.transaction() as tx:
         tx.add_action(SetSortOrder(SortOrder(*fields)))
         tx.set_properties(props)
-
-
-def _sort_fields(table: Table, cursor: TokenCursor) -> list[SortField]:
-    out = []
-    while True:
-        text = cursor.until(",", "ASC", "DESC", "NULLS")
-        source, transform = _transform(table, text)
-        direction = SortDirection.ASC
-        if cursor.accept("DESC"):
-            direction = SortDirection.DESC
-        else:
-            cursor.accept("ASC")
-        nulls = NullOrder.NULLS_FIRST if direction == SortDirection.ASC else NullOrder.NULLS_LAST
-        if cursor.accept("NULLS", "FIRST"):
-            nulls = NullOrder.NULLS_FIRST
-        elif cursor.accept("NULLS", "LAST"):
-            nulls = NullOrder.NULLS_LAST
-        out.append(SortField(table.schema().find_field(source).field_id, transform, direction, nulls))
-        if not cursor.accept(","):
-            return out
 
 
 # ------------------------------------------------------------------------------------------ refs

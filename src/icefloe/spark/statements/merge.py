@@ -30,8 +30,7 @@ from icefloe.spark.statements.names import SqlContext
 from icefloe.spark.statements.parse import to_sql
 from icefloe.spark.statements.predicates import conjuncts
 from icefloe.spark.statements.query import run_query, table_parts
-from icefloe.spark.statements.results import branch_of, counts, write_target
-from icefloe.txn.commit_options import CommitOptions
+from icefloe.spark.statements.results import counts, write_options, write_target
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -39,6 +38,8 @@ if TYPE_CHECKING:
     from icefloe.spec.schema import Schema
 
 _TARGET, _SOURCE = "target", "source"  # execute_merge's aliases of the joined pair
+# Iceberg on Spark refuses them as well ("MERGE operation contains unsupported ... condition")
+SUBQUERIES_REFUSED = "subqueries are not allowed in MERGE conditions, as in Iceberg on Spark"
 
 
 def merge(ctx: SqlContext, tree: exp.Merge) -> DataFrame | None:
@@ -73,14 +74,10 @@ def merge(ctx: SqlContext, tree: exp.Merge) -> DataFrame | None:
         tuple(c for c in clauses if isinstance(c, WhenNotMatchedBySource)),
         condition=" AND ".join(f"({qualify(part)})" for part in rest) or None,
     )
-    result = execute_merge(
-        source,
-        ref.identifier,
-        spec,
-        catalog=ctx.catalog,
-        options=CommitOptions(branch=branch_of(ref)),
-        case_sensitive=False,
-    )
+    with write_options(ctx, ref) as options:
+        result = execute_merge(
+            source, ref.identifier, spec, catalog=ctx.catalog, options=options, case_sensitive=False
+        )
     return counts(
         ctx,
         num_affected_rows=result.updated_rows + result.deleted_rows + result.inserted_rows,
@@ -102,7 +99,7 @@ def _match_condition(
     from pyspark.sql import functions as F
 
     if on.find(exp.Select) is not None:
-        raise UnsupportedStatement(f"a subquery in MERGE ... ON {to_sql(on)}")
+        raise UnsupportedStatement(f"a subquery in MERGE ... ON {to_sql(on)}", SUBQUERIES_REFUSED)
     keys: list[str] = []
     rest: list[exp.Expr] = []
     for part in conjuncts(on):
@@ -176,6 +173,8 @@ class _Qualifier:
 
 
 def _clause(when: exp.When, schema: Schema, source_columns: list[str], qualify: _Qualifier) -> MergeClause:
+    if when.find(exp.Select) is not None:
+        raise UnsupportedStatement(f"a subquery in MERGE ... {to_sql(when)}", SUBQUERIES_REFUSED)
     matched = bool(when.args.get("matched"))
     by_source = bool(when.args.get("source"))
     cond = when.args.get("condition")

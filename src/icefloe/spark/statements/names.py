@@ -222,3 +222,14 @@ def namespace_parts(ctx: SqlContext, parts: list[str]) -> tuple[str, ...] | None
     if ctx.current_is_icefloe() and parts and parts[0].lower() != "spark_catalog":
         return tuple(parts)
     return None
+
+
+WAP_ENABLED = "write.wap.enabled"
+WAP_BRANCH_CONF = "spark.wap.branch"
+
+
+def wap_branch(ctx: SqlContext, ref: TableRef) -> str | None:
+    """The session's ``spark.wap.branch`` when the table has ``write.wap.enabled`` (else None)."""
+    if ref.table.metadata.properties.get(WAP_ENABLED, "false").lower() != "true":
+        return None
+    return ctx.spark.conf.get(WAP_BRANCH_CONF, None) or None

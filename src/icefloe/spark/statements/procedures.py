@@ -20,6 +20,8 @@ from icefloe.spec.snapshots import MAIN_BRANCH
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from icefloe.io.fileio import ListedFile
+    from icefloe.spec.sort_order import SortOrder
     from icefloe.table.table import Table
 
 Procedure = Callable[[SqlContext, dict[str, Any]], "DataFrame"]
@@ -259,17 +261,32 @@ def _content_kinds(table: Table) -> dict[str, int]:
 
 
 def _remove_orphan_files(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
+    from icefloe.maintenance.orphan_matching import PrefixMatching
     from icefloe.maintenance.remove_orphan_files import remove_orphan_files
 
     table = _table(ctx, args)
     older = args.get("older_than")
+    matching = PrefixMatching.parse(
+        args.get("prefix_mismatch_mode"), args.get("equal_schemes"), args.get("equal_authorities")
+    )
+    view = args.get("file_list_view")  # prefix_listing only chooses how Iceberg lists: same files
     result = remove_orphan_files(
         table,
         older_than=_ms(ctx, older) if older is not None else None,
         location=args.get("location"),
         dry_run=bool(args.get("dry_run", False)),
+        matching=matching,
+        listing=_listed_files(ctx, str(view)) if view is not None else None,
     )
     return _frame(ctx, "orphan_file_location string", [(f,) for f in result.orphan_files])
+
+
+def _listed_files(ctx: SqlContext, view: str) -> list[ListedFile]:
+    """The files of a ``file_list_view`` (columns ``file_path`` and ``last_modified``, as Iceberg's)."""
+    from icefloe.io.fileio import ListedFile
+
+    frame = ctx.spark.table(view).selectExpr("file_path", "CAST(unix_millis(last_modified) AS BIGINT)")
+    return [ListedFile(str(path), 0, None if ms is None else int(ms)) for path, ms in frame.collect()]
 
 
 def _rewrite_data_files(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
@@ -277,8 +294,11 @@ def _rewrite_data_files(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
 
     table = _table(ctx, args)
     strategy = str(args.get("strategy") or "binpack").lower()
-    if strategy != "binpack":
-        raise UnsupportedStatement(f"rewrite_data_files strategy {strategy!r}", "only binpack")
+    if strategy not in ("binpack", "sort"):
+        raise UnsupportedStatement(f"rewrite_data_files strategy {strategy!r}", "binpack or sort")
+    if strategy == "binpack" and args.get("sort_order") is not None:
+        raise ValidationError("rewrite_data_files: sort_order needs strategy => 'sort'")
+    order = _rewrite_sort_order(table, args.get("sort_order")) if strategy == "sort" else None
     options = {str(k).lower(): str(v) for k, v in (args.get("options") or {}).items()}
     where = args.get("where")
     row_filter = _where_filter(table, str(where)) if where is not None else None
@@ -291,6 +311,7 @@ def _rewrite_data_files(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
         rewrite_all=options.get("rewrite-all", "false").lower() == "true",
         catalog=ctx.catalog,
         case_sensitive=False,
+        sort_order=order,
     )
     return _frame(
         ctx,
@@ -306,6 +327,21 @@ def _rewrite_data_files(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
             )
         ],
     )
+
+
+def _rewrite_sort_order(table: Table, text: Any) -> SortOrder:
+    """The ``sort`` strategy's order: ``sort_order => 'id DESC NULLS LAST, name'``, else the table's."""
+    from icefloe.spark.statements.partition_terms import sort_fields
+    from icefloe.spec.sort_order import SortOrder
+
+    if text is None:
+        order = table.metadata.sort_order()
+        if order.is_unsorted:
+            raise ValidationError("rewrite_data_files: cannot sort data without a valid sort order")
+        return order
+    if str(text).strip().lower().startswith("zorder"):
+        raise UnsupportedStatement("rewrite_data_files with a zorder(...) sort order")
+    return SortOrder(*sort_fields(table, TokenCursor(str(text))))
 
 
 def _where_filter(table: Table, text: str) -> Any:
@@ -347,7 +383,11 @@ def _rewrite_manifests(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
     table = _table(ctx, args)  # use_caching is accepted and ignored: nothing is cached here
     try:
         spec_id = args.get("spec_id")
-        result = rewrite_manifests(table, spec_id=int(spec_id) if spec_id is not None else None)
+        result = rewrite_manifests(
+            table,
+            spec_id=int(spec_id) if spec_id is not None else None,
+            sort_by=[str(name) for name in args.get("sort_by") or []],
+        )
     except Unsupported as exc:
         raise UnsupportedStatement("rewrite_manifests on a format version 4 table", str(exc)) from exc
     return _frame(
@@ -360,11 +400,24 @@ def _rewrite_manifests(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
 def _rewrite_position_delete_files(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
     from icefloe.maintenance.rewrite_position_deletes import rewrite_position_delete_files
 
-    if args.get("where") is not None or args.get("options"):
+    if args.get("where") is not None:
         raise UnsupportedStatement(
-            "rewrite_position_delete_files with where or options", "every data file is considered"
+            "rewrite_position_delete_files with where", "every data file is considered"
         )
-    result = rewrite_position_delete_files(_table(ctx, args))
+    options = {str(k).lower(): str(v) for k, v in (args.get("options") or {}).items()}
+    unknown = sorted(set(options) - {"rewrite-all", "min-input-files"})
+    if unknown:
+        raise UnsupportedStatement(
+            f"the rewrite_position_delete_files option {unknown[0]!r}", "known: rewrite-all, min-input-files"
+        )
+    # icefloe merges the position delete files per data file: min-input-files is the least number
+    # of them a data file must have; rewrite-all rewrites every one
+    at_least = (
+        1
+        if options.get("rewrite-all", "false").lower() == "true"
+        else int(options.get("min-input-files", "2"))
+    )
+    result = rewrite_position_delete_files(_table(ctx, args), min_delete_files=at_least)
     return _frame(
         ctx,
         "rewritten_delete_files_count int, added_delete_files_count int, rewritten_bytes_count bigint, "
@@ -454,12 +507,23 @@ PROCEDURES: dict[str, tuple[tuple[str, ...], Procedure]] = {
         _expire_snapshots,
     ),
     "remove_orphan_files": (
-        ("table", "older_than", "location", "dry_run", "max_concurrent_deletes"),
+        (
+            "table",
+            "older_than",
+            "location",
+            "dry_run",
+            "max_concurrent_deletes",
+            "file_list_view",
+            "equal_schemes",
+            "equal_authorities",
+            "prefix_mismatch_mode",
+            "prefix_listing",
+        ),
         _remove_orphan_files,
     ),
     "rewrite_data_files": (("table", "strategy", "sort_order", "options", "where"), _rewrite_data_files),
     "register_table": (("table", "metadata_file"), _register_table),
-    "rewrite_manifests": (("table", "use_caching", "spec_id"), _rewrite_manifests),
+    "rewrite_manifests": (("table", "use_caching", "spec_id", "sort_by"), _rewrite_manifests),
     "rewrite_position_delete_files": (("table", "options", "where"), _rewrite_position_delete_files),
     "create_changelog_view": (
         ("table", "changelog_view", "options", "compute_updates", "identifier_columns", "net_changes"),

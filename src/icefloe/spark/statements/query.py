@@ -23,11 +23,12 @@ from icefloe.errors import ValidationError
 from icefloe.expressions.ast import AlwaysTrue, And, Expression
 from icefloe.expressions.binding import bind
 from icefloe.spark.read import ReadPlan, plan_read
+from icefloe.spark.statements.errors import UnsupportedStatement
 from icefloe.spark.statements.metadata import metadata_frame
-from icefloe.spark.statements.names import SqlContext, TableRef
+from icefloe.spark.statements.names import SqlContext, TableRef, wap_branch
 from icefloe.spark.statements.parse import to_sql
 from icefloe.spark.statements.predicates import NotPushable, conjuncts, to_filter
-from icefloe.spark.statements.read_cache import PlannedRead, planned_read
+from icefloe.spark.statements.read_cache import PlannedRead, planned_read, release
 from icefloe.spec.snapshots import RefType
 
 if TYPE_CHECKING:
@@ -63,6 +64,7 @@ class RewrittenQuery:
     tree: exp.Expr
     views: list[ReadView] = field(default_factory=list)
     reads: list[PlannedRead] = field(default_factory=list)
+    released: bool = False
 
     @property
     def plans(self) -> list[ReadPlan]:
@@ -70,9 +72,13 @@ class RewrittenQuery:
         return [r.plan for r in self.reads]
 
     def drop(self, ctx: SqlContext) -> None:
-        """Drop the temporary views."""
+        """Drop the temporary views and release the planned reads (Spark has analysed the statement)."""
         for v in self.views:
             ctx.spark.catalog.dropTempView(v.view)
+        if not self.released:
+            for read in self.reads:
+                release(read)
+            self.released = True
 
 
 def table_parts(node: exp.Table) -> list[str] | None:
@@ -86,33 +92,63 @@ def table_parts(node: exp.Table) -> list[str] | None:
 def rewrite_reads(ctx: SqlContext, tree: exp.Expr, skip: set[int] | None = None) -> RewrittenQuery:
     """Replace every icefloe table reference in ``tree`` (except nodes whose id is in ``skip``)."""
     skip = skip or set()
+    _refuse_iceberg_functions(ctx, tree)
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     result = RewrittenQuery(tree)
-    for node in list(tree.find_all(exp.Table)):
-        if id(node) in skip:
-            continue
-        parts = table_parts(node)
-        if parts is None or (len(parts) == 1 and parts[0].lower() in ctes):
-            continue
-        ref = ctx.resolve(parts)
-        if ref is None:
-            continue
-        travel = time_travel(ctx, ref, node.args.get("version"))
-        alias = node.alias or ref.identifier[-1]
-        if ref.metadata_table is not None:
-            view = f"__icefloe_{next(_COUNTER)}_{uuid.uuid4().hex[:8]}"
-            snapshot_id = _snapshot_for(ref, travel)
-            df = metadata_frame(ctx.spark, ref.table, ref.metadata_table, snapshot_id)
-            df.createOrReplaceTempView(view)
-            result.views.append(ReadView(view, ref))
-            replacement = exp.Table(this=exp.to_identifier(view))
-        else:
-            read = _read(ctx, ref, travel, pushed_filter(ref, node, alias))
-            result.reads.append(read)
-            replacement = exp.Table(this=exp.to_identifier(read.name), db=exp.to_identifier(read.database))
-        replacement.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
-        node.replace(replacement)
+    try:
+        for node in list(tree.find_all(exp.Table)):
+            _replace_reference(ctx, result, node, skip, ctes)
+    except BaseException:
+        result.drop(ctx)  # the views made so far and the reads held so far
+        raise
     return result
+
+
+ICEBERG_FUNCTIONS = {"iceberg_version", "bucket", "truncate", "years", "months", "days", "hours"}
+
+
+def _refuse_iceberg_functions(ctx: SqlContext, tree: exp.Expr) -> None:
+    """Iceberg's Spark functions (``system.bucket(16, id)``, ``icefloe.system.days(ts)``, ...) are not
+    provided: name them instead of letting Spark fail on an unknown namespace."""
+    for dot in tree.find_all(exp.Dot):
+        call = dot.expression
+        if not isinstance(call, exp.Anonymous) or str(call.this).lower() not in ICEBERG_FUNCTIONS:
+            continue
+        path = [p.name.lower() for p in dot.this.find_all(exp.Identifier)] if dot.this else []
+        if path == ["system"] or path == [ctx.name.lower(), "system"]:
+            raise UnsupportedStatement(
+                f"Iceberg's function {'.'.join(path)}.{str(call.this).lower()}",
+                "icefloe provides no SQL functions (its transforms run inside its writers only)",
+            )
+
+
+def _replace_reference(
+    ctx: SqlContext, result: RewrittenQuery, node: exp.Table, skip: set[int], ctes: set[str]
+) -> None:
+    """Replace one table reference of ``result.tree`` when it names an icefloe table."""
+    if id(node) in skip:
+        return
+    parts = table_parts(node)
+    if parts is None or (len(parts) == 1 and parts[0].lower() in ctes):
+        return
+    ref = ctx.resolve(parts)
+    if ref is None:
+        return
+    travel = time_travel(ctx, ref, node.args.get("version"))
+    alias = node.alias or ref.identifier[-1]
+    if ref.metadata_table is not None:
+        view = f"__icefloe_{next(_COUNTER)}_{uuid.uuid4().hex[:8]}"
+        snapshot_id = _snapshot_for(ref, travel)
+        df = metadata_frame(ctx.spark, ref.table, ref.metadata_table, snapshot_id)
+        df.createOrReplaceTempView(view)
+        result.views.append(ReadView(view, ref))
+        replacement = exp.Table(this=exp.to_identifier(view))
+    else:
+        read = _read(ctx, ref, travel, pushed_filter(ref, node, alias))
+        result.reads.append(read)
+        replacement = exp.Table(this=exp.to_identifier(read.name), db=exp.to_identifier(read.database))
+    replacement.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
+    node.replace(replacement)
 
 
 def run_query(ctx: SqlContext, tree: exp.Expr) -> DataFrame:
@@ -192,6 +228,10 @@ def pushed_filter(ref: TableRef, node: exp.Table, alias: str) -> Expression:
 def time_travel(ctx: SqlContext, ref: TableRef, version: exp.Expr | None) -> TimeTravel:
     """The snapshot a reference reads: ``VERSION/TIMESTAMP AS OF`` or a ``branch_``/``tag_`` suffix."""
     if version is None:
+        if ref.branch is None and ref.tag is None:
+            wap = wap_branch(ctx, ref)  # Iceberg reads the session's WAP branch once it exists
+            if wap is not None and wap in ref.table.metadata.refs:
+                return TimeTravel(branch=wap)
         return TimeTravel(branch=ref.branch, tag=ref.tag)
     if ref.branch is not None or ref.tag is not None:
         raise ValidationError(f"{ref.name}: a branch_/tag_ name cannot take AS OF as well")

@@ -21,8 +21,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import itertools
+import threading
 import uuid
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING
 
@@ -51,6 +52,9 @@ class PlannedRead:
 
 
 _READS: OrderedDict[tuple[Hashable, ...], tuple[SparkSession, PlannedRead]] = OrderedDict()
+_HOLDERS: Counter[str] = Counter()  # view name -> statements holding the read
+_EVICTED: dict[str, tuple[SparkSession, PlannedRead]] = {}  # evicted, still held
+_LOCK = threading.Lock()
 
 
 def planned_read(
@@ -63,30 +67,79 @@ def planned_read(
     """The read of ``table`` at ``travel`` pruned by ``row_filter``: cached, else ``plan()``'s.
 
     The DataFrame reads every row of the planned files: Spark applies the query's whole condition
-    to them (applying the pushed filter inside the read as well would only cost time).
+    to them (applying the pushed filter inside the read as well would only cost time). The caller
+    holds the read until it calls ``release``.
     """
     key = (id(spark), table.metadata_location, travel, repr(row_filter))
-    hit = _READS.get(key)
-    if hit is not None and hit[0] is spark:
-        _READS.move_to_end(key)
-        return hit[1]
+    with _LOCK:
+        hit = _cached(spark, key)
+        if hit is not None:
+            return hit
     planned = plan()
     frame = dataframe_for_plan(spark, dataclasses.replace(planned, row_filter=AlwaysTrue()))
     name = f"__icefloe_read_{next(_COUNTER)}_{uuid.uuid4().hex[:8]}"
     frame.createOrReplaceGlobalTempView(name)
     database = spark.conf.get(GLOBAL_TEMP_CONF) or "global_temp"
     read = PlannedRead(planned, frame, database, name)
-    _READS[key] = (spark, read)
-    _READS.move_to_end(key)
-    while len(_READS) > CAPACITY:
-        _forget(*_READS.popitem(last=False)[1])
+    unheld: list[tuple[SparkSession, PlannedRead]] = []
+    with _LOCK:
+        hit = _cached(spark, key)
+        if hit is None:
+            _READS[key] = (spark, read)
+            _HOLDERS[name] += 1
+            while len(_READS) > CAPACITY:
+                unheld.extend(_evict(_READS.popitem(last=False)[1]))
+    if hit is not None:  # another thread planned the same read first
+        _forget(spark, read)
+        return hit
+    for entry in unheld:
+        _forget(*entry)
     return read
 
 
+def release(read: PlannedRead) -> None:
+    """The statement that named ``read`` has been analysed: an evicted read nobody holds drops its view."""
+    with _LOCK:
+        _HOLDERS[read.name] -= 1
+        if _HOLDERS[read.name] > 0:
+            return
+        del _HOLDERS[read.name]
+        gone = _EVICTED.pop(read.name, None)
+    if gone is not None:
+        _forget(*gone)
+
+
+def held() -> int:
+    """How many holds statements have on reads now (0 once every statement was analysed)."""
+    with _LOCK:
+        return sum(_HOLDERS.values())
+
+
 def clear() -> None:
-    """Forget every cached read (and drop its view)."""
-    while _READS:
-        _forget(*_READS.popitem()[1])
+    """Forget every cached read (and drop the views nobody holds)."""
+    with _LOCK:
+        unheld = [e for entry in _READS.values() for e in _evict(entry)]
+        _READS.clear()
+    for entry in unheld:
+        _forget(*entry)
+
+
+def _cached(spark: SparkSession, key: tuple[Hashable, ...]) -> PlannedRead | None:
+    """The cached read under ``key``, held for the caller (called with the lock held)."""
+    hit = _READS.get(key)
+    if hit is None or hit[0] is not spark:
+        return None
+    _READS.move_to_end(key)
+    _HOLDERS[hit[1].name] += 1
+    return hit[1]
+
+
+def _evict(entry: tuple[SparkSession, PlannedRead]) -> list[tuple[SparkSession, PlannedRead]]:
+    """An entry leaving the cache (lock held): ``[entry]`` to forget now, none while it is held."""
+    if _HOLDERS[entry[1].name] > 0:
+        _EVICTED[entry[1].name] = entry
+        return []
+    return [entry]
 
 
 def _forget(spark: SparkSession, read: PlannedRead) -> None:

@@ -41,7 +41,9 @@ def run_statement(ctx: SqlContext, stmt: Statement) -> DataFrame:
         if result is not None:
             return result
     if references_icefloe(ctx, tree):
-        raise UnsupportedStatement(f"the statement {type(tree).__name__.upper()} on an icefloe table")
+        kind = tree.args.get("kind")  # CREATE / DROP / ALTER name what they act on: VIEW, FUNCTION ...
+        verb = type(tree).__name__.upper() + (f" {str(kind).upper()}" if isinstance(kind, str) else "")
+        raise UnsupportedStatement(f"the statement {verb} on an icefloe table")
     return ctx.spark.sql(stmt.text)
 
 
