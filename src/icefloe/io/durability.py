@@ -56,16 +56,20 @@ class DurabilityBarrier:
 
         A file deleted meanwhile (an abandoned attempt cleaned up) is skipped: nothing refers to it.
         """
-        with self._lock:
-            files, directories = list(self._files), list(self._directories)
-            self._files.clear()
-            self._directories.clear()
-        targets = files + directories
+        targets = self.take_pending()
         if len(targets) == 1:
             self.fsync_path(targets[0])
             return
         if targets:
             list(_pool().map(self.fsync_path, targets))
+
+    def take_pending(self) -> list[str]:
+        """The recorded files, then their directories, forgotten by the barrier (the caller syncs)."""
+        with self._lock:
+            targets = [*self._files, *self._directories]
+            self._files.clear()
+            self._directories.clear()
+        return targets
 
     def fsync_path(self, path: str) -> None:
         """fsync one file or directory by path (a missing one is skipped)."""
