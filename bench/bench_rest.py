@@ -6,10 +6,12 @@
 (b) the same appends through the same server: icefloe's REST client vs PyIceberg's RestCatalog
     (anchor: a PyIceberg REST append took 2.95 s against Lakekeeper, iceberg-python#1806);
     target >= 5x.
-(c) ``--writers`` concurrent icefloe clients appending to one v4 table through the server
-    (threads of this process; the server coalesces queued commits and rebases stale appends):
-    commits/s and lost commits (snapshots and rows counted afterwards); target >= 100 commits/s,
-    zero lost.
+(c) ``--writers`` concurrent icefloe clients appending to one v4 table through the server (the
+    server coalesces queued commits and rebases stale appends): commits/s and lost commits
+    (snapshots and rows counted afterwards); target >= 100 commits/s, zero lost. ``--appenders``:
+    ``threads`` of this process (sharing its GIL), separate ``processes`` (as real appenders
+    are), or ``both`` one after the other. CPU seconds per commit are reported for the clients
+    and for the server process, to show what bounds the rate on this machine.
 (d) files and bytes the client writes for one small v4 append (besides the data file; the server
     writes the metadata file); target 1 file.
 
@@ -19,6 +21,7 @@ Appends are timed in turns (direct, REST / icefloe, PyIceberg) so machine drift 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import socket
 import subprocess
@@ -27,6 +30,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,9 +57,23 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@dataclass(frozen=True)
+class Served:
+    """A running ``icefloe serve``: its URI and process id."""
+
+    uri: str
+    pid: int
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds a process has used so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextmanager
-def serve(work: str) -> Iterator[str]:
-    """``icefloe serve`` in a child process over ``<work>/served.db``; yields its URI."""
+def serve(work: str) -> Iterator[Served]:
+    """``icefloe serve`` in a child process over ``<work>/served.db``."""
     import requests
 
     port = _free_port()
@@ -79,7 +97,7 @@ def serve(work: str) -> Iterator[str]:
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("icefloe serve did not start") from None
                 time.sleep(0.1)
-        yield uri
+        yield Served(uri, process.pid)
     finally:
         process.terminate()
         process.wait(timeout=30)
@@ -135,54 +153,111 @@ def bench_latency(work: str, uri: str, appends: int) -> tuple[list[list[str]], d
     return rows, {"direct": d, "rest": r, "pyiceberg": p}
 
 
-def bench_concurrent(uri: str, writers: int, per_writer: int) -> tuple[list[list[str]], float, int]:
-    """(c): concurrent appenders on one v4 table; commits/s and lost commits."""
+@dataclass(frozen=True)
+class WriterReport:
+    """What one appender (thread or process) did: appends that raised, CPU seconds it used."""
+
+    errors: int
+    cpu_s: float
+
+
+def _append_rows(uri: str, worker: int, per_writer: int, ready: Any) -> WriterReport:
+    """One appender: ``per_writer`` one-row appends to ``bench.busy`` once everybody is ready."""
     from icefloe.catalog.rest import RestCatalog
 
-    setup = RestCatalog("setup", uri=uri)
-    setup.create_table("bench.busy", _schema(), properties={"format-version": "4"})
-    errors: list[BaseException] = []
-    start = threading.Barrier(writers + 1)
+    catalog = RestCatalog(f"w{worker}", uri=uri)
+    table = catalog.load_table("bench.busy")
+    errors = 0
+    ready.wait()
+    cpu0 = time.process_time()
+    try:
+        for i in range(per_writer):
+            try:
+                table.append(_rows(1, worker * per_writer + i))
+            except Exception as exc:  # reported as an error (and counted as lost below)
+                errors += 1
+                log(f"writer {worker}: {exc}")
+    finally:
+        catalog.close()
+    return WriterReport(errors, time.process_time() - cpu0)
+
+
+def _append_process(uri: str, worker: int, per_writer: int, ready: Any, reports: Any) -> None:
+    reports.put(_append_rows(uri, worker, per_writer, ready))
+
+
+def _run_threads(uri: str, writers: int, per_writer: int) -> tuple[float, list[WriterReport], float]:
+    """Appenders as threads of this process; (wall s, reports, client CPU s of this process)."""
+    ready = threading.Barrier(writers + 1)
+    reports: list[WriterReport] = []
 
     def work(worker: int) -> None:
-        catalog = RestCatalog(f"w{worker}", uri=uri)
-        table = catalog.load_table("bench.busy")
-        start.wait()
-        try:
-            for i in range(per_writer):
-                table.append(_rows(1, worker * per_writer + i))
-        except BaseException as exc:  # reported as lost commits
-            errors.append(exc)
-        finally:
-            catalog.close()
+        reports.append(_append_rows(uri, worker, per_writer, ready))
 
     threads = [threading.Thread(target=work, args=(w,)) for w in range(writers)]
     for t in threads:
         t.start()
-    start.wait()
-    t0 = time.perf_counter()
+    ready.wait()
+    t0, cpu0 = time.perf_counter(), time.process_time()  # process_time: every thread of this process
     for t in threads:
         t.join()
+    return time.perf_counter() - t0, reports, time.process_time() - cpu0
+
+
+def _run_processes(uri: str, writers: int, per_writer: int) -> tuple[float, list[WriterReport], float]:
+    """Appenders as separate (spawned) processes; (wall s, reports, their summed CPU s)."""
+    context = multiprocessing.get_context("spawn")
+    ready = context.Barrier(writers + 1)
+    queue = context.Queue()
+    processes = [
+        context.Process(target=_append_process, args=(uri, worker, per_writer, ready, queue))
+        for worker in range(writers)
+    ]
+    for p in processes:
+        p.start()
+    ready.wait()  # every process has imported icefloe and loaded the table
+    t0 = time.perf_counter()
+    reports = [queue.get() for _ in processes]
     elapsed = time.perf_counter() - t0
+    for p in processes:
+        p.join()
+    return elapsed, reports, sum(r.cpu_s for r in reports)
+
+
+def bench_concurrent(
+    served: Served, writers: int, per_writer: int, mode: str
+) -> tuple[list[str], float, int]:
+    """(c): concurrent appenders on a fresh v4 table; a table row, commits/s and lost commits."""
+    from icefloe.catalog.rest import RestCatalog
+
+    setup = RestCatalog("setup", uri=served.uri)
+    if setup.table_exists("bench.busy"):
+        setup.drop_table("bench.busy", purge=True)
+    setup.create_table("bench.busy", _schema(), properties={"format-version": "4"})
+    run = _run_processes if mode == "processes" else _run_threads
+    server_cpu0 = process_cpu_s(served.pid)
+    elapsed, reports, client_cpu = run(served.uri, writers, per_writer)
+    server_cpu = process_cpu_s(served.pid) - server_cpu0
     table = setup.load_table("bench.busy")
     expected = writers * per_writer
     snapshots = len(table.snapshots())
     ids = table.scan().to_arrow().column("id").to_pylist()
     lost = expected - len(set(ids) & set(range(expected)))
     rate = expected / elapsed
-    rows = [
-        [
-            str(writers),
-            str(expected),
-            f"{elapsed:.1f} s",
-            f"{rate:.1f}",
-            str(snapshots),
-            str(lost),
-            str(len(errors)),
-        ]
+    row = [
+        mode,
+        str(writers),
+        str(expected),
+        f"{elapsed:.1f} s",
+        f"{rate:.1f}",
+        str(snapshots),
+        str(lost),
+        str(sum(r.errors for r in reports)),
+        f"{client_cpu / expected * 1000:.1f} ms",
+        f"{server_cpu / expected * 1000:.1f} ms",
     ]
     setup.close()
-    return rows, rate, lost
+    return row, rate, lost
 
 
 def bench_files(uri: str) -> tuple[list[list[str]], int]:
@@ -215,16 +290,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--appends", type=int, default=20, help="timed appends per client in (a)/(b)")
     parser.add_argument("--writers", type=int, default=16, help="concurrent appenders in (c)")
     parser.add_argument("--per-writer", type=int, default=10, help="appends per writer in (c)")
+    parser.add_argument(
+        "--appenders",
+        choices=("threads", "processes", "both"),
+        default="both",
+        help="(c) appenders as threads of this process, separate processes, or both in turn",
+    )
     parser.add_argument("--dir", default=None, help="work directory to keep (default: a temporary one)")
     args = parser.parse_args(argv)
-    settings = {"appends": args.appends, "writers": args.writers, "per-writer": args.per_writer}
+    settings = {
+        "appends": args.appends,
+        "writers": args.writers,
+        "per-writer": args.per_writer,
+        "appenders": args.appenders,
+    }
     print_environment("icefloe REST catalog", command_line("bench.bench_rest", argv), settings)
     with workspace(args.dir, "icefloe-bench-rest-") as work:
         for name in os.listdir(work):  # a kept --dir starts afresh
             import shutil
 
             shutil.rmtree(os.path.join(work, name), ignore_errors=True)
-        with serve(work) as uri:
+        with serve(work) as served:
+            uri = served.uri
             log("(a)/(b) append latency ...")
             rows, medians = bench_latency(work, uri, args.appends)
             print_table(
@@ -238,13 +325,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{ratio(medians['pyiceberg'], medians['rest'])} (target >= 5x)\n"
             )
             log("(c) concurrent appenders ...")
-            rows, rate, lost = bench_concurrent(uri, args.writers, args.per_writer)
+            modes = ("threads", "processes") if args.appenders == "both" else (args.appenders,)
+            results = [bench_concurrent(served, args.writers, args.per_writer, mode) for mode in modes]
             print_table(
                 "(c) concurrent appenders on one v4 table through the server",
-                ["writers", "commits", "wall", "commits/s", "snapshots", "lost", "errors"],
-                rows,
-            )
-            print(f"(c) {rate:.1f} commits/s (target >= 100), {lost} lost (target 0)\n")
+                ["appenders", "writers", "commits", "wall", "commits/s", "snapshots", "lost", "errors",
+                 "client CPU/commit", "server CPU/commit"],
+                [row for row, _, _ in results],
+            )  # fmt: skip
+            for mode, (_, rate, lost) in zip(modes, results, strict=True):
+                print(f"(c) {mode}: {rate:.1f} commits/s (target >= 100), {lost} lost (target 0)")
+            lost = sum(lost for _, _, lost in results)
+            print()
             log("(d) files per small v4 append ...")
             rows, client_files = bench_files(uri)
             print_table("(d) files written by one small v4 append", ["who", "files", "bytes", "kind"], rows)

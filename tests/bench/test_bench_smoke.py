@@ -11,6 +11,7 @@ from bench import (
     bench_column_updates,
     bench_core,
     bench_deletes,
+    bench_fsync,
     bench_maintenance,
     bench_rest,
     bench_row_changes,
@@ -111,6 +112,15 @@ def test_bench_rest_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert "0 lost (target 0)" in out
     assert "(d) client metadata files per append: 1 (target 1)" in out
     assert "(!)" not in out
+
+
+def test_bench_fsync_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench_fsync.main(["--runs", "2", "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "command:  python -m bench.bench_fsync --runs 2" in out
+    for way in ("per file (before)", "barrier, in turn", "barrier, concurrent (now)"):
+        assert way in out
+    assert len(list(tmp_path.rglob("*"))) == 2 + 4 * 3 * 3  # data/ and metadata/; 4 files x 3 ways x 3 runs
 
 
 def test_bench_s3_tiny(capsys: pytest.CaptureFixture[str]) -> None:

@@ -52,6 +52,7 @@ from icefloe.formats.metadata.files import (
     removed_metadata_files,
     write_table_metadata,
 )
+from icefloe.io.durability import durability_barrier, sync_pending
 from icefloe.io.fileio import FileIO, load_file_io
 from icefloe.spec.names import check_column_names
 from icefloe.spec.partitioning import PartitionSpec
@@ -429,16 +430,18 @@ class Catalog(ABC):
             md = new_metadata_with_log(md, base_metadata_location, base_metadata)
         else:
             md = new_metadata_with_log(md, None, None)  # trims to previous-versions-max only
-        location = write_table_metadata(io, md.location, md, previous_location=base_metadata_location)
-        try:
-            self._swap_metadata_location(namespace, name, base_metadata_location, location)
-        except BaseException as exc:
-            # Only a failure known to leave the pointer unchanged (a lost compare-and-swap, a
-            # table dropped meanwhile) frees the new file; after an interrupt, a timeout or an
-            # unknown error the pointer may already name it.
-            if nothing_committed(exc):
-                _delete_quietly(io, location)
-            raise
+        with durability_barrier():  # the metadata file is synced with the commit's other files
+            location = write_table_metadata(io, md.location, md, previous_location=base_metadata_location)
+            sync_pending()
+            try:
+                self._swap_metadata_location(namespace, name, base_metadata_location, location)
+            except BaseException as exc:
+                # Only a failure known to leave the pointer unchanged (a lost compare-and-swap, a
+                # table dropped meanwhile) frees the new file; after an interrupt, a timeout or an
+                # unknown error the pointer may already name it.
+                if nothing_committed(exc):
+                    _delete_quietly(io, location)
+                raise
         if md.properties.get(DELETE_AFTER_COMMIT, "false").strip().lower() == "true":
             self._delete_old_metadata_files(io, base_metadata_location, base_metadata, md)
         return location

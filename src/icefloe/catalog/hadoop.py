@@ -38,6 +38,7 @@ from icefloe.errors import (
     ValidationError,
 )
 from icefloe.formats.metadata.files import encode_table_metadata, new_metadata_with_log, read_table_metadata
+from icefloe.io.durability import sync_pending
 from icefloe.io.fileio import local_path
 from icefloe.spec.partitioning import PartitionSpec
 from icefloe.spec.schema import Schema
@@ -276,6 +277,7 @@ class HadoopCatalog(Catalog):
         )
         path = os.path.join(metadata_dir, f"v{version}{suffix}")
         os.makedirs(metadata_dir, exist_ok=True)
+        sync_pending()  # creating vN is the commit: what it names must be durable first
         try:
             io.new_output(path).write_bytes(encode_table_metadata(md), overwrite=False)
         except (AlreadyExists, FileExistsError):

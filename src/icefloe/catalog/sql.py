@@ -69,6 +69,7 @@ from icefloe.errors import (
     TableGoneDuringCommit,
     ValidationError,
 )
+from icefloe.io.durability import sync_pending
 
 logger = logging.getLogger(__name__)
 
@@ -156,6 +157,8 @@ class SqlCatalog(Catalog):
         With ``verify``: if the COMMIT itself fails, ask ``verify`` on a fresh connection whether
         the change landed; if it cannot be confirmed, raise CommitStateUnknown.
         """
+        if write:
+            sync_pending()  # a catalog write may move a pointer to the files written so far
         deadline = time.monotonic() + self._lock_retry_seconds
         delay = 0.005
         while True:

@@ -7,7 +7,10 @@ Locations are URIs (``file:///x``, ``s3://bucket/key``) or plain absolute paths 
 Local writes are crash-safe: a new file is written under a temporary name in the target
 directory, flushed to disk, then published with ``os.link`` (which fails if the target exists,
 so creating a file is exclusive) or ``os.replace`` when overwriting. A crash never leaves a
-half-written file under the final name. Object-store writes become visible only when the upload
+half-written file under the final name. Inside a commit's durability barrier
+(``io.durability``) a fresh-named file skips its own fsync: the barrier fsyncs all of the commit's
+files together before the catalog pointer moves, so until then a machine crash may leave such a
+file incomplete, but unreferenced. Object-store writes become visible only when the upload
 completes.
 
 Exclusive creation on object stores. pyarrow's S3 client cannot send a conditional write
@@ -40,6 +43,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from icefloe.errors import AlreadyExists, NotFound, Unsupported, ValidationError
+from icefloe.io.durability import DurabilityBarrier, current_barrier
 
 S3_ENDPOINT = "s3.endpoint"
 S3_ACCESS_KEY_ID = "s3.access-key-id"
@@ -190,7 +194,8 @@ class OutputFile:
         """
         path = local_path(self.location)
         if path is not None:
-            return _AtomicLocalWriter(path, self.location, overwrite)
+            barrier = current_barrier() if self.fresh_name else None
+            return _AtomicLocalWriter(path, self.location, overwrite, barrier)
         fs, fs_path = self._io.filesystem_and_path(self.location)
         is_object_store = isinstance(fs, pafs.S3FileSystem)
         check = not overwrite and not (is_object_store and self.fresh_name)
@@ -216,11 +221,14 @@ class OutputFile:
 class _AtomicLocalWriter(io.RawIOBase):
     """Writes to a temporary file next to the target and publishes it atomically on close."""
 
-    def __init__(self, path: str, location: str, overwrite: bool) -> None:
+    def __init__(
+        self, path: str, location: str, overwrite: bool, barrier: DurabilityBarrier | None = None
+    ) -> None:
         super().__init__()
         self._path = path
         self._location = location
         self._overwrite = overwrite
+        self._barrier = barrier
         if not overwrite and os.path.lexists(path):
             raise AlreadyExists(f"file already exists: {location}")
         directory, name = os.path.split(path)
@@ -261,12 +269,15 @@ class _AtomicLocalWriter(io.RawIOBase):
             return
         try:
             self._file.flush()
-            os.fsync(self._file.fileno())
+            if self._barrier is None:
+                os.fsync(self._file.fileno())
             self._file.close()
             self._publish()
         except BaseException:
             self.abort()
             raise
+        if self._barrier is not None:
+            self._barrier.defer(self._path)  # made durable with the rest of the commit
         self._done = True
         super().close()
 
@@ -289,7 +300,8 @@ class _AtomicLocalWriter(io.RawIOBase):
                 os.replace(self._tmp, self._path)
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self._tmp)
-        _fsync_dir(os.path.dirname(self._path))
+        if self._barrier is None:
+            _fsync_dir(os.path.dirname(self._path))
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from icefloe.catalog.base import Catalog
 from icefloe.errors import CommitConflict, CommitStateUnknown, NoSuchTable
 from icefloe.formats.metadata.files import new_metadata_with_log
+from icefloe.io.durability import durability_barrier
 from icefloe.server.commits import check_metadata_locations, current_state
 from icefloe.spec.content import EntryStatus, FileContent
 from icefloe.spec.requirements import AssertRefSnapshotId, TableRequirement, validate_requirements
@@ -160,8 +161,10 @@ class CommitCoalescer:
     def _run_batch(self, key: TableKey, batch: list[_Pending]) -> None:
         try:
             for attempt in range(self._retries + 1):
-                if self._attempt(key, batch, final=attempt == self._retries):
-                    break
+                # rebased roots and the metadata file are made durable together before the swap
+                with durability_barrier():
+                    if self._attempt(key, batch, final=attempt == self._retries):
+                        break
         except BaseException as exc:
             for p in batch:
                 if not p.done.is_set():

@@ -28,6 +28,7 @@ from icefloe.dml.upsert import UpsertResult
 from icefloe.expressions.ast import Expression
 from icefloe.expressions.parser import to_expression
 from icefloe.formats.metadata.files import new_metadata_with_log
+from icefloe.io.durability import durability_barrier
 from icefloe.scan import metadata_tables
 from icefloe.scan.changelog import ChangelogScan
 from icefloe.scan.table_scan import TableScan
@@ -272,13 +273,14 @@ class Table:
     def transaction(self) -> Iterator[TableTransaction]:
         """Group several changes into one atomic commit (committed when the block exits cleanly)."""
         self.commit_target.ensure_writable()
-        tx = TableTransaction(self)
-        try:
-            yield tx
-        except BaseException:
-            tx.abort()
-            raise
-        tx.commit()
+        with durability_barrier():  # data files written here are synced with the commit's files
+            tx = TableTransaction(self)
+            try:
+                yield tx
+            except BaseException:
+                tx.abort()
+                raise
+            tx.commit()
 
     append = _without_result(_in_one_snapshot(TableTransaction.append, "Append rows (one new snapshot)."))
     overwrite = _without_result(

@@ -38,6 +38,7 @@ from icefloe.errors import (
     mark_nothing_committed,
     nothing_committed,
 )
+from icefloe.io.durability import durability_barrier
 from icefloe.io.fileio import FileIO
 from icefloe.spec.properties import checked_int_property
 from icefloe.spec.table_metadata import TableMetadata
@@ -146,7 +147,14 @@ class Transaction:
         return tuple(self._actions)
 
     def commit(self) -> TableMetadata:
-        """Apply all actions to fresh metadata and swap it in, retrying on conflicts."""
+        """Apply all actions to fresh metadata and swap it in, retrying on conflicts.
+
+        The files the attempts write are made durable together, right before the catalog swap
+        (``io.durability``: the catalog syncs the barrier before it moves the pointer)."""
+        with durability_barrier():
+            return self._commit()
+
+    def _commit(self) -> TableMetadata:
         if not self._actions:
             base, location = self._target.load_for_commit()
             self.committed_metadata, self.committed_location = base, location

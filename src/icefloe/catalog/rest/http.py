@@ -33,6 +33,7 @@ from icefloe.errors import (
     Unsupported,
     ValidationError,
 )
+from icefloe.io.durability import sync_pending
 
 RETRYABLE_STATUS = (429, 503)
 USER_AGENT = "icefloe-rest-client"
@@ -179,6 +180,7 @@ class RestSession:
             headers["Content-Type"] = "application/json"
         if mutation:
             headers["Idempotency-Key"] = idempotency_key()
+            sync_pending()  # the service may make what this mutation names visible at once
         may_resend = not mutation or self.idempotent_retries
         attempt = 0
         renewed = False
