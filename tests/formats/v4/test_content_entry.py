@@ -15,6 +15,7 @@ import pytest
 
 from icefloe.errors import CorruptMetadata, ValidationError
 from icefloe.formats.arrow_schema import FIELD_ID_KEY, field_id_of
+from icefloe.formats.v4 import content_entry_schema as ce
 from icefloe.formats.v4 import mumbling
 from icefloe.formats.v4.content_entry import (
     ContentRow,
@@ -642,6 +643,31 @@ def test_future_format_version_rejected() -> None:
     data = _set_int_column(leaf([entry(data_file())]), "format_version", 5)
     with pytest.raises(CorruptMetadata, match="format version 5"):
         read(data)
+
+
+def _with_field_id(data: bytes, name: str, field_id: int) -> bytes:
+    """The file with top-level field ``name`` relabelled to ``field_id`` (a corrupted schema id)."""
+    t = raw(data)
+    i = t.schema.get_field_index(name)
+    field = t.schema.field(i).with_metadata({FIELD_ID_KEY: str(field_id).encode()})
+    return rewrite(data, t.set_column(i, field, t.column(i)))
+
+
+@pytest.mark.parametrize(
+    "field_id",
+    [ce.DV_KEY_METADATA, 180, ce.MANIFEST_INFO],
+    ids=["a nested id", "an unknown id", "another top-level id"],
+)
+def test_a_relabelled_deletion_vector_names_the_leaf(field_id: int) -> None:
+    # Found by the fuzz suite: one flipped bit turned deletion_vector's id 148 into 149 (a nested
+    # id); projection by id read the DV as absent, so the deleted rows would have come back, and
+    # only the snapshot's totals check caught it, naming the root instead of this leaf.
+    dv = DeletionVectorRef(f"{LOC}/data/dv-1.puffin", 4, 40, 2)
+    data = leaf([entry(data_file(deletion_vector=dv), dv_snapshot_id=42)])
+    assert round_trip(data)[0].data_file.deletion_vector == dv
+    with pytest.raises(CorruptMetadata, match=r"m\.parquet: .*field id\(s\) \[148\] are missing") as caught:
+        read(_with_field_id(data, "deletion_vector", field_id))
+    assert caught.value.location == "m.parquet"
 
 
 def test_manifest_reference_inside_leaf_rejected() -> None:

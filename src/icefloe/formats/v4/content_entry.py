@@ -564,12 +564,41 @@ def read_content_entries(
         raise CorruptMetadata(f"{name}: cannot read content entries: {exc}") from exc
     required = [i for i in _REQUIRED_IDS if keep is None or i in keep]
     table = project_by_field_id(raw, pa.schema(target_fields), source=name, required_ids=required)
+    every_field = schema if row_lineage else content_entry_schema(table_schema, specs, row_lineage=True)
+    _check_top_level_ids(pf.schema_arrow, every_field.read_arrow, name)
     validate_entries(table, name, kind)
     pos_field = schema.read_arrow.field(POS_COLUMN)
     table = table.append_column(pos_field, pa.array(range(table.num_rows), pa.int64()))
     if table_location:
         table = resolve_table_locations(table, table_location)
     return table
+
+
+def _check_top_level_ids(found: pa.Schema, expected: pa.Schema, name: str) -> None:
+    """Refuse a file whose top-level field ids cannot come from any content-entry writer.
+
+    Projection by id drops fields it does not know (a newer writer's additions) and reads absent
+    ones as null (an older writer's file). A corrupted id looks like both at once: the field it
+    belonged to goes missing while a field appears whose id is no top-level content-entry field (a
+    nested id, none at all) or repeats an earlier one. Read as null, the missing field would
+    silently lose what it held (a deletion vector, a column file), so the file is refused here,
+    naming it, rather than by a later check of the snapshot's totals that can only name the root.
+    """
+    known = {field_id_of(f) for f in expected if f.name != POS_COLUMN}
+    seen: set[int | None] = set()
+    foreign = []
+    for f in found:
+        fid = field_id_of(f)
+        if fid not in known or fid in seen:
+            foreign.append(f.name)
+        seen.add(fid)
+    missing = sorted(i for i in known if i is not None and i not in seen)
+    if foreign and missing:
+        raise CorruptMetadata(
+            f"{name}: fields {foreign} carry ids that are not top-level content-entry fields or "
+            f"repeat one, while field id(s) {missing} are missing: the file's schema is corrupt",
+            location=name,
+        )
 
 
 # -- rows -> objects -----------------------------------------------------------------------------
