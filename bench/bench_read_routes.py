@@ -16,26 +16,11 @@ import argparse
 import dataclasses
 import os
 import shutil
-import statistics
 import tempfile
-import time
 from collections.abc import Callable
 from typing import Any
 
-
-def _pair(route: Callable[[], Any], base: Callable[[], Any], runs: int) -> tuple[float, float]:
-    """Medians of two callables timed in turns, after one warm-up each."""
-    route()
-    base()
-    route_times, base_times = [], []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        base()
-        base_times.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        route()
-        route_times.append(time.perf_counter() - t0)
-    return statistics.median(route_times), statistics.median(base_times)
+from bench.bench_spark import _pair
 
 
 def main(argv: list[str] | None = None) -> int:
