@@ -34,3 +34,15 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     .venv/bin/python -m pip install --quiet -e ".[test,dev,postgres,spark]"
     echo "$want" > "$stamp"
 fi
+
+# icefloe's JVM streaming source (jvm/src/main/java): compiled against this pyspark's jars into
+# src/icefloe/spark/_jars/icefloe.jar, rebuilt when a Java source changes. Without the jar (no JDK)
+# icefloe streams through its Python source.
+if ! command -v javac >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    apt-get install -y --no-install-recommends openjdk-17-jdk-headless >/dev/null || true
+fi
+if command -v javac >/dev/null 2>&1; then
+    .venv/bin/python scripts/build_jar.py
+else
+    echo "warning: javac is missing: streaming reads use the Python source (apt-get install openjdk-17-jdk-headless)" >&2
+fi

@@ -218,9 +218,13 @@ class _ReadSetup:
         """The table's metadata now (from the catalog), or the remembered one without a catalog."""
         if not self.identifier:
             return self.metadata
+        return self.load_table().metadata
+
+    def load_table(self) -> Any:
+        """The table, loaded from the catalog now."""
         from icefloe.spark.runtime import catalog_from_properties
 
-        return catalog_from_properties(self.catalog_properties).load_table(self.identifier).metadata
+        return catalog_from_properties(self.catalog_properties).load_table(self.identifier)
 
     def io(self) -> Any:
         from icefloe.spark.runtime import executor_io
@@ -246,6 +250,15 @@ class _ReadSetup:
         from icefloe.spark.schema import to_spark_field
 
         return SparkStruct([to_spark_field(f, field_ids=False) for f in self.fields()])
+
+
+def load_read_setup(opts: dict[str, str], catalog_properties: dict[str, str]) -> tuple[_ReadSetup, Any]:
+    """The read setup of a data source's options (keys in lower case), and the table it loads."""
+    props = _catalog_props(opts, catalog_properties)
+    from icefloe.spark.runtime import catalog_from_properties
+
+    table = catalog_from_properties(props).load_table(_identifier(opts))
+    return _ReadSetup.create(opts, table, catalog_properties), table
 
 
 MIN_SLOTS = 8

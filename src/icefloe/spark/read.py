@@ -143,7 +143,7 @@ def plan_read(
     # Spark resolves columns by field id only; files of tables with a name mapping may have none.
     name_mapped = NAME_MAPPING_PROPERTY in table.metadata.properties
     all_native = (
-        not meta and not name_mapped and native_readable(projected.as_struct) and not _has_defaults(projected)
+        not meta and not name_mapped and native_readable(projected.as_struct) and not has_defaults(projected)
     )
     for task in tasks:
         # Spark's Parquet reader resolves Parquet field ids; Avro and ORC files (written by other
@@ -157,7 +157,8 @@ def plan_read(
     return plan
 
 
-def _has_defaults(schema: Schema) -> bool:
+def has_defaults(schema: Schema) -> bool:
+    """True when a column (or a nested field) has an initial default Spark's reader cannot fill."""
     from icefloe.formats.parquet.metrics import iter_leaves
 
     return any(f.initial_default is not None for f in schema.fields) or any(

@@ -3,7 +3,9 @@
 The session is pinned to UTC (SQL session time zone, JVM ``user.timezone`` and the Python workers'
 ``TZ``), has Arrow on, reads and writes Parquet field ids, writes ``TIMESTAMP_MICROS`` and registers
 the ``icefloe`` Python data source; the settings themselves are ``runtime.RUNTIME_CONF`` /
-``STATIC_CONF``.
+``STATIC_CONF``. When icefloe's jar was built (``scripts/build_jar.py``) it goes on the session's
+class path and streaming reads run on the JVM (``jvm_stream``), unless ``spark.icefloe.jvm.enabled``
+is ``false``.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from icefloe.spark import jvm_stream
 from icefloe.spark.datasource import datasource_class
 from icefloe.spark.runtime import (
     CATALOG_CONF_PREFIX,
@@ -26,6 +29,9 @@ from icefloe.spark.runtime import (
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+JVM_ENABLED_CONF = "spark.icefloe.jvm.enabled"
+"""``false``: leave icefloe's jar off the session (streaming reads then go through Python)."""
 
 
 def session(
@@ -44,6 +50,8 @@ def session(
 
     settings: dict[str, str] = {**STATIC_CONF, **RUNTIME_CONF}
     settings.update({k: conf_string(v) for k, v in conf.items()})
+    if settings.get(JVM_ENABLED_CONF, "true").lower() != "false":
+        settings.update(jvm_stream.classpath_settings(settings))
     for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
         opts = settings.get(key, "")
         if "user.timezone" not in opts:
@@ -89,4 +97,9 @@ def _quiet_unused_join_hints(spark: SparkSession) -> None:
 def register(spark: SparkSession) -> None:
     """Register the ``icefloe`` data source on ``spark`` with the session's catalog configuration."""
     pushdown = get_conf(spark, "spark.sql.python.filterPushdown.enabled", "false").lower() == "true"
-    spark.dataSource.register(datasource_class(catalog_properties(spark), pushdown=pushdown))
+    props = catalog_properties(spark)
+    source = datasource_class(props, pushdown=pushdown)
+    if jvm_stream.loaded(spark):
+        jvm_stream.register(spark, source, props)
+    else:
+        spark.dataSource.register(source)

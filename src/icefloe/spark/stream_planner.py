@@ -204,6 +204,12 @@ class StreamPlanner:
     _units: dict[tuple[int, bool], list[Unit]] = field(default_factory=dict)
 
     # ---- offsets -------------------------------------------------------------------------------
+    def freeze_head(self) -> None:
+        """Trigger.AvailableNow: never read past the snapshot that is the head now."""
+        _, md = self.load_metadata()
+        head = md.snapshot_for_ref(self.options.branch)
+        self.target_snapshot_id = head.snapshot_id if head is not None else None
+
     def _head(self, md: TableMetadata) -> Snapshot | None:
         if self.target_snapshot_id is not None:
             return md.snapshot_by_id(self.target_snapshot_id)

@@ -84,9 +84,7 @@ class IcefloeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:
         """Trigger.AvailableNow: never read past the snapshot that is the head now."""
-        _, md = self.planner.load_metadata()
-        head = md.snapshot_for_ref(self.options.branch)
-        self.planner.target_snapshot_id = head.snapshot_id if head is not None else None
+        self.planner.freeze_head()
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         """The units between the offsets: files packed into partitions, or a changelog each."""
