@@ -89,7 +89,7 @@ public final class FileReaders {
   public static NativeReaderFactory factory(StructType fileSchema, StructType outputSchema) {
     StructType withIndex =
         fileSchema.add(
-            ParquetFileFormat$.MODULE$.ROW_INDEX_TEMPORARY_COLUMN_NAME(), DataTypes.LongType, false);
+            ParquetFileFormat$.MODULE$.ROW_INDEX_TEMPORARY_COLUMN_NAME(), DataTypes.LongType, true);
     return new NativeReaderFactory(
         parquetFactory(fileSchema), parquetFactory(withIndex), outputSchema, fileSchema.length());
   }

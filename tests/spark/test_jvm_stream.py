@@ -1,0 +1,132 @@
+"""spark/jvm_stream.py: streaming reads on the JVM route (icefloe.DefaultSource, Spark's Parquet reader).
+
+The session of the tests has icefloe's jar (``scripts/build_jar.py``, run by bootstrap); the
+existing streaming tests (``test_stream_source.py``, ``test_streaming.py``) run on this route too.
+Here: the route is the one the query used (its progress names the JVM stream), the Python route
+is still reachable per read, batch reads and writes of the format keep working, and positions
+deleted before the stream reads a file are not returned.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from icefloe.catalog.base import Catalog
+from icefloe.maintenance.expire_snapshots import expire_snapshots
+from icefloe.spark import jvm_stream
+from icefloe.spec.schema import Schema
+from icefloe.spec.types import DecimalType, LongType, NestedField, StringType
+
+SCHEMA = Schema(
+    NestedField(1, "id", LongType(), True),
+    NestedField(2, "name", StringType(), False),
+    NestedField(3, "amount", DecimalType(10, 2), False),
+)
+
+pytestmark = pytest.mark.skipif(shutil.which("javac") is None, reason="no JDK: bootstrap builds no jar")
+
+
+def _rows(ids: range) -> pa.Table:
+    from decimal import Decimal
+
+    return pa.table(
+        {
+            "id": pa.array(list(ids), pa.int64()),
+            "name": pa.array([f"n{i}" for i in ids], pa.string()),
+            "amount": pa.array([Decimal(i) / 100 for i in ids], pa.decimal128(10, 2)),
+        }
+    )
+
+
+def _stream(spark: Any, name: str, checkpoint: Path, **options: str) -> tuple[list[tuple[Any, ...]], str]:
+    """Stream the table with Trigger.AvailableNow into memory: (sorted rows, the source's name)."""
+    reader = spark.readStream.format("icefloe")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    view = f"jvm_stream_{checkpoint.name}"
+    query = (
+        reader.load(name)
+        .writeStream.format("memory")
+        .queryName(view)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    sources = {s["description"] for p in query.recentProgress for s in p["sources"]}
+    rows = sorted(tuple(r) for r in spark.sql(f"SELECT * FROM {view}").collect())
+    spark.catalog.dropTempView(view)
+    return rows, ",".join(sorted(sources))
+
+
+def _expected(ids: list[int]) -> list[tuple[Any, ...]]:
+    from decimal import Decimal
+
+    return [(i, f"n{i}", Decimal(i) / 100) for i in sorted(ids)]
+
+
+def test_stream_runs_on_the_jvm_route_and_python_stays_reachable(  # type: ignore[no-untyped-def]
+    spark, catalog: Catalog, table_name: str, tmp_path: Path
+) -> None:
+    table = catalog.create_table(table_name, SCHEMA, properties={"format-version": "2"})
+    for start in (0, 100, 200):
+        table.append(_rows(range(start, start + 50)))
+
+    rows, source = _stream(spark, table_name, tmp_path / "native", **{"max-files-per-trigger": "1"})
+    assert source == "IcefloeNativeStream"
+    assert rows == _expected([*range(0, 50), *range(100, 150), *range(200, 250)])
+
+    python = {"stream-reader": "python"}
+    python_rows, python_source = _stream(spark, table_name, tmp_path / "python", **python)
+    assert "IcefloeNativeStream" not in python_source
+    assert python_rows == rows
+
+    # batch reads and writes of the format go through the Python data source, as before
+    assert spark.read.format("icefloe").load(table_name).count() == 150
+    spark.createDataFrame([(7, "n7", None)], "id bigint, name string, amount decimal(10,2)").write.format(
+        "icefloe"
+    ).mode("append").save(table_name)
+    assert spark.read.format("icefloe").load(table_name).filter("id = 7").count() == 2
+
+
+def test_changelog_mode_stays_on_the_python_source(  # type: ignore[no-untyped-def]
+    spark, catalog: Catalog, table_name: str, tmp_path: Path
+) -> None:
+    table = catalog.create_table(table_name, SCHEMA, properties={"format-version": "2"})
+    table.append(_rows(range(3)))
+    rows, source = _stream(spark, table_name, tmp_path / "changes", **{"read-changelog": "true"})
+    assert "IcefloeNativeStream" not in source
+    assert [(r[0], r[3]) for r in rows] == [(0, "INSERT"), (1, "INSERT"), (2, "INSERT")]
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_rows_deleted_before_the_stream_reads_a_file_are_not_returned(  # type: ignore[no-untyped-def]
+    spark, catalog: Catalog, table_name: str, tmp_path: Path, version: int
+) -> None:
+    """The stream starts at a snapshot whose history was expired: it reads every live file of that
+    snapshot with the position deletes (v2) or deletion vectors (v3) committed after the file."""
+    table = catalog.create_table(table_name, SCHEMA, properties={"format-version": str(version)})
+    table.append(_rows(range(0, 40)))
+    table.append(_rows(range(100, 120)))
+    table.delete("id IN (3, 17, 39, 105)", mode="merge-on-read")
+    table.append(_rows(range(200, 210)))
+    expire_snapshots(table, older_than=2**62, retain_last=2)  # the delete is now the oldest snapshot
+    deletes = table.refresh().current_snapshot().summary
+    assert int(deletes.get("total-position-deletes", 0)) == 4  # the files still carry their deletes
+
+    rows, source = _stream(spark, table_name, tmp_path / f"v{version}")
+    assert source == "IcefloeNativeStream"
+    kept = [i for i in [*range(0, 40), *range(100, 120), *range(200, 210)] if i not in (3, 17, 39, 105)]
+    assert rows == _expected(kept)
+
+
+def test_classpath_settings_add_the_jar_once() -> None:
+    jar = str(jvm_stream.jar_path())
+    added = jvm_stream.classpath_settings({"spark.jars": "/x/other.jar"})
+    assert added == {"spark.jars": f"/x/other.jar,{jar}", "spark.driver.extraClassPath": jar}
+    assert jvm_stream.classpath_settings({**added}) == {}
