@@ -2,11 +2,12 @@
 
     .venv/bin/python -m bench.bench_changelog [--quick] [--rows 20000000] [--stream-rows 8000000]
 
-(a) Streaming read throughput, ``local[2]``: ``readStream.format("icefloe")`` against
-    ``readStream.parquet`` over the *same* data files (the table's data directory), both draining
-    the whole table with ``Trigger.AvailableNow`` into the ``noop`` sink; interleaved runs, with a
-    third stream as the floor of any Python source (``bench.stream_floor``: the same rows already
-    in memory as Arrow batches).
+(a) Streaming read throughput, ``local[2]``: ``readStream.format("icefloe")`` on the JVM route
+    (icefloe's jar: Spark's Parquet reader) and on the Python route (``stream-reader=python``)
+    against ``readStream.parquet`` over the *same* data files (the table's data directory), all
+    draining the whole table with ``Trigger.AvailableNow`` into the ``noop`` sink; interleaved
+    runs. ``--with-floor`` adds the floor of any Python source (``bench.stream_floor``: the same
+    rows already in memory as Arrow batches).
 (b) Latency from a commit to its rows in a memory sink: a query with a 1-second processing-time
     trigger streams the table; the driver appends a batch of rows and waits until the query
     reports the micro-batch that carried them (or, ``--latency-observer sql``, polls the memory
@@ -147,21 +148,22 @@ def _stream_table(spark: Any, catalog: Any, rows: int, files: int) -> tuple[Any,
 
 
 def streaming_throughput(
-    spark: Any, catalog: Any, rows: int, files: int, runs: int, work: str
-) -> tuple[Any, bool]:
-    """(a): drain the table with each source into the noop sink; returns a report row.
+    spark: Any, catalog: Any, rows: int, files: int, runs: int, work: str, with_floor: bool = False
+) -> tuple[list[str], list[Any], bool]:
+    """(a): drain the table with each source into the noop sink; returns (headers, row, ok).
 
-    A third stream, ``bench.stream_floor``, is the floor of any Python streaming source: the same
-    rows and schema, already in memory as Arrow batches in as many partitions as the driver has
-    cores (the icefloe source's default ``min-partitions``).
+    The icefloe source runs on the JVM route (checked: the query's progress names the JVM stream)
+    and, with ``stream-reader=python``, on the Python route. ``with_floor`` adds
+    ``bench.stream_floor``, the floor of any Python streaming source: the same rows and schema,
+    already in memory as Arrow batches in as many partitions as the driver has cores.
     """
     from bench import stream_floor
 
     table, data_dir = _stream_table(spark, catalog, rows, files)
     schema = spark.read.parquet(data_dir).schema
-    stream_floor.register(spark)
     ddl = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in schema.fields)
     counted: dict[str, int] = {}
+    sources: dict[str, set[str]] = {}
 
     def drain(reader: Any, label: str) -> None:
         checkpoint = f"{work}/cp-{uuid.uuid4().hex}"
@@ -173,27 +175,34 @@ def streaming_throughput(
         q = query.start()
         q.awaitTermination()
         counted[label] = sum(p["numInputRows"] for p in q.recentProgress)
+        sources[label] = {s["description"] for p in q.recentProgress for s in p["sources"]}
 
-    def icefloe_stream() -> None:
-        drain(spark.readStream.format("icefloe").load(table.name), "icefloe")
-
-    def parquet_stream() -> None:
-        drain(spark.readStream.schema(schema).parquet(data_dir), "parquet")
-
-    def floor_stream() -> None:
-        drain(spark.readStream.format("stream_floor").option("rows", rows).option("ddl", ddl).load(), "floor")
-
-    t_ice, t_parquet, t_floor = time_interleaved([icefloe_stream, parquet_stream, floor_stream], runs)
-    ok = counted.get("icefloe") == counted.get("parquet") == counted.get("floor") == rows
+    streams: dict[str, Callable[[], None]] = {
+        "readStream icefloe (JVM)": lambda: drain(spark.readStream.format("icefloe").load(table.name), "jvm"),
+        "readStream.parquet": lambda: drain(spark.readStream.schema(schema).parquet(data_dir), "parquet"),
+        "readStream icefloe (Python)": lambda: drain(
+            spark.readStream.format("icefloe").option("stream-reader", "python").load(table.name), "python"
+        ),
+    }
+    if with_floor:
+        stream_floor.register(spark)
+        streams["floor: Python source of prebuilt batches"] = lambda: drain(
+            spark.readStream.format("stream_floor").option("rows", rows).option("ddl", ddl).load(), "floor"
+        )
+    timings = time_interleaved(list(streams.values()), runs)
+    ok = set(counted.values()) == {rows} and sources.get("jvm") == {"IcefloeNativeStream"}
+    parquet = timings[1].median
+    headers = ["data", *streams, "JVM / parquet", "Python / parquet"]
     row = [
-        f"{rows:,} rows, {files} files" + ("" if ok else f" (!) {counted}"),
-        fmt_s(t_ice.median),
-        fmt_s(t_parquet.median),
-        fmt_s(t_floor.median),
-        ratio(t_ice.median, t_parquet.median),
-        ratio(t_floor.median, t_parquet.median),
+        f"{rows:,} rows, {files} files" + ("" if ok else f" (!) {counted} {sources.get('jvm')}"),
+        *(fmt_s(t.median) for t in timings),
+        ratio(timings[0].median, parquet),
+        ratio(timings[2].median, parquet),
     ]
-    return row, ok
+    if with_floor:
+        headers.append("floor / parquet")
+        row.append(ratio(timings[3].median, parquet))
+    return headers, row, ok
 
 
 def commit_latency(
@@ -315,6 +324,7 @@ def run(argv: list[str] | None = None, spark: Any = None) -> int:
         help="(b) how the driver notices a commit's rows in the sink (see commit_latency)",
     )
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--with-floor", action="store_true", help="(a) also time bench.stream_floor")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--skip-spark", action="store_true", help="only (c)")
     parser.add_argument("--parts", default="a,b,c", help="which measurements to run (comma-separated)")
@@ -358,21 +368,12 @@ def run(argv: list[str] | None = None, spark: Any = None) -> int:
         try:
             if spark is not None and "a" in parts:
                 log("(a) streaming throughput")
-                row_a, good = streaming_throughput(
-                    spark, catalog, args.stream_rows, args.stream_files, args.runs, work
+                headers_a, row_a, good = streaming_throughput(
+                    spark, catalog, args.stream_rows, args.stream_files, args.runs, work, args.with_floor
                 )
                 ok &= good
                 print_table(
-                    "(a) streaming read, Trigger.AvailableNow into noop (target <= 1.5x)",
-                    [
-                        "data",
-                        "readStream icefloe",
-                        "readStream.parquet",
-                        "floor: Python source of prebuilt batches",
-                        "icefloe / parquet",
-                        "floor / parquet",
-                    ],
-                    [row_a],
+                    "(a) streaming read, Trigger.AvailableNow into noop (target <= 1.5x)", headers_a, [row_a]
                 )
             if spark is not None and "b" in parts:
                 log("(b) commit-to-sink latency")
