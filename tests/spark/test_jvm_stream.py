@@ -130,3 +130,37 @@ def test_classpath_settings_add_the_jar_once() -> None:
     added = jvm_stream.classpath_settings({"spark.jars": "/x/other.jar"})
     assert added == {"spark.jars": f"/x/other.jar,{jar}", "spark.driver.extraClassPath": jar}
     assert jvm_stream.classpath_settings({**added}) == {}
+
+
+def test_a_checkpoint_of_the_python_source_continues_on_the_jvm_route(  # type: ignore[no-untyped-def]
+    spark, catalog: Catalog, table_name: str, tmp_path: Path
+) -> None:
+    """Both routes store the same offset JSON: a query moved to the JVM continues where it stopped."""
+    table = catalog.create_table(table_name, SCHEMA, properties={"format-version": "2"})
+    table.append(_rows(range(0, 10)))
+    checkpoint = tmp_path / "shared"
+    seen: list[tuple[str, list[int]]] = []
+
+    def run(route: str) -> set[str]:
+        def collect(df, batch_id: int) -> None:  # type: ignore[no-untyped-def]
+            seen.append((route, sorted(r["id"] for r in df.collect())))
+
+        query = (
+            spark.readStream.format("icefloe")
+            .option("stream-reader", route)
+            .load(table_name)
+            .writeStream.foreachBatch(collect)
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+        return {s["description"] for p in query.recentProgress for s in p["sources"]}
+
+    assert "IcefloeNativeStream" not in run("python")
+    table.append(_rows(range(10, 15)))
+    assert run("native") == {"IcefloeNativeStream"}
+    assert [(route, ids) for route, ids in seen if ids] == [
+        ("python", list(range(0, 10))),
+        ("native", list(range(10, 15))),
+    ]

@@ -5,7 +5,9 @@ control and ``Trigger.AvailableNow``). Offsets and units are planned on the driv
 :class:`~icefloe.spark.stream_planner.StreamPlanner`. The data files of a micro-batch are packed
 into a few input partitions (``stream_planner.group_units``), each read with ``read_task`` (deletes
 applied) and handed to Spark as Arrow record batches; in changelog mode every unit (one snapshot's
-changelog) is an input partition of its own.
+changelog) is an input partition of its own. With icefloe's jar on the class path, streaming reads
+that Spark's Parquet reader can serve run on the JVM instead (``icefloe.spark.jvm_stream``, same
+planner and offsets); this reader keeps changelogs and the rest.
 
 Options (besides the batch reader's ``columns`` / ``filter`` / ``branch``): ``starting-offsets``
 (``earliest`` default, ``latest``), ``start-snapshot-id`` (exclusive), ``stream-from-timestamp``
