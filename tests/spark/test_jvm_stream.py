@@ -9,7 +9,10 @@ deleted before the stream reads a file are not returned.
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -164,3 +167,56 @@ def test_a_checkpoint_of_the_python_source_continues_on_the_jvm_route(  # type: 
         ("python", list(range(0, 10))),
         ("native", list(range(10, 15))),
     ]
+
+
+WITHOUT_JAR = r"""
+import json, sys
+import pyarrow as pa
+from icefloe.spark import jvm_stream
+from icefloe.spark.runtime import resolve_catalog
+from icefloe.spark.session_setup import session
+
+home = sys.argv[1]
+spark = session(
+    master="local[2]", catalog_uri=f"sqlite:///{home}/c.db", warehouse=f"{home}/wh",
+    **{"spark.icefloe.jvm.enabled": "false", "spark.ui.enabled": "false",
+       "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"},
+)
+spark.sparkContext.setLogLevel("ERROR")
+catalog = resolve_catalog(spark, None)
+catalog.create_namespace(("db",))
+from icefloe.spec.schema import Schema
+from icefloe.spec.types import LongType, NestedField
+table = catalog.create_table("db.t", Schema(NestedField(1, "id", LongType(), True)))
+table.append(pa.table({"id": pa.array(range(5), pa.int64())}))
+query = (
+    spark.readStream.format("icefloe").load("db.t").writeStream.format("memory").queryName("out")
+    .option("checkpointLocation", f"{home}/cp").trigger(availableNow=True).start()
+)
+query.awaitTermination()
+print(json.dumps({
+    "loaded": jvm_stream.loaded(spark),
+    "sources": sorted({s["description"] for p in query.recentProgress for s in p["sources"]}),
+    "streamed": sorted(r["id"] for r in spark.sql("SELECT id FROM out").collect()),
+    "batch": spark.read.format("icefloe").load("db.t").count(),
+}))
+"""
+
+
+@pytest.mark.slow
+def test_without_the_jar_the_python_source_streams(tmp_path: Path) -> None:
+    """A session left without the jar (``spark.icefloe.jvm.enabled=false``) works as before: the
+    Python data source serves the format and streams (own process: one SparkSession per JVM)."""
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_JAR, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["loaded"] is False
+    assert result["sources"] and all("IcefloeNativeStream" not in s for s in result["sources"])
+    assert result["streamed"] == [0, 1, 2, 3, 4]
+    assert result["batch"] == 5
