@@ -128,6 +128,22 @@ def test_rows_deleted_before_the_stream_reads_a_file_are_not_returned(  # type: 
     assert rows == _expected(kept)
 
 
+def test_tables_with_equality_deletes_stream_through_python(  # type: ignore[no-untyped-def]
+    spark, catalog: Catalog, table_name: str, tmp_path: Path
+) -> None:
+    """Equality deletes cannot become row positions without reading the data: such tables (the
+    head snapshot counts equality deletes) stream on the Python source, rows as before."""
+    table = catalog.create_table(table_name, SCHEMA, properties={"format-version": "2"})
+    table.append(_rows(range(0, 10)))
+    table.upsert_with_equality_deletes(_rows(range(3, 5)), on=["id"])
+    assert int(table.refresh().current_snapshot().summary["total-equality-deletes"]) > 0
+
+    options = {"skip-overwrite-snapshots": "true"}
+    rows, source = _stream(spark, table_name, tmp_path / "eq", **options)
+    assert "IcefloeNativeStream" not in source
+    assert rows == _expected(list(range(0, 10)))  # the upsert's snapshot is skipped, as on any route
+
+
 def test_classpath_settings_add_the_jar_once() -> None:
     jar = str(jvm_stream.jar_path())
     added = jvm_stream.classpath_settings({"spark.jars": "/x/other.jar"})
