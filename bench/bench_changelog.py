@@ -158,6 +158,7 @@ def streaming_throughput(
     already in memory as Arrow batches in as many partitions as the driver has cores.
     """
     from bench import stream_floor
+    from icefloe.spark import jvm_stream
 
     table, data_dir = _stream_table(spark, catalog, rows, files)
     schema = spark.read.parquet(data_dir).schema
@@ -190,7 +191,7 @@ def streaming_throughput(
             spark.readStream.format("stream_floor").option("rows", rows).option("ddl", ddl).load(), "floor"
         )
     timings = time_interleaved(list(streams.values()), runs)
-    ok = set(counted.values()) == {rows} and sources.get("jvm") == {"IcefloeNativeStream"}
+    ok = set(counted.values()) == {rows} and sources.get("jvm") == {jvm_stream.NATIVE_STREAM}
     parquet = timings[1].median
     headers = ["data", *streams, "JVM / parquet", "Python / parquet"]
     row = [

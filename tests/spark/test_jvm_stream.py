@@ -81,12 +81,12 @@ def test_stream_runs_on_the_jvm_route_and_python_stays_reachable(  # type: ignor
         table.append(_rows(range(start, start + 50)))
 
     rows, source = _stream(spark, table_name, tmp_path / "native", **{"max-files-per-trigger": "1"})
-    assert source == "IcefloeNativeStream"
+    assert source == jvm_stream.NATIVE_STREAM
     assert rows == _expected([*range(0, 50), *range(100, 150), *range(200, 250)])
 
     python = {"stream-reader": "python"}
     python_rows, python_source = _stream(spark, table_name, tmp_path / "python", **python)
-    assert "IcefloeNativeStream" not in python_source
+    assert jvm_stream.NATIVE_STREAM not in python_source
     assert python_rows == rows
 
     # batch reads and writes of the format go through the Python data source, as before
@@ -103,7 +103,7 @@ def test_changelog_mode_stays_on_the_python_source(  # type: ignore[no-untyped-d
     table = catalog.create_table(table_name, SCHEMA, properties={"format-version": "2"})
     table.append(_rows(range(3)))
     rows, source = _stream(spark, table_name, tmp_path / "changes", **{"read-changelog": "true"})
-    assert "IcefloeNativeStream" not in source
+    assert jvm_stream.NATIVE_STREAM not in source
     assert [(r[0], r[3]) for r in rows] == [(0, "INSERT"), (1, "INSERT"), (2, "INSERT")]
 
 
@@ -123,7 +123,7 @@ def test_rows_deleted_before_the_stream_reads_a_file_are_not_returned(  # type: 
     assert int(deletes.get("total-position-deletes", 0)) == 4  # the files still carry their deletes
 
     rows, source = _stream(spark, table_name, tmp_path / f"v{version}")
-    assert source == "IcefloeNativeStream"
+    assert source == jvm_stream.NATIVE_STREAM
     kept = [i for i in [*range(0, 40), *range(100, 120), *range(200, 210)] if i not in (3, 17, 39, 105)]
     assert rows == _expected(kept)
 
@@ -140,7 +140,7 @@ def test_tables_with_equality_deletes_stream_through_python(  # type: ignore[no-
 
     options = {"skip-overwrite-snapshots": "true"}
     rows, source = _stream(spark, table_name, tmp_path / "eq", **options)
-    assert "IcefloeNativeStream" not in source
+    assert jvm_stream.NATIVE_STREAM not in source
     assert rows == _expected(list(range(0, 10)))  # the upsert's snapshot is skipped, as on any route
 
 
@@ -176,9 +176,9 @@ def test_a_checkpoint_of_the_python_source_continues_on_the_jvm_route(  # type: 
         query.awaitTermination()
         return {s["description"] for p in query.recentProgress for s in p["sources"]}
 
-    assert "IcefloeNativeStream" not in run("python")
+    assert jvm_stream.NATIVE_STREAM not in run("python")
     table.append(_rows(range(10, 15)))
-    assert run("native") == {"IcefloeNativeStream"}
+    assert run("native") == {jvm_stream.NATIVE_STREAM}
     assert [(route, ids) for route, ids in seen if ids] == [
         ("python", list(range(0, 10))),
         ("native", list(range(10, 15))),
@@ -233,6 +233,6 @@ def test_without_the_jar_the_python_source_streams(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["loaded"] is False
-    assert result["sources"] and all("IcefloeNativeStream" not in s for s in result["sources"])
+    assert result["sources"] and all(jvm_stream.NATIVE_STREAM not in s for s in result["sources"])
     assert result["streamed"] == [0, 1, 2, 3, 4]
     assert result["batch"] == 5

@@ -45,7 +45,8 @@ JAR = Path(__file__).resolve().parent / "_jars" / "icefloe.jar"
 """Where ``scripts/build_jar.py`` puts the jar."""
 READER_OPTION = "stream-reader"
 """``native`` (the default when the jar is loaded) or ``python``: which source reads the stream."""
-_STREAM_CLASS = "IcefloeNativeStream"
+NATIVE_STREAM = "IcefloeNativeStream"
+"""How a query's progress names the JVM stream (``sources[].description``)."""
 
 
 def jar_path() -> Path | None:
@@ -206,8 +207,3 @@ def _file_of(io: Any, unit: Unit) -> dict[str, Any]:
         "length": data.file_size_in_bytes,
         "deleted": [int(p) for p in deleted],
     }
-
-
-def is_native_stream(query_progress: dict[str, Any]) -> bool:
-    """True when a streaming query's progress names the JVM source (for tests and the bench)."""
-    return any(_STREAM_CLASS in str(s.get("description", "")) for s in query_progress.get("sources", []))

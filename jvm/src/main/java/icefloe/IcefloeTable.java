@@ -1,9 +1,9 @@
 package icefloe;
 
+import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonScanBuilder;
-import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;

@@ -1,5 +1,6 @@
 package icefloe.stream;
 
+import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 
@@ -33,7 +34,7 @@ public final class StreamPlanners {
     }
     Map<String, String> lower = new TreeMap<>();
     for (Map.Entry<String, String> e : options.entrySet()) {
-      lower.put(e.getKey().toLowerCase(java.util.Locale.ROOT), e.getValue());
+      lower.put(e.getKey().toLowerCase(Locale.ROOT), e.getValue());
     }
     try {
       return current.create(new ObjectMapper().writeValueAsString(lower));
