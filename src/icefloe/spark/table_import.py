@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 NAME_MAPPING = "schema.name-mapping.default"
 SESSION_CATALOG = "spark_catalog"
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+FILE_FORMATS = ("parquet", "orc", "avro")  # ``format.`path``` sources Iceberg's procedures accept
 
 
 @dataclass(frozen=True)
@@ -75,8 +76,11 @@ class ParquetSource:
 def resolve_source(spark: SparkSession, text: str) -> ParquetSource:
     """``parquet.`/path```, a path, or a (``spark_catalog.``) session-catalog Parquet table."""
     text = text.strip()
-    if text.lower().startswith("parquet."):
-        return _directory(spark.read.parquet(text[len("parquet.") :].strip("`")))
+    head, dot, rest = text.partition(".")
+    if dot and head.strip("`").lower() in FILE_FORMATS:
+        if head.strip("`").lower() != "parquet":
+            raise Unsupported(f"importing {text}: only Parquet files can be imported")
+        return _directory(spark.read.parquet(rest.strip().strip("`")))
     if text.startswith("/") or "://" in text:
         return _directory(spark.read.parquet(text))
     parts = [p.strip("`") for p in text.split(".")]
@@ -119,12 +123,19 @@ def _partition_value(text: str | None, t: IcebergType, path: str) -> Any:
     raise Unsupported(f"importing {path}: partition values of type {t} are not supported")
 
 
-def _partition_of(path: str, schema: Schema, columns: tuple[str, ...]) -> tuple[Any, ...]:
+def directory_values(path: str) -> dict[str, str]:
+    """The Hive-style ``key=value`` directory names of a file's path (keys lower-cased, values raw)."""
     found: dict[str, str] = {}
     for segment in path.split("/")[:-1]:
         if "=" in segment:
             key, value = segment.split("=", 1)
             found[unquote(key).lower()] = value
+    return found
+
+
+def partition_of(path: str, schema: Schema, columns: tuple[str, ...]) -> tuple[Any, ...]:
+    """The partition tuple of a file, one value per column, from its directory names."""
+    found = directory_values(path)
     out = []
     for name in columns:
         if name.lower() not in found:
@@ -133,7 +144,7 @@ def _partition_of(path: str, schema: Schema, columns: tuple[str, ...]) -> tuple[
     return tuple(out)
 
 
-def _name_mapping(schema: Schema) -> str:
+def name_mapping(schema: Schema) -> str:
     def node(f: NestedField) -> dict[str, Any]:
         out: dict[str, Any] = {"field-id": f.field_id, "names": [f.name]}
         t = f.field_type
@@ -144,7 +155,7 @@ def _name_mapping(schema: Schema) -> str:
     return json.dumps([node(f) for f in schema.fields])
 
 
-def _files(source: ParquetSource) -> list[str]:
+def source_files(source: ParquetSource) -> list[str]:
     return sorted(source.frame.inputFiles())
 
 
@@ -158,7 +169,7 @@ def import_parquet(
     """Create ``identifier`` over the source's files (one append); returns the table and file count."""
     if catalog.table_exists(identifier):
         raise ValidationError(f"table {'.'.join(identifier)!r} already exists")
-    files = _files(source)
+    files = source_files(source)
     schema = to_iceberg_schema(source.frame.schema)
     spec = PartitionSpec(
         *(
@@ -170,10 +181,10 @@ def import_parquet(
     try:
         schema = table.schema()
         cols = source.partition_columns
-        located = [(f, _partition_of(f, schema, cols)) for f in files]
+        located = [(f, partition_of(f, schema, cols)) for f in files]
         data = data_files_from_footers(table.io, located, schema, table.spec().spec_id, table.properties)
         with table.transaction() as tx:
-            tx.set_properties({NAME_MAPPING: _name_mapping(schema)})
+            tx.set_properties({NAME_MAPPING: name_mapping(schema)})
             tx.add_action(AppendFiles(files=data))
     except BaseException:
         catalog.drop_table(identifier)  # never purge: the files are the source's

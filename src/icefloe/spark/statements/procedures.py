@@ -494,6 +494,25 @@ def _migrate(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
     return _frame(ctx, "migrated_files_count bigint", [(count,)])
 
 
+def _add_files(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
+    from icefloe.spark.add_files import add_files
+
+    if args.get("source_table") is None:
+        raise ValidationError("CALL system.add_files: the argument 'source_table' is required")
+    result = add_files(
+        ctx.spark,
+        _table(ctx, args),
+        str(args["source_table"]),
+        {str(k): str(v) for k, v in (args.get("partition_filter") or {}).items()},
+        check_duplicate_files=bool(args.get("check_duplicate_files", True)),
+    )
+    return _frame(
+        ctx,
+        "added_files_count bigint, changed_partition_count bigint",
+        [(result.added_files_count, result.changed_partition_count)],
+    )
+
+
 PROCEDURES: dict[str, tuple[tuple[str, ...], Procedure]] = {
     "rollback_to_snapshot": (("table", "snapshot_id"), lambda c, a: _move_main(c, a, "rollback_to_snapshot")),
     "rollback_to_timestamp": (("table", "timestamp"), lambda c, a: _move_main(c, a, "rollback_to_timestamp")),
@@ -530,5 +549,9 @@ PROCEDURES: dict[str, tuple[tuple[str, ...], Procedure]] = {
         _create_changelog_view,
     ),
     "snapshot": (("source_table", "table", "location", "properties", "parallelism"), _snapshot),
+    "add_files": (
+        ("table", "source_table", "partition_filter", "check_duplicate_files", "parallelism"),
+        _add_files,
+    ),
     "migrate": (("table", "properties", "drop_backup", "backup_table_name", "parallelism"), _migrate),
 }
