@@ -9,9 +9,8 @@ mapping (``schema.name-mapping.default``) and is read by column name.
 - ``snapshot_table``: the new table references the source's files and sets ``gc.enabled=false``,
   so icefloe's maintenance (expiry, orphan removal, ``DROP ... PURGE``) never deletes them; the
   source stays as it is.
-- ``migrate_table``: the same, then the source is dropped from the session catalog; the icefloe
-  table owns the files from then on. Only external source tables: dropping a managed table would
-  delete the files it now references.
+- ``table_migrate.migrate_table``: the same, then the source table is replaced by the icefloe
+  table (kept as a backup table over the same files unless ``drop_backup``).
 
 Hive-style partitioned sources (``.../k=v/...``) become tables partitioned by identity on the same
 columns; each file's partition tuple comes from its directory names, and readers fill the columns
@@ -71,6 +70,7 @@ class ParquetSource:
     table: str | None
     external: bool
     partition_columns: tuple[str, ...] = field(default=())
+    location: str | None = None  # a session-catalog table's location
 
 
 def resolve_source(spark: SparkSession, text: str) -> ParquetSource:
@@ -93,7 +93,8 @@ def resolve_source(spark: SparkSession, text: str) -> ParquetSource:
         raise Unsupported(f"importing {text}: only Parquet tables can be imported, not {provider or 'this'}")
     partitions = tuple(c.name for c in spark.catalog.listColumns(".".join(parts)) if c.isPartition)
     external = info.get("Type", "").upper() == "EXTERNAL"
-    return ParquetSource(spark.table(name), ".".join(parts), external, partitions)
+    location = info.get("Location")
+    return ParquetSource(spark.table(name), ".".join(parts), external, partitions, location)
 
 
 def _directory(frame: DataFrame) -> ParquetSource:
@@ -203,25 +204,4 @@ def snapshot_table(
     """A new table referencing the source's Parquet files (never deleting them); returns the file count."""
     props = {**(properties or {}), "gc.enabled": "false"}
     _, count = import_parquet(catalog, resolve_source(spark, source), identifier, props, location)
-    return count
-
-
-def migrate_table(
-    spark: SparkSession,
-    catalog: Catalog,
-    source: str,
-    identifier: tuple[str, ...],
-    properties: dict[str, str] | None = None,
-) -> int:
-    """Import an external session-catalog Parquet table, then drop it from the session catalog."""
-    resolved = resolve_source(spark, source)
-    if resolved.table is None:
-        raise Unsupported("migrate needs a table of the session catalog (snapshot a path instead)")
-    if not resolved.external:
-        raise Unsupported(
-            f"migrating the managed table {resolved.table}: dropping it would delete its files; use snapshot"
-        )
-    _, count = import_parquet(catalog, resolved, identifier, dict(properties or {}))
-    name = ".".join(f"`{p}`" for p in resolved.table.split("."))
-    spark.sql(f"DROP TABLE {SESSION_CATALOG}.{name}")
     return count

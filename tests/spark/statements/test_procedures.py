@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from icefloe.catalog.base import Catalog
-from icefloe.errors import Unsupported, ValidationError
+from icefloe.errors import ValidationError
 from icefloe.io.fileio import local_path
 from icefloe.spark import sql
 from icefloe.spark.statements import UnsupportedStatement
@@ -325,13 +325,10 @@ def test_snapshot_and_migrate_parquet_tables(
     assert out.columns == ["migrated_files_count"] and rows(out) == [(1,)]
     assert rows(sql(spark, f"SELECT * FROM icefloe.db.{name}_src")) == expected
     assert not spark.catalog.tableExists(f"spark_catalog.db.{name}_src")
+    # as Iceberg's migrate, the original is kept under <name>_BACKUP_ (an external table: renamed)
+    assert rows(spark.table(f"spark_catalog.db.{name}_src_BACKUP_")) == expected
     assert rows(sql(spark, f"SELECT * FROM icefloe.db.{name}_snap WHERE id < 5")) == expected
-    # a managed table cannot be migrated: dropping it would delete the files
-    spark.sql(f"CREATE TABLE spark_catalog.db.{name}_managed USING parquet AS SELECT 1 AS id")
-    with pytest.raises(Unsupported, match="managed"):
-        sql(spark, f"CALL icefloe.system.migrate('spark_catalog.db.{name}_managed')")
-    assert not catalog.table_exists(f"db.{name}_managed")
-    spark.sql(f"DROP TABLE spark_catalog.db.{name}_managed")
+    # managed tables: tests/spark/statements/test_procedures_import.py
 
 
 @pytest.mark.parametrize("fv", [2, 4])

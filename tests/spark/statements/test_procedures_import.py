@@ -3,6 +3,8 @@ an icefloe table's without being rewritten, moved or deleted; result columns as 
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -10,11 +12,28 @@ import pytest
 
 from icefloe.catalog.base import Catalog
 from icefloe.errors import ValidationError
+from icefloe.io.fileio import local_path
 from icefloe.spark import sql
 
 
 def rows(df: Any) -> list[tuple[Any, ...]]:
     return sorted((tuple(r) for r in df.collect()), key=lambda r: [(v is not None, v) for v in r])
+
+
+@pytest.fixture
+def session_name(spark: Any, table_name: str) -> Iterator[str]:
+    """A name for session-catalog tables in ``db``; afterwards the session-catalog tables starting
+    with it are dropped and their directories in Spark's warehouse removed (migrated tables leave
+    their files there on purpose)."""
+    name = table_name.split(".")[-1]
+    spark.sql("CREATE DATABASE IF NOT EXISTS spark_catalog.db")
+    yield name
+    for t in spark.catalog.listTables("spark_catalog.db"):
+        if t.name.lower().startswith(name.lower()) and not t.isTemporary:
+            spark.sql(f"DROP TABLE spark_catalog.db.`{t.name}`")
+    warehouse = Path(local_path(spark.conf.get("spark.sql.warehouse.dir")) or ".") / "db.db"
+    for path in warehouse.glob(f"{name.lower()}*"):
+        shutil.rmtree(path)
 
 
 def _write_source(spark: Any, path: Path, start: int, count: int, files: int) -> None:
@@ -65,11 +84,10 @@ def test_add_files_from_a_parquet_directory(
 
 
 def test_add_files_by_partition_from_a_session_catalog_table(
-    spark: Any, catalog: Catalog, table_name: str, tmp_path: Path
+    spark: Any, catalog: Catalog, table_name: str, session_name: str
 ) -> None:
-    name = table_name.split(".")[-1]
+    name = session_name
     t = f"icefloe.{table_name}"
-    spark.sql("CREATE DATABASE IF NOT EXISTS spark_catalog.db")
     spark.range(8).selectExpr("id", "concat('s', id) AS s", "cast(id % 3 AS int) AS p").write.partitionBy(
         "p"
     ).format("parquet").saveAsTable(f"spark_catalog.db.{name}_src")
@@ -115,3 +133,84 @@ def test_add_files_refuses_mismatched_partitioning(
     table = catalog.load_table(table_name)
     assert table.current_snapshot() is None
     assert "schema.name-mapping.default" not in table.properties
+
+
+def _table_type(spark: Any, name: str) -> str:
+    info = {r[0].strip(): str(r[1]).strip() for r in spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()}
+    return info["Type"].upper()
+
+
+def _files_under(path: Path) -> set[str]:
+    return {str(p.relative_to(path)) for p in path.rglob("*.parquet")}
+
+
+@pytest.mark.parametrize("fv", [2, 4])
+def test_migrate_a_managed_table_keeps_its_files_and_a_backup(
+    spark: Any, catalog: Catalog, session_name: str, fv: int
+) -> None:
+    name = session_name
+    src = f"spark_catalog.db.{name}"
+    spark.range(6).selectExpr("id", "concat('s', id) AS s").repartition(2).write.format(
+        "parquet"
+    ).saveAsTable(src)
+    assert _table_type(spark, src) == "MANAGED"
+    location = Path(spark.sql(f"DESCRIBE TABLE EXTENDED {src}").where("col_name = 'Location'").first()[1][5:])
+    files = _files_under(location)
+    expected = [(i, f"s{i}") for i in range(6)]
+    out = sql(spark, f"CALL icefloe.system.migrate('{src}', map('format-version', '{fv}'))")
+    assert out.columns == ["migrated_files_count"] and rows(out) == [(2,)]
+    assert rows(sql(spark, f"SELECT * FROM icefloe.db.{name}")) == expected
+    assert catalog.load_table(f"db.{name}").metadata.format_version == fv
+    # the original is kept as <name>_BACKUP_, an external table over the same files
+    backup = f"spark_catalog.db.{name}_BACKUP_"
+    assert not spark.catalog.tableExists(src)
+    assert _table_type(spark, backup) == "EXTERNAL"
+    assert rows(spark.table(backup)) == expected
+    assert _files_under(location) == files
+    # dropping the backup deletes no file: the icefloe table still reads every row
+    spark.sql(f"DROP TABLE {backup}")
+    assert _files_under(location) == files
+    assert rows(sql(spark, f"SELECT * FROM icefloe.db.{name}")) == expected
+    sql(spark, f"DELETE FROM icefloe.db.{name} WHERE id = 2")
+    assert rows(sql(spark, f"SELECT * FROM icefloe.db.{name}")) == [r for r in expected if r[0] != 2]
+
+
+def test_migrate_a_partitioned_managed_table_with_drop_backup_and_backup_names(
+    spark: Any, catalog: Catalog, session_name: str
+) -> None:
+    name = session_name
+    frame = spark.range(6).selectExpr("id", "cast(id % 2 AS int) AS p")
+    frame.write.partitionBy("p").format("parquet").saveAsTable(f"spark_catalog.db.{name}_a")
+    frame.write.partitionBy("p").format("parquet").saveAsTable(f"spark_catalog.db.{name}_b")
+    expected = [(i, i % 2) for i in range(6)]
+    # drop_backup: no backup table is kept, the files stay for the icefloe table
+    out = sql(
+        spark, f"CALL icefloe.system.migrate(table => 'spark_catalog.db.{name}_a', drop_backup => true)"
+    )
+    assert rows(out)[0][0] >= 2
+    assert not spark.catalog.tableExists(f"spark_catalog.db.{name}_a")
+    assert not spark.catalog.tableExists(f"spark_catalog.db.{name}_a_BACKUP_")
+    assert rows(sql(spark, f"SELECT * FROM icefloe.db.{name}_a")) == expected
+    assert rows(sql(spark, f"SELECT id FROM icefloe.db.{name}_a WHERE p = 1")) == [(1,), (3,), (5,)]
+    assert [f.name for f in catalog.load_table(f"db.{name}_a").spec().fields] == ["p"]
+    # backup_table_name: the backup is an external, partitioned table under that name
+    sql(spark, f"CALL icefloe.system.migrate(table => 'db.{name}_b', backup_table_name => '{name}_old')")
+    assert rows(spark.table(f"spark_catalog.db.{name}_old")) == expected
+    assert rows(spark.sql(f"SELECT id FROM spark_catalog.db.{name}_old WHERE p = 0")) == [(0,), (2,), (4,)]
+    assert rows(sql(spark, f"SELECT * FROM icefloe.db.{name}_b")) == expected
+
+
+def test_migrate_refuses_an_existing_backup_name_writing_nothing(
+    spark: Any, catalog: Catalog, session_name: str
+) -> None:
+    name = session_name
+    spark.range(3).write.format("parquet").saveAsTable(f"spark_catalog.db.{name}")
+    spark.range(1).write.format("parquet").saveAsTable(f"spark_catalog.db.{name}_taken")
+    with pytest.raises(ValidationError, match="exists"):
+        sql(
+            spark,
+            f"CALL icefloe.system.migrate('spark_catalog.db.{name}', backup_table_name => '{name}_taken')",
+        )
+    assert not catalog.table_exists(f"db.{name}")
+    assert rows(spark.table(f"spark_catalog.db.{name}")) == [(0,), (1,), (2,)]
+    assert _table_type(spark, f"spark_catalog.db.{name}") == "MANAGED"

@@ -477,19 +477,18 @@ def _snapshot(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
 
 
 def _migrate(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
-    from icefloe.spark.table_import import migrate_table
+    from icefloe.spark.table_migrate import migrate_table
 
-    if args.get("drop_backup") is False or args.get("backup_table_name") is not None:
-        raise UnsupportedStatement(
-            "migrate with a backup table", "the source is dropped from the session catalog"
-        )
     source = str(args["table"])
+    backup = args.get("backup_table_name")
     count = migrate_table(
         ctx.spark,
         ctx.catalog,
         source,
         _identifier(ctx, source),
         {str(k): str(v) for k, v in (args.get("properties") or {}).items()},
+        drop_backup=bool(args.get("drop_backup", False)),
+        backup_table_name=str(backup) if backup is not None else None,
     )
     return _frame(ctx, "migrated_files_count bigint", [(count,)])
 
