@@ -306,6 +306,10 @@ class RewriteRequest:
     case_sensitive: bool = True
     sort_order: SortOrder | None = None
 
+    def committing_with(self, options: CommitOptions) -> RewriteRequest:
+        """This request, committed to ``options``' branch with its snapshot properties."""
+        return dataclasses.replace(self, branch=options.branch, snapshot_properties=options.properties)
+
 
 class GroupWriter(Protocol):
     """Writes the file groups of a plan: here in this process, or on Spark's executors."""
@@ -397,15 +401,13 @@ def rewrite_data_files(
     ``sort_order`` sorts the rows of each rewritten group (the ``sort`` strategy).
     ``branch=`` / ``snapshot_properties=`` are deprecated: pass ``options=CommitOptions(...)``.
     """
-    opts = resolve_options(options, branch, snapshot_properties)
     request = RewriteRequest(
         filter,
         target_file_size,
         min_input_files,
         rewrite_all,
-        opts.branch,
-        opts.properties,
-        case_sensitive,
-        sort_order,
+        case_sensitive=case_sensitive,
+        sort_order=sort_order,
     )
-    return compact(table, request, LocalGroupWriter())
+    opts = resolve_options(options, branch, snapshot_properties)
+    return compact(table, request.committing_with(opts), LocalGroupWriter())

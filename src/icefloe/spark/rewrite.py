@@ -113,9 +113,7 @@ def rewrite_data_files(
         target_file_size,
         min_input_files,
         rewrite_all,
-        opts.branch,
-        opts.properties,
-        case_sensitive,
-        sort_order,
+        case_sensitive=case_sensitive,
+        sort_order=sort_order,
     )
-    return compact(table, request, ExecutorGroupWriter(spark))
+    return compact(table, request.committing_with(opts), ExecutorGroupWriter(spark))
