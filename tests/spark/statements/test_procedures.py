@@ -346,12 +346,7 @@ def test_rewrite_data_files_sort_strategy(spark: Any, catalog: Catalog, table_na
     ((files,),) = rows(sql(spark, f"SELECT count(*) FROM {t}.data_files"))
     with pytest.raises(ValidationError, match="without a valid sort order"):
         sql(spark, f"CALL icefloe.system.rewrite_data_files(table => '{table_name}', strategy => 'sort')")
-    with pytest.raises(UnsupportedStatement, match="zorder"):
-        sql(
-            spark,
-            f"CALL icefloe.system.rewrite_data_files(table => '{table_name}', strategy => 'sort', "
-            "sort_order => 'zorder(id, name)')",
-        )
+    # zorder(...): tests/spark/statements/test_procedures_zorder.py
     out = sql(
         spark,
         f"CALL icefloe.system.rewrite_data_files(table => '{table_name}', strategy => 'sort', "

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from icefloe.io.fileio import ListedFile
-    from icefloe.spec.sort_order import SortOrder
+    from icefloe.maintenance.sorting import RowOrder
+    from icefloe.maintenance.zorder import ZOrder
     from icefloe.table.table import Table
 
 Procedure = Callable[[SqlContext, dict[str, Any]], "DataFrame"]
@@ -329,8 +330,9 @@ def _rewrite_data_files(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
     )
 
 
-def _rewrite_sort_order(table: Table, text: Any) -> SortOrder:
-    """The ``sort`` strategy's order: ``sort_order => 'id DESC NULLS LAST, name'``, else the table's."""
+def _rewrite_sort_order(table: Table, text: Any) -> RowOrder:
+    """The ``sort`` strategy's order: ``sort_order => 'id DESC NULLS LAST, name'`` or
+    ``'zorder(c1, c2)'``, else the table's."""
     from icefloe.spark.statements.partition_terms import sort_fields
     from icefloe.spec.sort_order import SortOrder
 
@@ -340,8 +342,24 @@ def _rewrite_sort_order(table: Table, text: Any) -> SortOrder:
             raise ValidationError("rewrite_data_files: cannot sort data without a valid sort order")
         return order
     if str(text).strip().lower().startswith("zorder"):
-        raise UnsupportedStatement("rewrite_data_files with a zorder(...) sort order")
+        return _zorder(table, str(text))
     return SortOrder(*sort_fields(table, TokenCursor(str(text))))
+
+
+def _zorder(table: Table, text: str) -> ZOrder:
+    """``zorder(c1, c2, ...)``: z-order by those top-level columns (not identity partition ones)."""
+    from icefloe.maintenance.zorder import ZOrder, check_zorderable
+    from icefloe.spec.transforms import IdentityTransform
+
+    node = parse_expression(text)
+    columns = node.expressions if isinstance(node, exp.Anonymous) else []
+    if not columns or not all(isinstance(c, exp.Column) and not c.table for c in columns):
+        raise ValidationError(f"rewrite_data_files: cannot read the z-order {text!r} (zorder(c1, c2, ...))")
+    schema = table.schema()
+    order = ZOrder(tuple(schema.find_field(c.name, case_sensitive=False).field_id for c in columns))
+    identity = {f.source_id for f in table.spec().fields if isinstance(f.transform, IdentityTransform)}
+    check_zorderable(schema, order, identity)
+    return order
 
 
 def _where_filter(table: Table, text: str) -> Any:
