@@ -229,12 +229,24 @@ def test_rewrite_manifests_and_position_delete_files(
     assert rows(sql(spark, f"SELECT id FROM {t}")) == [(i,) for i in range(3, 7)]
 
 
-def test_rewrite_manifests_on_v4_names_the_construct(spark: Any, catalog: Catalog, table_name: str) -> None:
+def test_rewrite_manifests_on_v4_repacks_the_root(spark: Any, catalog: Catalog, table_name: str) -> None:
     t = f"icefloe.{table_name}"
-    sql(spark, f"CREATE TABLE {t} (id BIGINT) USING iceberg TBLPROPERTIES ('format-version' = '4')")
-    _one_file_appends(catalog, table_name, [[1], [2]])
-    with pytest.raises(UnsupportedStatement, match="format version 4"):
-        sql(spark, f"CALL icefloe.system.rewrite_manifests('{table_name}')")
+    sql(
+        spark,
+        f"CREATE TABLE {t} (id BIGINT) USING iceberg TBLPROPERTIES ('format-version' = '4', "
+        "'write.v4.root.max-inline-entries' = '1', 'write.v4.compaction.enabled' = 'false')",
+    )
+    _one_file_appends(catalog, table_name, [[1], [2], [3], [4], [5]])
+    ((manifests,),) = rows(sql(spark, f"SELECT count(*) FROM {t}.manifests"))
+    assert manifests >= 3
+    out = sql(spark, f"CALL icefloe.system.rewrite_manifests('{table_name}')")
+    assert out.columns == ["rewritten_manifests_count", "added_manifests_count"]
+    assert rows(out) == [(manifests, 1)]
+    assert rows(sql(spark, f"SELECT count(*) FROM {t}.manifests")) == [(1,)]
+    assert rows(sql(spark, f"SELECT id FROM {t}")) == [(1,), (2,), (3,), (4,), (5,)]
+    assert rows(sql(spark, f"CALL icefloe.system.rewrite_manifests('{table_name}')")) == [(0, 0)]
+    with pytest.raises(UnsupportedStatement, match="spec_id and sort_by"):
+        sql(spark, f"CALL icefloe.system.rewrite_manifests(table => '{table_name}', spec_id => 0)")
     assert rows(sql(spark, f"CALL icefloe.system.rewrite_position_delete_files('{table_name}')")) == [
         (0, 0, 0, 0)
     ]

@@ -407,7 +407,7 @@ def _rewrite_manifests(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
             sort_by=[str(name) for name in args.get("sort_by") or []],
         )
     except Unsupported as exc:
-        raise UnsupportedStatement("rewrite_manifests on a format version 4 table", str(exc)) from exc
+        raise UnsupportedStatement("rewrite_manifests with these arguments", str(exc)) from exc
     return _frame(
         ctx,
         "rewritten_manifests_count int, added_manifests_count int",
