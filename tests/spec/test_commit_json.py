@@ -146,6 +146,8 @@ def test_relative_v4_root_manifest_resolves_against_the_table() -> None:
         {"action": "remove-snapshots", "snapshot-ids": ["x"]},
         {"action": "set-snapshot-ref", "ref-name": "x", "type": "leaf", "snapshot-id": 1},
         {"action": "add-snapshot", "snapshot": {"snapshot-id": "nope"}},
+        {"action": "set-statistics"},
+        {"action": "remove-statistics", "snapshot-id": "1"},
     ],
 )
 def test_bad_updates_are_validation_errors(bad: object) -> None:
@@ -155,7 +157,7 @@ def test_bad_updates_are_validation_errors(bad: object) -> None:
 
 def test_unknown_kinds_are_unsupported() -> None:
     with pytest.raises(Unsupported):
-        update_from_dict({"action": "set-statistics"})
+        update_from_dict({"action": "set-partition-statistics"})
     with pytest.raises(Unsupported):
         requirement_from_dict({"type": "assert-view-uuid"})
     with pytest.raises(ValidationError):

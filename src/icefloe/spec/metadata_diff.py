@@ -33,12 +33,14 @@ from icefloe.spec.updates import (
     RemoveProperties,
     RemoveSnapshotRef,
     RemoveSnapshots,
+    RemoveStatistics,
     SetCurrentSchema,
     SetDefaultSortOrder,
     SetDefaultSpec,
     SetLocation,
     SetProperties,
     SetSnapshotRef,
+    SetStatistics,
     TableUpdate,
     UpgradeFormatVersion,
     ref_updates,
@@ -112,6 +114,19 @@ def _property_changes(base: TableMetadata, new: TableMetadata) -> list[TableUpda
     return updates
 
 
+def _statistics_changes(base: TableMetadata, new: TableMetadata) -> list[TableUpdate]:
+    """Statistics files registered, replaced or forgotten (by snapshot id; those of removed
+    snapshots go with them)."""
+    before = {s.get("snapshot-id"): s for s in base.statistics}
+    after = {s.get("snapshot-id"): s for s in new.statistics}
+    live = {s.snapshot_id for s in new.snapshots}
+    updates: list[TableUpdate] = [
+        RemoveStatistics(sid) for sid in before if sid not in after and isinstance(sid, int) and sid in live
+    ]
+    updates += [SetStatistics(dict(s)) for sid, s in after.items() if before.get(sid) != s]
+    return updates
+
+
 def metadata_changes(base: TableMetadata, new: TableMetadata) -> MetadataChanges:
     """Requirements + updates that a catalog applies to ``base`` to obtain ``new``.
 
@@ -128,6 +143,7 @@ def metadata_changes(base: TableMetadata, new: TableMetadata) -> MetadataChanges
     if new.location != base.location:
         updates.append(SetLocation(new.location))
     updates += _snapshot_changes(base, new)
+    updates += _statistics_changes(base, new)
     return MetadataChanges(requirements_for(base, updates), updates)
 
 

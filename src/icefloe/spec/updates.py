@@ -49,6 +49,8 @@ __all__ = [  # noqa: RUF022 - grouped: updates, requirements, functions
     "SetLocation",
     "SetProperties",
     "SetSnapshotRef",
+    "SetStatistics",
+    "RemoveStatistics",
     "TableUpdate",
     "UpgradeFormatVersion",
     "AssertCreate",
@@ -188,6 +190,22 @@ class SetLocation:
     location: str
 
 
+@dataclass(frozen=True)
+class SetStatistics:
+    """Register a table statistics (Puffin) file of one snapshot, replacing that snapshot's former
+    one: the metadata's ``statistics`` object (``snapshot-id``, ``statistics-path``,
+    ``file-size-in-bytes``, ``file-footer-size-in-bytes``, ``blob-metadata``)."""
+
+    statistics: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RemoveStatistics:
+    """Forget the statistics file of a snapshot (the file itself is not deleted)."""
+
+    snapshot_id: int
+
+
 TableUpdate = (
     AssignUUID
     | UpgradeFormatVersion
@@ -204,6 +222,8 @@ TableUpdate = (
     | SetProperties
     | RemoveProperties
     | SetLocation
+    | SetStatistics
+    | RemoveStatistics
 )
 
 
@@ -444,6 +464,21 @@ def _apply_set_location(state: _State, u: SetLocation) -> None:
     _set(state, location=location)
 
 
+def _apply_set_statistics(state: _State, u: SetStatistics) -> None:
+    stats = dict(u.statistics)
+    snapshot_id = stats.get("snapshot-id")
+    if not isinstance(snapshot_id, int) or not isinstance(stats.get("statistics-path"), str):
+        raise ValidationError("set-statistics needs a statistics object with snapshot-id and statistics-path")
+    if all(s.snapshot_id != snapshot_id for s in state.md.snapshots):
+        raise ValidationError(f"set-statistics: the table has no snapshot {snapshot_id}")
+    kept = tuple(s for s in state.md.statistics if s.get("snapshot-id") != snapshot_id)
+    _set(state, statistics=(*kept, stats))
+
+
+def _apply_remove_statistics(state: _State, u: RemoveStatistics) -> None:
+    _set(state, statistics=tuple(s for s in state.md.statistics if s.get("snapshot-id") != u.snapshot_id))
+
+
 def _apply_assign_uuid(state: _State, u: AssignUUID) -> None:
     try:
         text = str(uuid_module.UUID(u.uuid))
@@ -468,6 +503,8 @@ _HANDLERS: dict[type, Any] = {
     SetProperties: _apply_set_properties,
     RemoveProperties: _apply_remove_properties,
     SetLocation: _apply_set_location,
+    SetStatistics: _apply_set_statistics,
+    RemoveStatistics: _apply_remove_statistics,
 }
 
 

@@ -530,6 +530,18 @@ def _add_files(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
     )
 
 
+def _compute_table_stats(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
+    from icefloe.maintenance.table_stats import compute_table_stats
+
+    snapshot_id, columns = args.get("snapshot_id"), args.get("columns")
+    path = compute_table_stats(
+        _table(ctx, args),
+        int(snapshot_id) if snapshot_id is not None else None,
+        [str(c) for c in columns] if columns is not None else None,
+    )
+    return _frame(ctx, "statistics_file string", [(path,)])
+
+
 PROCEDURES: dict[str, tuple[tuple[str, ...], Procedure]] = {
     "rollback_to_snapshot": (("table", "snapshot_id"), lambda c, a: _move_main(c, a, "rollback_to_snapshot")),
     "rollback_to_timestamp": (("table", "timestamp"), lambda c, a: _move_main(c, a, "rollback_to_timestamp")),
@@ -566,6 +578,7 @@ PROCEDURES: dict[str, tuple[tuple[str, ...], Procedure]] = {
         _create_changelog_view,
     ),
     "snapshot": (("source_table", "table", "location", "properties", "parallelism"), _snapshot),
+    "compute_table_stats": (("table", "snapshot_id", "columns"), _compute_table_stats),
     "add_files": (
         ("table", "source_table", "partition_filter", "check_duplicate_files", "parallelism"),
         _add_files,
