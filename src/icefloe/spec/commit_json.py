@@ -40,6 +40,7 @@ from icefloe.spec.updates import (
     AddSnapshot,
     AddSortOrder,
     AssignUUID,
+    RemovePartitionStatistics,
     RemoveProperties,
     RemoveSnapshotRef,
     RemoveSnapshots,
@@ -48,6 +49,7 @@ from icefloe.spec.updates import (
     SetDefaultSortOrder,
     SetDefaultSpec,
     SetLocation,
+    SetPartitionStatistics,
     SetProperties,
     SetSnapshotRef,
     SetStatistics,
@@ -103,6 +105,10 @@ def update_to_dict(update: TableUpdate) -> dict[str, Any]:
             }
         case RemoveStatistics(snapshot_id=snapshot_id):
             return {"action": "remove-statistics", "snapshot-id": snapshot_id}
+        case SetPartitionStatistics(partition_statistics=stats):
+            return {"action": "set-partition-statistics", "partition-statistics": dict(stats)}
+        case RemovePartitionStatistics(snapshot_id=snapshot_id):
+            return {"action": "remove-partition-statistics", "snapshot-id": snapshot_id}
     raise Unsupported(f"no REST form for table update {update!r}")
 
 
@@ -259,6 +265,10 @@ def update_from_dict(data: Any, table_location: str = "") -> TableUpdate:
             return SetStatistics(dict(_member(data, "statistics", dict, what)))
         case "remove-statistics":
             return RemoveStatistics(_member(data, "snapshot-id", int, what))
+        case "set-partition-statistics":
+            return SetPartitionStatistics(dict(_member(data, "partition-statistics", dict, what)))
+        case "remove-partition-statistics":
+            return RemovePartitionStatistics(_member(data, "snapshot-id", int, what))
     raise Unsupported(f"table update action {action!r} is not supported by this catalog")
 
 

@@ -30,6 +30,7 @@ from icefloe.spec.updates import (
     AddSnapshot,
     AddSortOrder,
     AssignUUID,
+    RemovePartitionStatistics,
     RemoveProperties,
     RemoveSnapshotRef,
     RemoveSnapshots,
@@ -38,6 +39,7 @@ from icefloe.spec.updates import (
     SetDefaultSortOrder,
     SetDefaultSpec,
     SetLocation,
+    SetPartitionStatistics,
     SetProperties,
     SetSnapshotRef,
     SetStatistics,
@@ -115,15 +117,23 @@ def _property_changes(base: TableMetadata, new: TableMetadata) -> list[TableUpda
 
 
 def _statistics_changes(base: TableMetadata, new: TableMetadata) -> list[TableUpdate]:
-    """Statistics files registered, replaced or forgotten (by snapshot id; those of removed
-    snapshots go with them)."""
-    before = {s.get("snapshot-id"): s for s in base.statistics}
-    after = {s.get("snapshot-id"): s for s in new.statistics}
+    """Statistics and partition statistics files registered, replaced or forgotten (by snapshot
+    id; those of removed snapshots go with them)."""
     live = {s.snapshot_id for s in new.snapshots}
-    updates: list[TableUpdate] = [
-        RemoveStatistics(sid) for sid in before if sid not in after and isinstance(sid, int) and sid in live
-    ]
-    updates += [SetStatistics(dict(s)) for sid, s in after.items() if before.get(sid) != s]
+    updates: list[TableUpdate] = []
+    for before_list, after_list, set_update, remove_update in (
+        (base.statistics, new.statistics, SetStatistics, RemoveStatistics),
+        (
+            base.partition_statistics,
+            new.partition_statistics,
+            SetPartitionStatistics,
+            RemovePartitionStatistics,
+        ),
+    ):
+        before = {s.get("snapshot-id"): s for s in before_list}
+        after = {s.get("snapshot-id"): s for s in after_list}
+        updates += [remove_update(sid) for sid in before if sid not in after and sid in live]
+        updates += [set_update(dict(s)) for sid, s in after.items() if before.get(sid) != s]
     return updates
 
 

@@ -42,3 +42,34 @@ def test_compute_table_stats(spark: Any, catalog: Catalog, table_name: str, fv: 
     assert [(b["fields"], b["properties"]["ndv"]) for b in older["blob-metadata"]] == [([2], "2")]
     rows = sql(spark, f"SELECT id, coalesce(data, '-') FROM {t}").collect()
     assert sorted(tuple(r) for r in rows) == [(1, "a"), (2, "b"), (3, "-"), (3, "a"), (4, "c")]
+
+
+@pytest.mark.parametrize("fv", [3, 4])
+def test_compute_partition_stats(spark: Any, catalog: Catalog, table_name: str, fv: int) -> None:
+    import pyarrow.parquet as pq
+
+    from icefloe.io.fileio import local_path
+
+    t = f"icefloe.{table_name}"
+    sql(
+        spark,
+        f"CREATE TABLE {t} (id BIGINT, p STRING) USING iceberg PARTITIONED BY (p) "
+        f"TBLPROPERTIES ('format-version' = '{fv}', 'write.delete.mode' = 'merge-on-read')",
+    )
+    sql(spark, f"INSERT INTO {t} VALUES (1, 'x'), (2, 'x'), (3, 'y')")
+    sql(spark, f"DELETE FROM {t} WHERE id = 2")
+    out = sql(spark, f"CALL icefloe.system.compute_partition_stats(table => '{table_name}')")
+    assert out.columns == ["partition_statistics_file"]
+    ((path,),) = [tuple(r) for r in out.collect()]
+    table = catalog.load_table(table_name)
+    assert [s["statistics-path"] for s in table.metadata.partition_statistics] == [path]
+    columns = [
+        "partition",
+        "data_record_count",
+        "data_file_count",
+        "position_delete_record_count",
+        "dv_count",
+    ]
+    got = pq.read_table(local_path(path), columns=columns).to_pylist()
+    assert [tuple(r.values()) for r in got] == [({"p": "x"}, 2, 1, 1, 1), ({"p": "y"}, 1, 1, 0, 0)]
+    assert sorted(tuple(r) for r in sql(spark, f"SELECT * FROM {t}").collect()) == [(1, "x"), (3, "y")]

@@ -542,6 +542,14 @@ def _compute_table_stats(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
     return _frame(ctx, "statistics_file string", [(path,)])
 
 
+def _compute_partition_stats(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
+    from icefloe.maintenance.partition_stats import compute_partition_stats
+
+    snapshot_id = args.get("snapshot_id")
+    path = compute_partition_stats(_table(ctx, args), int(snapshot_id) if snapshot_id is not None else None)
+    return _frame(ctx, "partition_statistics_file string", [(path,)])
+
+
 PROCEDURES: dict[str, tuple[tuple[str, ...], Procedure]] = {
     "rollback_to_snapshot": (("table", "snapshot_id"), lambda c, a: _move_main(c, a, "rollback_to_snapshot")),
     "rollback_to_timestamp": (("table", "timestamp"), lambda c, a: _move_main(c, a, "rollback_to_timestamp")),
@@ -578,6 +586,7 @@ PROCEDURES: dict[str, tuple[tuple[str, ...], Procedure]] = {
         _create_changelog_view,
     ),
     "snapshot": (("source_table", "table", "location", "properties", "parallelism"), _snapshot),
+    "compute_partition_stats": (("table", "snapshot_id"), _compute_partition_stats),
     "compute_table_stats": (("table", "snapshot_id", "columns"), _compute_table_stats),
     "add_files": (
         ("table", "source_table", "partition_filter", "check_duplicate_files", "parallelism"),
