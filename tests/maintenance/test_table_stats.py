@@ -102,3 +102,16 @@ def test_statistics_updates_travel_as_rest_updates(catalog: Catalog) -> None:
     removal = RemoveStatistics(new.statistics[0]["snapshot-id"])
     assert update_from_dict(update_to_dict(removal)) == removal
     assert metadata_changes(new, base).updates[-1] == removal
+
+
+def test_a_refused_registration_deletes_the_written_file(catalog: Catalog) -> None:
+    from icefloe.maintenance.table_stats import publish_statistics_file
+
+    table = catalog.create_table("db.t", SCHEMA, properties={"format-version": "2"})
+    table.append(_rows(0, 3))
+    path = f"{table.location()}/metadata/12345-x.stats"
+    entry = {"snapshot-id": 12345, "statistics-path": path, "file-size-in-bytes": 4, "blob-metadata": []}
+    with pytest.raises(ValidationError, match="no snapshot 12345"):
+        publish_statistics_file(table.refresh(), b"PFA1", SetStatistics(entry))
+    assert not table.io.exists(path)
+    assert catalog.load_table("db.t").metadata.statistics == ()

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import io
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -26,16 +25,16 @@ import pyarrow.parquet as pq
 
 from icefloe.errors import ValidationError
 from icefloe.formats.arrow_schema import internal_to_arrow, schema_to_arrow
+from icefloe.maintenance.table_stats import publish_statistics_file
 from icefloe.scan.metadata_tables import unified_partition_type
 from icefloe.spec.content import DataFile, FileContent
 from icefloe.spec.schema import Schema
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.types import IntegerType, LongType, NestedField, StructType
-from icefloe.spec.updates import SetPartitionStatistics, TableUpdate
+from icefloe.spec.updates import SetPartitionStatistics
 from icefloe.tree.locations import LocationProvider
 from icefloe.tree.read_seam import live_entries
-from icefloe.txn.handle import TableHandle, commit_action
-from icefloe.txn.transaction import AttemptContext
+from icefloe.txn.handle import TableHandle
 
 COUNTERS = (
     (3, "data_record_count", LongType(), True),
@@ -65,21 +64,6 @@ def partition_stats_schema(partition_type: StructType, format_version: int) -> S
     return Schema(*fields)
 
 
-@dataclass
-class RegisterPartitionStatistics:
-    """Commit a partition statistics file written beforehand (it is the table's once committed)."""
-
-    partition_statistics: dict[str, Any]
-
-    def apply(self, ctx: AttemptContext, current: TableMetadata) -> list[TableUpdate]:
-        """One ``set-partition-statistics`` update (replacing the snapshot's former file)."""
-        return [SetPartitionStatistics(dict(self.partition_statistics))]
-
-    def committed_files(self) -> list[str]:
-        """The statistics file."""
-        return [str(self.partition_statistics["statistics-path"])]
-
-
 def compute_partition_stats(table: TableHandle, snapshot_id: int | None = None) -> str | None:
     """Write and register the partition statistics of ``snapshot_id`` (default: the current
     snapshot); the file's location, None for a table without snapshots."""
@@ -100,18 +84,12 @@ def compute_partition_stats(table: TableHandle, snapshot_id: int | None = None) 
     path = LocationProvider(md).new_metadata_file_path(
         f"partition-stats-{snapshot.snapshot_id}-{uuid.uuid4()}.parquet"
     )
-    with table.io.new_output(path, fresh_name=True).create() as out:
-        out.write(buffer.getvalue())
     entry = {
         "snapshot-id": snapshot.snapshot_id,
         "statistics-path": path,
         "file-size-in-bytes": len(buffer.getvalue()),
     }
-    try:
-        commit_action(table, RegisterPartitionStatistics(entry))
-    except BaseException:
-        table.io.delete(path, missing_ok=True)
-        raise
+    publish_statistics_file(table, buffer.getvalue(), SetPartitionStatistics(entry))
     return path
 
 

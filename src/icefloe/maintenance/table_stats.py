@@ -24,65 +24,43 @@ from typing import Any
 
 import pyarrow as pa
 
-from icefloe.errors import Unsupported, ValidationError
+from icefloe.errors import Unsupported, ValidationError, nothing_committed
 from icefloe.formats.puffin.files import PuffinWriter
 from icefloe.scan.table_scan import TableScan
 from icefloe.spec.table_metadata import TableMetadata
-from icefloe.spec.types import (
-    BinaryType,
-    BooleanType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FixedType,
-    FloatType,
-    IntegerType,
-    LongType,
-    NestedField,
-    StringType,
-    TimestampType,
-    TimestamptzType,
-    TimeType,
-    UUIDType,
-)
-from icefloe.spec.updates import SetStatistics, TableUpdate
+from icefloe.spec.types import NestedField, PrimitiveType, UnknownType
+from icefloe.spec.updates import SetPartitionStatistics, SetStatistics, TableUpdate
 from icefloe.tree.locations import LocationProvider
 from icefloe.txn.handle import TableHandle, commit_action
 from icefloe.txn.transaction import AttemptContext
 
 THETA_BLOB_TYPE = "apache-datasketches-theta-v1"
 NDV_PROPERTY = "ndv"
-_SKETCHED = (
-    BooleanType,
-    IntegerType,
-    LongType,
-    FloatType,
-    DoubleType,
-    DecimalType,
-    DateType,
-    TimeType,
-    TimestampType,
-    TimestamptzType,
-    StringType,
-    UUIDType,
-    BinaryType,
-    FixedType,
-)
 
 
 @dataclass
-class RegisterStatistics:
-    """Commit a statistics file written beforehand (it is the table's once committed)."""
+class RegisterStatisticsFile:
+    """Commit a (partition) statistics file written beforehand: it is the table's once committed."""
 
-    statistics: dict[str, Any]
+    update: SetStatistics | SetPartitionStatistics
 
     def apply(self, ctx: AttemptContext, current: TableMetadata) -> list[TableUpdate]:
-        """One ``set-statistics`` update (replacing the snapshot's former statistics)."""
-        return [SetStatistics(dict(self.statistics))]
+        """The one update, replacing the snapshot's former file of that kind."""
+        return [self.update]
 
     def committed_files(self) -> list[str]:
-        """The Puffin file."""
-        return [str(self.statistics["statistics-path"])]
+        """The statistics file."""
+        entry = (
+            self.update.statistics
+            if isinstance(self.update, SetStatistics)
+            else self.update.partition_statistics
+        )
+        return [str(entry["statistics-path"])]
+
+
+def _sketched(f: NestedField) -> bool:
+    """Every top-level primitive column has a sketch (not a column of unknown type: always null)."""
+    return isinstance(f.field_type, PrimitiveType) and not isinstance(f.field_type, UnknownType)
 
 
 def compute_table_stats(
@@ -113,8 +91,6 @@ def compute_table_stats(
             properties={NDV_PROPERTY: str(round(sketch.get_estimate()))},
         )
     result = writer.finish()
-    with table.io.new_output(path, fresh_name=True).create() as out:
-        out.write(buffer.getvalue())
     statistics = {
         "snapshot-id": snapshot.snapshot_id,
         "statistics-path": path,
@@ -131,24 +107,37 @@ def compute_table_stats(
             for b in result.blobs
         ],
     }
-    try:
-        commit_action(table, RegisterStatistics(statistics))
-    except BaseException:
-        table.io.delete(path, missing_ok=True)
-        raise
+    publish_statistics_file(table, buffer.getvalue(), SetStatistics(statistics))
     return path
+
+
+def publish_statistics_file(
+    table: TableHandle, data: bytes, update: SetStatistics | SetPartitionStatistics
+) -> None:
+    """Write a (partition) statistics file and commit ``update`` registering it; the file is deleted
+    again unless the commit may have happened."""
+    action = RegisterStatisticsFile(update)
+    (path,) = action.committed_files()
+    with table.io.new_output(path, fresh_name=True).create() as out:
+        out.write(data)
+    try:
+        commit_action(table, action)
+    except BaseException as exc:
+        if nothing_committed(exc):
+            table.io.delete(path, missing_ok=True)
+        raise
 
 
 def _fields(fields: Iterable[NestedField], columns: Sequence[str] | None) -> list[NestedField]:
     by_name = {f.name.lower(): f for f in fields}
     if columns is None:
-        return [f for f in by_name.values() if isinstance(f.field_type, _SKETCHED)]
+        return [f for f in by_name.values() if _sketched(f)]
     out = []
     for name in columns:
         f = by_name.get(name.lower())
         if f is None:
             raise ValidationError(f"compute_table_stats: no top-level column {name!r}")
-        if not isinstance(f.field_type, _SKETCHED):
+        if not _sketched(f):
             raise Unsupported(
                 f"compute_table_stats: column {name} of type {f.field_type} has no theta sketch"
             )
