@@ -662,3 +662,21 @@ def test_procedures_page_add_files_migrate_and_zorder(
     )
     assert rows(out)[0][:2] == (files, 1)
     assert contents(spark, t)[1] == [(0, "z", "A"), (1, "a", "A"), (3, "c", "A"), (5, "e", "A")]
+    # statistics: the table's theta sketches (all columns, or some) and its partition statistics
+    (path,) = rows(sql(spark, f"CALL icefloe.system.compute_table_stats('{table_name}')"))[0]
+    snapshot_id = catalog.load_table(table_name).current_snapshot().snapshot_id
+    out = sql(
+        spark,
+        f"CALL icefloe.system.compute_table_stats(table => '{table_name}', snapshot_id => {snapshot_id}, "
+        "columns => array('id', 'data'))",
+    )
+    (entry,) = catalog.load_table(table_name).metadata.statistics  # the snapshot's entry, replaced
+    assert entry["statistics-path"] == rows(out)[0][0] != path
+    assert [(b["fields"], b["properties"]["ndv"]) for b in entry["blob-metadata"]] == [([1], "4"), ([2], "4")]
+    out = sql(
+        spark,
+        f"CALL icefloe.system.compute_partition_stats(table => '{table_name}', snapshot_id => {snapshot_id})",
+    )
+    assert out.columns == ["partition_statistics_file"]
+    (registered,) = catalog.load_table(table_name).metadata.partition_statistics
+    assert registered["statistics-path"] == rows(out)[0][0]
