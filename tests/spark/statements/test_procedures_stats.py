@@ -73,3 +73,23 @@ def test_compute_partition_stats(spark: Any, catalog: Catalog, table_name: str, 
     got = pq.read_table(local_path(path), columns=columns).to_pylist()
     assert [tuple(r.values()) for r in got] == [({"p": "x"}, 2, 1, 1, 1), ({"p": "y"}, 1, 1, 0, 0)]
     assert sorted(tuple(r) for r in sql(spark, f"SELECT * FROM {t}").collect()) == [(1, "x"), (3, "y")]
+
+
+def test_expire_snapshots_counts_the_statistics_files_it_deletes(
+    spark: Any, catalog: Catalog, table_name: str
+) -> None:
+    t = f"icefloe.{table_name}"
+    sql(spark, f"CREATE TABLE {t} (id BIGINT, p STRING) USING iceberg PARTITIONED BY (p)")
+    sql(spark, f"INSERT INTO {t} VALUES (1, 'x')")
+    first = catalog.load_table(table_name).current_snapshot().snapshot_id
+    sql(spark, f"CALL icefloe.system.compute_table_stats('{table_name}')")
+    sql(spark, f"CALL icefloe.system.compute_partition_stats('{table_name}')")
+    sql(spark, f"INSERT INTO {t} VALUES (2, 'y')")
+    out = sql(
+        spark,
+        f"CALL icefloe.system.expire_snapshots(table => '{table_name}', snapshot_ids => ARRAY({first}))",
+    )
+    (counts,) = [tuple(r) for r in out.collect()]
+    assert counts[-1] == 2  # the theta sketches and the partition statistics of the expired snapshot
+    table = catalog.load_table(table_name)
+    assert table.metadata.statistics == () and table.metadata.partition_statistics == ()

@@ -230,26 +230,26 @@ def _expire_snapshots(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
     from icefloe.maintenance.expire_snapshots import expire_snapshots
 
     table = _table(ctx, args)
-    before = {s.snapshot_id for s in table.metadata.snapshots}
     kinds = _content_kinds(table)
+    statistics = set(table.metadata.statistics_paths())
     result = expire_snapshots(
         table,
         older_than=_ms(ctx, args["older_than"]) if args.get("older_than") is not None else None,
         retain_last=int(args["retain_last"]) if args.get("retain_last") is not None else None,
         snapshot_ids=[int(s) for s in args.get("snapshot_ids") or []],
     )
-    del before
     data = sum(1 for f in result.deleted_content_files if kinds.get(f, 0) == 0)
     position = sum(1 for f in result.deleted_content_files if kinds.get(f) == 1)
     equality = sum(1 for f in result.deleted_content_files if kinds.get(f) == 2)
     lists = sum(1 for f in result.deleted_metadata_files if "snap-" in f.rsplit("/", 1)[-1])
-    manifests = len(result.deleted_metadata_files) - lists
+    stats = sum(1 for f in result.deleted_metadata_files if f in statistics)
+    manifests = len(result.deleted_metadata_files) - lists - stats
     return _frame(
         ctx,
         "deleted_data_files_count bigint, deleted_position_delete_files_count bigint, "
         "deleted_equality_delete_files_count bigint, deleted_manifest_files_count bigint, "
         "deleted_manifest_lists_count bigint, deleted_statistics_files_count bigint",
-        [(data, position, equality, manifests, lists, 0)],
+        [(data, position, equality, manifests, lists, stats)],
     )
 
 
