@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from icefloe.catalog.base import Catalog
-from icefloe.errors import Unsupported, ValidationError
+from icefloe.errors import ValidationError
 from icefloe.maintenance.rewrite_manifests import rewrite_manifests
 from icefloe.spec.content import ManifestContent
 from icefloe.tree.read_seam import live_entries
@@ -53,12 +53,6 @@ def test_rewrite_manifests_packs_data_manifests(catalog: Catalog, fv: int) -> No
     # a second run has a single manifest left: nothing to do, no snapshot
     assert rewrite_manifests(table) == type(result)(0, 0)
     assert table.refresh().current_snapshot().snapshot_id == snap.snapshot_id
-
-
-def test_rewrite_manifests_v4_is_unsupported(catalog: Catalog) -> None:
-    table = make_table(catalog, "db.t", 4, batches=2, rows=3)
-    with pytest.raises(Unsupported, match="format version 4"):
-        rewrite_manifests(table)
 
 
 def test_rewrite_manifests_of_one_spec(catalog: Catalog) -> None:

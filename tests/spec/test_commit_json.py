@@ -146,6 +146,9 @@ def test_relative_v4_root_manifest_resolves_against_the_table() -> None:
         {"action": "remove-snapshots", "snapshot-ids": ["x"]},
         {"action": "set-snapshot-ref", "ref-name": "x", "type": "leaf", "snapshot-id": 1},
         {"action": "add-snapshot", "snapshot": {"snapshot-id": "nope"}},
+        {"action": "set-statistics"},
+        {"action": "remove-statistics", "snapshot-id": "1"},
+        {"action": "set-partition-statistics"},
     ],
 )
 def test_bad_updates_are_validation_errors(bad: object) -> None:
@@ -155,7 +158,7 @@ def test_bad_updates_are_validation_errors(bad: object) -> None:
 
 def test_unknown_kinds_are_unsupported() -> None:
     with pytest.raises(Unsupported):
-        update_from_dict({"action": "set-statistics"})
+        update_from_dict({"action": "add-view-version"})
     with pytest.raises(Unsupported):
         requirement_from_dict({"type": "assert-view-uuid"})
     with pytest.raises(ValidationError):

@@ -32,12 +32,11 @@ from icefloe.expressions.ast import AlwaysTrue, Expression
 from icefloe.expressions.binding import bind
 from icefloe.expressions.parser import to_expression
 from icefloe.io.fileio import FileIO
-from icefloe.maintenance.sorting import check_sortable, sort_rows
+from icefloe.maintenance.sorting import RowOrder, check_sortable, sort_rows
 from icefloe.scan.planner import plan_files
 from icefloe.scan.tasks import DeleteFileRef, FileScanTask
 from icefloe.spec.content import DataFile, EntryStatus, FileContent, ManifestEntry
 from icefloe.spec.snapshots import MAIN_BRANCH, Snapshot
-from icefloe.spec.sort_order import SortOrder
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.txn.commit_options import CommitOptions, resolve_options
 from icefloe.txn.data_writer import DEFAULT_TARGET_FILE_SIZE, write_partition_files
@@ -83,7 +82,7 @@ class RewritePlan:
     groups: list[FileGroup] = field(default_factory=list)
     removed_deletes: list[ManifestEntry] = field(default_factory=list)
     target_file_size: int = DEFAULT_TARGET_FILE_SIZE
-    sort_order: SortOrder | None = None  # the ``sort`` strategy's order; None keeps rows as read
+    sort_order: RowOrder | None = None  # the ``sort`` strategy's order; None keeps rows as read
 
     @property
     def data_sequence_number(self) -> int | None:
@@ -227,7 +226,7 @@ def write_group(
     md: TableMetadata,
     group: FileGroup,
     target_file_size: int,
-    sort_order: SortOrder | None = None,
+    sort_order: RowOrder | None = None,
 ) -> list[DataFile]:
     """Rewrite one group: its live rows, lineage kept, in files of about ``target_file_size`` bytes
     (sorted across the group by ``sort_order`` when one is given).
@@ -304,7 +303,11 @@ class RewriteRequest:
     branch: str = MAIN_BRANCH
     snapshot_properties: dict[str, str] | None = None
     case_sensitive: bool = True
-    sort_order: SortOrder | None = None
+    sort_order: RowOrder | None = None
+
+    def committing_with(self, options: CommitOptions) -> RewriteRequest:
+        """This request, committed to ``options``' branch with its snapshot properties."""
+        return dataclasses.replace(self, branch=options.branch, snapshot_properties=options.properties)
 
 
 class GroupWriter(Protocol):
@@ -390,22 +393,20 @@ def rewrite_data_files(
     case_sensitive: bool = True,
     branch: str | None = None,
     snapshot_properties: dict[str, str] | None = None,
-    sort_order: SortOrder | None = None,
+    sort_order: RowOrder | None = None,
 ) -> RewriteResult:
     """Compact the files of ``table`` that may hold rows matching ``filter``; one ``replace`` snapshot.
 
     ``sort_order`` sorts the rows of each rewritten group (the ``sort`` strategy).
     ``branch=`` / ``snapshot_properties=`` are deprecated: pass ``options=CommitOptions(...)``.
     """
-    opts = resolve_options(options, branch, snapshot_properties)
     request = RewriteRequest(
         filter,
         target_file_size,
         min_input_files,
         rewrite_all,
-        opts.branch,
-        opts.properties,
-        case_sensitive,
-        sort_order,
+        case_sensitive=case_sensitive,
+        sort_order=sort_order,
     )
-    return compact(table, request, LocalGroupWriter())
+    opts = resolve_options(options, branch, snapshot_properties)
+    return compact(table, request.committing_with(opts), LocalGroupWriter())

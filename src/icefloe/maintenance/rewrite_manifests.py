@@ -3,9 +3,9 @@ manifests (one group per partition spec, rolled at ``commit.manifest.target-size
 as a ``replace`` snapshot that changes no table content.
 
 Entries keep their snapshot ids, data and file sequence numbers and first row ids (written out as
-EXISTING entries); delete manifests are kept as they are. v1–v3 only: a v4 tree has no manifests to
-re-pack the same way (its leaves are merged by the write seam's own compaction, see
-``write.v4.compaction.*``), so a v4 table raises :class:`icefloe.errors.Unsupported`.
+EXISTING entries); delete manifests are kept as they are. A v4 tree is re-packed by the write
+seam's own compaction instead (``maintenance.rewrite_leaves``): its root's inline entries and small
+leaves become leaves.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 from icefloe.errors import Unsupported, ValidationError
 from icefloe.formats.avro.manifest import write_manifest
 from icefloe.formats.avro.manifest_list import write_manifest_list
+from icefloe.maintenance.rewrite_leaves import repack_leaves
 from icefloe.spec.content import EntryStatus, ManifestContent, ManifestEntry, ManifestFile
 from icefloe.spec.partitioning import PartitionSpec
 from icefloe.spec.properties import checked_int_property
@@ -170,10 +171,9 @@ def rewrite_manifests(
     their entries ordered by the partition fields ``sort_by``; a no-op when there is at most one."""
     md = table.metadata
     if md.format_version >= 4:
-        raise Unsupported(
-            "rewrite_manifests is not supported on format version 4 tables (v4 leaves are merged "
-            "by the write seam's compaction, write.v4.compaction.*)"
-        )
+        if spec_id is not None or sort_by:
+            raise Unsupported("rewrite_manifests on a v4 table: spec_id and sort_by (leaves hold every spec)")
+        return RewriteManifestsResult(*repack_leaves(table, branch))
     head = branch_head(md, branch)
     if head is None:
         return RewriteManifestsResult(0, 0)

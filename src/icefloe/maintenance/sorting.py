@@ -2,7 +2,8 @@
 
 Each sort field orders by a top-level column (identity transform) in its direction, with nulls first
 or last as the field says: an ``is null`` key before each column gives every field its own null
-placement (Arrow's sort places nulls the same way for all keys).
+placement (Arrow's sort places nulls the same way for all keys). A ``ZOrder`` (``zorder(c1, c2)``)
+orders rows by the interleaved bits of its columns instead (``maintenance.zorder``).
 """
 
 from __future__ import annotations
@@ -11,13 +12,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe.errors import Unsupported
+from icefloe.maintenance.zorder import ZOrder, check_zorderable, zorder_rows
 from icefloe.spec.schema import Schema
 from icefloe.spec.sort_order import NullOrder, SortDirection, SortOrder
 from icefloe.spec.transforms import IdentityTransform
 
+RowOrder = SortOrder | ZOrder  # how compaction's ``sort`` strategy orders the rows of a group
 
-def check_sortable(schema: Schema, order: SortOrder) -> None:
+
+def check_sortable(schema: Schema, order: RowOrder) -> None:
     """Unsupported unless every field of ``order`` sorts by a top-level column as it is."""
+    if isinstance(order, ZOrder):
+        check_zorderable(schema, order)
+        return
     top_level = {f.field_id for f in schema.fields}
     for f in order.fields:
         if not isinstance(f.transform, IdentityTransform) or f.source_id not in top_level:
@@ -27,8 +34,10 @@ def check_sortable(schema: Schema, order: SortOrder) -> None:
             )
 
 
-def sort_rows(rows: pa.Table, schema: Schema, order: SortOrder) -> pa.Table:
+def sort_rows(rows: pa.Table, schema: Schema, order: RowOrder) -> pa.Table:
     """``rows`` (named by the table's columns) in ``order``."""
+    if isinstance(order, ZOrder):
+        return zorder_rows(rows, schema, order)
     check_sortable(schema, order)
     if order.is_unsorted or rows.num_rows < 2:
         return rows

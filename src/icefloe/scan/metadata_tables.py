@@ -564,6 +564,11 @@ def _items(d: dict[int, Any] | None) -> list[tuple[int, Any]] | None:
     return None if d is None else list(d.items())
 
 
+def unified_partition_type(md: TableMetadata) -> StructType:
+    """The table's unified partition type: every partition field of every spec, by field id."""
+    return StructType(*_unified_partition_fields(md))
+
+
 def _unified_partition_fields(md: TableMetadata) -> list[NestedField]:
     """Every partition field of every spec by field id; names from the newest spec, types non-void first."""
     chosen: dict[int, tuple[PartitionField, str]] = {}

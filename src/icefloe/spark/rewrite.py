@@ -23,10 +23,10 @@ from icefloe.maintenance.rewrite_data_files import (
     compact,
     write_group,
 )
+from icefloe.maintenance.sorting import RowOrder
 from icefloe.spark.executor_jobs import JobStaging, run_chunks
 from icefloe.spark.runtime import executor_io, resolve_catalog
 from icefloe.spec.content import DataFile
-from icefloe.spec.sort_order import SortOrder
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.txn.commit_options import CommitOptions, resolve_options
 from icefloe.txn.handle import TableHandle
@@ -44,7 +44,7 @@ class RewriteJob:
     metadata: TableMetadata
     io_properties: dict[str, str]
     target_file_size: int
-    sort_order: SortOrder | None = None
+    sort_order: RowOrder | None = None
 
 
 def rewrite_groups(job: RewriteJob, groups: Sequence[FileGroup]) -> Iterator[list[DataFile]]:
@@ -96,7 +96,7 @@ def rewrite_data_files(
     case_sensitive: bool = True,
     branch: str | None = None,
     snapshot_properties: dict[str, str] | None = None,
-    sort_order: SortOrder | None = None,
+    sort_order: RowOrder | None = None,
 ) -> RewriteResult:
     """Compact the files that may hold rows matching ``filter`` on the executors; one ``replace`` snapshot.
 
@@ -113,9 +113,7 @@ def rewrite_data_files(
         target_file_size,
         min_input_files,
         rewrite_all,
-        opts.branch,
-        opts.properties,
-        case_sensitive,
-        sort_order,
+        case_sensitive=case_sensitive,
+        sort_order=sort_order,
     )
-    return compact(table, request, ExecutorGroupWriter(spark))
+    return compact(table, request.committing_with(opts), ExecutorGroupWriter(spark))

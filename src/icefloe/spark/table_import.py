@@ -9,9 +9,8 @@ mapping (``schema.name-mapping.default``) and is read by column name.
 - ``snapshot_table``: the new table references the source's files and sets ``gc.enabled=false``,
   so icefloe's maintenance (expiry, orphan removal, ``DROP ... PURGE``) never deletes them; the
   source stays as it is.
-- ``migrate_table``: the same, then the source is dropped from the session catalog; the icefloe
-  table owns the files from then on. Only external source tables: dropping a managed table would
-  delete the files it now references.
+- ``table_migrate.migrate_table``: the same, then the source table is replaced by the icefloe
+  table (kept as a backup table over the same files unless ``drop_backup``).
 
 Hive-style partitioned sources (``.../k=v/...``) become tables partitioned by identity on the same
 columns; each file's partition tuple comes from its directory names, and readers fill the columns
@@ -60,6 +59,7 @@ if TYPE_CHECKING:
 NAME_MAPPING = "schema.name-mapping.default"
 SESSION_CATALOG = "spark_catalog"
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+FILE_FORMATS = ("parquet", "orc", "avro")  # ``format.`path``` sources Iceberg's procedures accept
 
 
 @dataclass(frozen=True)
@@ -70,13 +70,17 @@ class ParquetSource:
     table: str | None
     external: bool
     partition_columns: tuple[str, ...] = field(default=())
+    location: str | None = None  # a session-catalog table's location
 
 
 def resolve_source(spark: SparkSession, text: str) -> ParquetSource:
     """``parquet.`/path```, a path, or a (``spark_catalog.``) session-catalog Parquet table."""
     text = text.strip()
-    if text.lower().startswith("parquet."):
-        return _directory(spark.read.parquet(text[len("parquet.") :].strip("`")))
+    head, dot, rest = text.partition(".")
+    if dot and head.strip("`").lower() in FILE_FORMATS:
+        if head.strip("`").lower() != "parquet":
+            raise Unsupported(f"importing {text}: only Parquet files can be imported")
+        return _directory(spark.read.parquet(rest.strip().strip("`")))
     if text.startswith("/") or "://" in text:
         return _directory(spark.read.parquet(text))
     parts = [p.strip("`") for p in text.split(".")]
@@ -89,7 +93,8 @@ def resolve_source(spark: SparkSession, text: str) -> ParquetSource:
         raise Unsupported(f"importing {text}: only Parquet tables can be imported, not {provider or 'this'}")
     partitions = tuple(c.name for c in spark.catalog.listColumns(".".join(parts)) if c.isPartition)
     external = info.get("Type", "").upper() == "EXTERNAL"
-    return ParquetSource(spark.table(name), ".".join(parts), external, partitions)
+    location = info.get("Location")
+    return ParquetSource(spark.table(name), ".".join(parts), external, partitions, location)
 
 
 def _directory(frame: DataFrame) -> ParquetSource:
@@ -119,12 +124,19 @@ def _partition_value(text: str | None, t: IcebergType, path: str) -> Any:
     raise Unsupported(f"importing {path}: partition values of type {t} are not supported")
 
 
-def _partition_of(path: str, schema: Schema, columns: tuple[str, ...]) -> tuple[Any, ...]:
+def directory_values(path: str) -> dict[str, str]:
+    """The Hive-style ``key=value`` directory names of a file's path (keys lower-cased, values raw)."""
     found: dict[str, str] = {}
     for segment in path.split("/")[:-1]:
         if "=" in segment:
             key, value = segment.split("=", 1)
             found[unquote(key).lower()] = value
+    return found
+
+
+def partition_of(path: str, schema: Schema, columns: tuple[str, ...]) -> tuple[Any, ...]:
+    """The partition tuple of a file, one value per column, from its directory names."""
+    found = directory_values(path)
     out = []
     for name in columns:
         if name.lower() not in found:
@@ -133,7 +145,7 @@ def _partition_of(path: str, schema: Schema, columns: tuple[str, ...]) -> tuple[
     return tuple(out)
 
 
-def _name_mapping(schema: Schema) -> str:
+def name_mapping(schema: Schema) -> str:
     def node(f: NestedField) -> dict[str, Any]:
         out: dict[str, Any] = {"field-id": f.field_id, "names": [f.name]}
         t = f.field_type
@@ -144,7 +156,7 @@ def _name_mapping(schema: Schema) -> str:
     return json.dumps([node(f) for f in schema.fields])
 
 
-def _files(source: ParquetSource) -> list[str]:
+def source_files(source: ParquetSource) -> list[str]:
     return sorted(source.frame.inputFiles())
 
 
@@ -158,7 +170,7 @@ def import_parquet(
     """Create ``identifier`` over the source's files (one append); returns the table and file count."""
     if catalog.table_exists(identifier):
         raise ValidationError(f"table {'.'.join(identifier)!r} already exists")
-    files = _files(source)
+    files = source_files(source)
     schema = to_iceberg_schema(source.frame.schema)
     spec = PartitionSpec(
         *(
@@ -170,10 +182,10 @@ def import_parquet(
     try:
         schema = table.schema()
         cols = source.partition_columns
-        located = [(f, _partition_of(f, schema, cols)) for f in files]
+        located = [(f, partition_of(f, schema, cols)) for f in files]
         data = data_files_from_footers(table.io, located, schema, table.spec().spec_id, table.properties)
         with table.transaction() as tx:
-            tx.set_properties({NAME_MAPPING: _name_mapping(schema)})
+            tx.set_properties({NAME_MAPPING: name_mapping(schema)})
             tx.add_action(AppendFiles(files=data))
     except BaseException:
         catalog.drop_table(identifier)  # never purge: the files are the source's
@@ -192,25 +204,4 @@ def snapshot_table(
     """A new table referencing the source's Parquet files (never deleting them); returns the file count."""
     props = {**(properties or {}), "gc.enabled": "false"}
     _, count = import_parquet(catalog, resolve_source(spark, source), identifier, props, location)
-    return count
-
-
-def migrate_table(
-    spark: SparkSession,
-    catalog: Catalog,
-    source: str,
-    identifier: tuple[str, ...],
-    properties: dict[str, str] | None = None,
-) -> int:
-    """Import an external session-catalog Parquet table, then drop it from the session catalog."""
-    resolved = resolve_source(spark, source)
-    if resolved.table is None:
-        raise Unsupported("migrate needs a table of the session catalog (snapshot a path instead)")
-    if not resolved.external:
-        raise Unsupported(
-            f"migrating the managed table {resolved.table}: dropping it would delete its files; use snapshot"
-        )
-    _, count = import_parquet(catalog, resolved, identifier, dict(properties or {}))
-    name = ".".join(f"`{p}`" for p in resolved.table.split("."))
-    spark.sql(f"DROP TABLE {SESSION_CATALOG}.{name}")
     return count

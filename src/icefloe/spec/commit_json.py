@@ -40,15 +40,19 @@ from icefloe.spec.updates import (
     AddSnapshot,
     AddSortOrder,
     AssignUUID,
+    RemovePartitionStatistics,
     RemoveProperties,
     RemoveSnapshotRef,
     RemoveSnapshots,
+    RemoveStatistics,
     SetCurrentSchema,
     SetDefaultSortOrder,
     SetDefaultSpec,
     SetLocation,
+    SetPartitionStatistics,
     SetProperties,
     SetSnapshotRef,
+    SetStatistics,
     TableUpdate,
     UpgradeFormatVersion,
 )
@@ -93,6 +97,18 @@ def update_to_dict(update: TableUpdate) -> dict[str, Any]:
             return {"action": "remove-properties", "removals": list(removals)}
         case SetLocation(location=location):
             return {"action": "set-location", "location": location}
+        case SetStatistics(statistics=stats):
+            return {
+                "action": "set-statistics",
+                "snapshot-id": stats["snapshot-id"],
+                "statistics": dict(stats),
+            }
+        case RemoveStatistics(snapshot_id=snapshot_id):
+            return {"action": "remove-statistics", "snapshot-id": snapshot_id}
+        case SetPartitionStatistics(partition_statistics=stats):
+            return {"action": "set-partition-statistics", "partition-statistics": dict(stats)}
+        case RemovePartitionStatistics(snapshot_id=snapshot_id):
+            return {"action": "remove-partition-statistics", "snapshot-id": snapshot_id}
     raise Unsupported(f"no REST form for table update {update!r}")
 
 
@@ -245,6 +261,14 @@ def update_from_dict(data: Any, table_location: str = "") -> TableUpdate:
             return RemoveProperties(_str_list(_member(data, "removals", list, what), "removals"))
         case "set-location":
             return SetLocation(_member(data, "location", str, what))
+        case "set-statistics":
+            return SetStatistics(dict(_member(data, "statistics", dict, what)))
+        case "remove-statistics":
+            return RemoveStatistics(_member(data, "snapshot-id", int, what))
+        case "set-partition-statistics":
+            return SetPartitionStatistics(dict(_member(data, "partition-statistics", dict, what)))
+        case "remove-partition-statistics":
+            return RemovePartitionStatistics(_member(data, "snapshot-id", int, what))
     raise Unsupported(f"table update action {action!r} is not supported by this catalog")
 
 

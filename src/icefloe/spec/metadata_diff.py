@@ -30,15 +30,19 @@ from icefloe.spec.updates import (
     AddSnapshot,
     AddSortOrder,
     AssignUUID,
+    RemovePartitionStatistics,
     RemoveProperties,
     RemoveSnapshotRef,
     RemoveSnapshots,
+    RemoveStatistics,
     SetCurrentSchema,
     SetDefaultSortOrder,
     SetDefaultSpec,
     SetLocation,
+    SetPartitionStatistics,
     SetProperties,
     SetSnapshotRef,
+    SetStatistics,
     TableUpdate,
     UpgradeFormatVersion,
     ref_updates,
@@ -112,6 +116,27 @@ def _property_changes(base: TableMetadata, new: TableMetadata) -> list[TableUpda
     return updates
 
 
+def _statistics_changes(base: TableMetadata, new: TableMetadata) -> list[TableUpdate]:
+    """Statistics and partition statistics files registered, replaced or forgotten (by snapshot
+    id; those of removed snapshots go with them)."""
+    live = {s.snapshot_id for s in new.snapshots}
+    updates: list[TableUpdate] = []
+    for before_list, after_list, set_update, remove_update in (
+        (base.statistics, new.statistics, SetStatistics, RemoveStatistics),
+        (
+            base.partition_statistics,
+            new.partition_statistics,
+            SetPartitionStatistics,
+            RemovePartitionStatistics,
+        ),
+    ):
+        before = {s.get("snapshot-id"): s for s in before_list}
+        after = {s.get("snapshot-id"): s for s in after_list}
+        updates += [remove_update(sid) for sid in before if sid not in after and sid in live]
+        updates += [set_update(dict(s)) for sid, s in after.items() if before.get(sid) != s]
+    return updates
+
+
 def metadata_changes(base: TableMetadata, new: TableMetadata) -> MetadataChanges:
     """Requirements + updates that a catalog applies to ``base`` to obtain ``new``.
 
@@ -128,6 +153,7 @@ def metadata_changes(base: TableMetadata, new: TableMetadata) -> MetadataChanges
     if new.location != base.location:
         updates.append(SetLocation(new.location))
     updates += _snapshot_changes(base, new)
+    updates += _statistics_changes(base, new)
     return MetadataChanges(requirements_for(base, updates), updates)
 
 

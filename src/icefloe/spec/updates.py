@@ -49,6 +49,10 @@ __all__ = [  # noqa: RUF022 - grouped: updates, requirements, functions
     "SetLocation",
     "SetProperties",
     "SetSnapshotRef",
+    "SetStatistics",
+    "RemoveStatistics",
+    "SetPartitionStatistics",
+    "RemovePartitionStatistics",
     "TableUpdate",
     "UpgradeFormatVersion",
     "AssertCreate",
@@ -188,6 +192,38 @@ class SetLocation:
     location: str
 
 
+@dataclass(frozen=True)
+class SetStatistics:
+    """Register a table statistics (Puffin) file of one snapshot, replacing that snapshot's former
+    one: the metadata's ``statistics`` object (``snapshot-id``, ``statistics-path``,
+    ``file-size-in-bytes``, ``file-footer-size-in-bytes``, ``blob-metadata``)."""
+
+    statistics: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RemoveStatistics:
+    """Forget the statistics file of a snapshot (the file itself is not deleted)."""
+
+    snapshot_id: int
+
+
+@dataclass(frozen=True)
+class SetPartitionStatistics:
+    """Register a partition statistics file of one snapshot, replacing that snapshot's former one:
+    the metadata's ``partition-statistics`` object (``snapshot-id``, ``statistics-path``,
+    ``file-size-in-bytes``)."""
+
+    partition_statistics: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RemovePartitionStatistics:
+    """Forget the partition statistics file of a snapshot (the file itself is not deleted)."""
+
+    snapshot_id: int
+
+
 TableUpdate = (
     AssignUUID
     | UpgradeFormatVersion
@@ -204,6 +240,10 @@ TableUpdate = (
     | SetProperties
     | RemoveProperties
     | SetLocation
+    | SetStatistics
+    | RemoveStatistics
+    | SetPartitionStatistics
+    | RemovePartitionStatistics
 )
 
 
@@ -444,6 +484,38 @@ def _apply_set_location(state: _State, u: SetLocation) -> None:
     _set(state, location=location)
 
 
+def _replacing(
+    state: _State, current: tuple[dict[str, Any], ...], stats: dict[str, Any], action: str
+) -> tuple[dict[str, Any], ...]:
+    """``current`` with ``stats`` in place of the entry for the same snapshot."""
+    snapshot_id = stats.get("snapshot-id")
+    if not isinstance(snapshot_id, int) or not isinstance(stats.get("statistics-path"), str):
+        raise ValidationError(f"{action} needs an object with snapshot-id and statistics-path")
+    if all(s.snapshot_id != snapshot_id for s in state.md.snapshots):
+        raise ValidationError(f"{action}: the table has no snapshot {snapshot_id}")
+    return (*(s for s in current if s.get("snapshot-id") != snapshot_id), dict(stats))
+
+
+def _apply_set_statistics(state: _State, u: SetStatistics) -> None:
+    _set(state, statistics=_replacing(state, state.md.statistics, u.statistics, "set-statistics"))
+
+
+def _apply_remove_statistics(state: _State, u: RemoveStatistics) -> None:
+    _set(state, statistics=tuple(s for s in state.md.statistics if s.get("snapshot-id") != u.snapshot_id))
+
+
+def _apply_set_partition_statistics(state: _State, u: SetPartitionStatistics) -> None:
+    stats = _replacing(
+        state, state.md.partition_statistics, u.partition_statistics, "set-partition-statistics"
+    )
+    _set(state, partition_statistics=stats)
+
+
+def _apply_remove_partition_statistics(state: _State, u: RemovePartitionStatistics) -> None:
+    kept = tuple(s for s in state.md.partition_statistics if s.get("snapshot-id") != u.snapshot_id)
+    _set(state, partition_statistics=kept)
+
+
 def _apply_assign_uuid(state: _State, u: AssignUUID) -> None:
     try:
         text = str(uuid_module.UUID(u.uuid))
@@ -468,6 +540,10 @@ _HANDLERS: dict[type, Any] = {
     SetProperties: _apply_set_properties,
     RemoveProperties: _apply_remove_properties,
     SetLocation: _apply_set_location,
+    SetStatistics: _apply_set_statistics,
+    RemoveStatistics: _apply_remove_statistics,
+    SetPartitionStatistics: _apply_set_partition_statistics,
+    RemovePartitionStatistics: _apply_remove_partition_statistics,
 }
 
 

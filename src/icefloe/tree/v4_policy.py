@@ -28,6 +28,11 @@ writes is decided here, from table properties (defaults in brackets):
     deletes), a commit merges them, together with any root-level entries it flushes, into new
     leaves. Merging leaves of similar size keeps the root to a few references while each entry
     is rewritten only about ``log_k(small-leaf-entries)`` times (log-structured).
+``write.v4.compaction.full`` [false]
+    Merge *every* small leaf of a content, whatever its tier, together with the root-level
+    entries the commit flushes, into new leaves (when there are at least two such leaves or any
+    root-level entry). ``rewrite_manifests`` sets it, with ``write.v4.root.max-inline-entries=0``,
+    for its one commit; as a table property it would make every commit do so.
 ``write.v4.manifest-dv.encoding`` [``mumbling-v1``]
     Encoding of manifest DVs and of the deleted/replaced position bitmaps (``mumbling-v1`` or
     ``roaring-portable-64``); readers use the same property (facts Q3: never sniffed).
@@ -49,6 +54,7 @@ LEAF_MIN_LIVE_RATIO = "write.v4.leaf.min-live-ratio"
 COMPACTION_ENABLED = "write.v4.compaction.enabled"
 COMPACTION_SMALL_LEAF_ENTRIES = "write.v4.compaction.small-leaf-entries"
 COMPACTION_MIN_SMALL_LEAVES = "write.v4.compaction.min-small-leaves"
+COMPACTION_FULL = "write.v4.compaction.full"
 MANIFEST_DV_ENCODING = "write.v4.manifest-dv.encoding"
 
 DEFAULT_ROOT_MAX_INLINE_ENTRIES = 100
@@ -86,15 +92,11 @@ class V4Policy:
     small_leaf_entries: int = DEFAULT_COMPACTION_SMALL_LEAF_ENTRIES
     min_small_leaves: int = DEFAULT_COMPACTION_MIN_SMALL_LEAVES
     mdv_encoding: str = DEFAULT_MANIFEST_DV_ENCODING
+    compaction_full: bool = False
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> V4Policy:
         """Read the policy from table properties; ValidationError names a bad property."""
-        enabled = str(props.get(COMPACTION_ENABLED, "true")).strip().lower()
-        if enabled not in ("true", "false"):
-            raise ValidationError(
-                f"table property {COMPACTION_ENABLED} must be true or false, got {enabled!r}"
-            )
         return cls(
             max_inline_entries=int_property(
                 props, ROOT_MAX_INLINE_ENTRIES, DEFAULT_ROOT_MAX_INLINE_ENTRIES, 0
@@ -103,7 +105,7 @@ class V4Policy:
                 props, LEAF_TARGET_ENTRIES, DEFAULT_LEAF_TARGET_ENTRIES, 1, MAX_LEAF_ENTRIES
             ),
             min_live_ratio=_ratio(props, LEAF_MIN_LIVE_RATIO, DEFAULT_LEAF_MIN_LIVE_RATIO),
-            compaction_enabled=enabled == "true",
+            compaction_enabled=_flag(props, COMPACTION_ENABLED, True),
             small_leaf_entries=int_property(
                 props, COMPACTION_SMALL_LEAF_ENTRIES, DEFAULT_COMPACTION_SMALL_LEAF_ENTRIES, 0
             ),
@@ -111,7 +113,15 @@ class V4Policy:
                 props, COMPACTION_MIN_SMALL_LEAVES, DEFAULT_COMPACTION_MIN_SMALL_LEAVES, 2
             ),
             mdv_encoding=str(props.get(MANIFEST_DV_ENCODING, DEFAULT_MANIFEST_DV_ENCODING)).strip().lower(),
+            compaction_full=_flag(props, COMPACTION_FULL, False),
         )
+
+
+def _flag(props: Mapping[str, str], name: str, default: bool) -> bool:
+    value = str(props.get(name, str(default))).strip().lower()
+    if value not in ("true", "false"):
+        raise ValidationError(f"table property {name} must be true or false, got {value!r}")
+    return value == "true"
 
 
 def manifest_dv_encoding(props: Mapping[str, str]) -> str:

@@ -381,7 +381,12 @@ def _compact(c: _Commit, content: ManifestContent) -> list[ManifestEntry]:
     for ref in c.refs:
         if ref.content == content and (tier := _small_tier(c, ref)) is not None:
             tiers.setdefault(tier, []).append(ref)
-    merged = [ref for group in tiers.values() if len(group) >= policy.min_small_leaves for ref in group]
+    if policy.compaction_full:  # every small leaf, once there is something to merge them with
+        merged = [ref for group in tiers.values() for ref in group]
+        if len(merged) < 2 and not any(_content_of(e) == content for e in c.root_live):
+            merged = []
+    else:
+        merged = [ref for group in tiers.values() if len(group) >= policy.min_small_leaves for ref in group]
     if not merged:
         return []
     io, md = c.files.io, c.files.md
@@ -395,6 +400,11 @@ def _compact(c: _Commit, content: ManifestContent) -> list[ManifestEntry]:
         c.dropped[ref.manifest_path] = ref
     c.refs = [r for r in c.refs if r.manifest_path not in c.dropped]
     return rows
+
+
+def _content_of(e: ManifestEntry) -> ManifestContent:
+    """The kind of manifest an entry belongs in."""
+    return ManifestContent.DATA if e.data_file.content == FileContent.DATA else ManifestContent.DELETES
 
 
 def _root_can_hold(e: ManifestEntry) -> bool:

@@ -1,5 +1,6 @@
 """The SQL examples of Iceberg's Spark documentation (``spark-getting-started``, ``spark-ddl``,
-``spark-queries``, ``spark-writes``), in this project's names and data, on v2, v3 and v4 tables.
+``spark-queries``, ``spark-writes``, and ``spark-procedures`` for the procedures
+no other test file covers), in this project's names and data, on v2, v3 and v4 tables.
 
 Each step runs one documented statement and checks the table afterwards: its columns and rows (and
 where the page shows them, the statement's result). Expected rows are the documented semantics
@@ -603,3 +604,79 @@ def test_iceberg_functions_and_views_are_named_as_unsupported(spark: Any, table_
         sql(spark, f"CREATE VIEW {view} AS SELECT * FROM {t}")
     with pytest.raises(UnsupportedStatement, match="DROP VIEW"):
         sql(spark, f"DROP VIEW {view}")
+
+
+# ------------------------------------------------------------------------------------------ procedures
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_procedures_page_add_files_migrate_and_zorder(
+    spark: Any, catalog: Catalog, table_name: str, version: int, tmp_path: Path
+) -> None:
+    name = table_name.split(".")[-1]
+    t = f"icefloe.{table_name}"
+    spark.sql("CREATE DATABASE IF NOT EXISTS spark_catalog.db")
+    # add_files from a partitioned session-catalog table, one partition; then from a path
+    src = f"spark_catalog.db.{name}_src"
+    spark.createDataFrame(
+        [(1, "a", "A"), (2, "b", "B"), (3, "c", "A")], "id int, data string, part string"
+    ).write.partitionBy("part").option("path", str(tmp_path / "src")).format("parquet").saveAsTable(src)
+    sql(
+        spark,
+        f"CREATE TABLE {t} (id int, data string, part string) USING iceberg PARTITIONED BY (part) "
+        + properties(version),
+    )
+    out = sql(
+        spark,
+        f"CALL icefloe.system.add_files(table => '{table_name}', source_table => 'db.{name}_src', "
+        "partition_filter => map('part', 'A'))",
+    )
+    assert out.columns == ["added_files_count", "changed_partition_count"] and rows(out)[0][1] == 1
+    assert contents(spark, t) == (["id", "data", "part"], [(1, "a", "A"), (3, "c", "A")])
+    spark.createDataFrame([(4, "d")], "id int, data string").coalesce(1).write.parquet(str(tmp_path / "flat"))
+    plain = f"{t}_plain"
+    sql(spark, f"CREATE TABLE {plain} (id int, data string) USING iceberg " + properties(version))
+    out = sql(
+        spark,
+        f"CALL icefloe.system.add_files(table => '{table_name}_plain', "
+        f"source_table => '`parquet`.`{tmp_path / 'flat'}`')",
+    )
+    assert rows(out) == [(1, 1)] and contents(spark, plain) == (["id", "data"], [(4, "d")])
+    # migrate, with properties; the original stays as <name>_BACKUP_
+    out = sql(
+        spark, f"CALL icefloe.system.migrate('{src}', map('foo', 'bar', 'format-version', '{version}'))"
+    )
+    assert out.columns == ["migrated_files_count"] and rows(out)[0][0] >= 2
+    migrated = catalog.load_table(f"db.{name}_src")
+    assert migrated.properties["foo"] == "bar" and migrated.metadata.format_version == version
+    assert contents(spark, f"icefloe.db.{name}_src")[1] == [(1, "a", "A"), (2, "b", "B"), (3, "c", "A")]
+    assert rows(spark.table(f"{src}_BACKUP_")) == [(1, "a", "A"), (2, "b", "B"), (3, "c", "A")]
+    spark.sql(f"DROP TABLE {src}_BACKUP_")
+    # rewrite_data_files with a z-order
+    sql(spark, f"INSERT INTO {t} VALUES (5, 'e', 'A'), (0, 'z', 'A')")
+    ((files,),) = rows(sql(spark, f"SELECT count(*) FROM {t}.data_files"))
+    out = sql(
+        spark,
+        f"CALL icefloe.system.rewrite_data_files(table => '{table_name}', strategy => 'sort', "
+        "sort_order => 'zorder(id, data)')",
+    )
+    assert rows(out)[0][:2] == (files, 1)
+    assert contents(spark, t)[1] == [(0, "z", "A"), (1, "a", "A"), (3, "c", "A"), (5, "e", "A")]
+    # statistics: the table's theta sketches (all columns, or some) and its partition statistics
+    (path,) = rows(sql(spark, f"CALL icefloe.system.compute_table_stats('{table_name}')"))[0]
+    snapshot_id = catalog.load_table(table_name).current_snapshot().snapshot_id
+    out = sql(
+        spark,
+        f"CALL icefloe.system.compute_table_stats(table => '{table_name}', snapshot_id => {snapshot_id}, "
+        "columns => array('id', 'data'))",
+    )
+    (entry,) = catalog.load_table(table_name).metadata.statistics  # the snapshot's entry, replaced
+    assert entry["statistics-path"] == rows(out)[0][0] != path
+    assert [(b["fields"], b["properties"]["ndv"]) for b in entry["blob-metadata"]] == [([1], "4"), ([2], "4")]
+    out = sql(
+        spark,
+        f"CALL icefloe.system.compute_partition_stats(table => '{table_name}', snapshot_id => {snapshot_id})",
+    )
+    assert out.columns == ["partition_statistics_file"]
+    (registered,) = catalog.load_table(table_name).metadata.partition_statistics
+    assert registered["statistics-path"] == rows(out)[0][0]

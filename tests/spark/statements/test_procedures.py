@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from icefloe.catalog.base import Catalog
-from icefloe.errors import Unsupported, ValidationError
+from icefloe.errors import ValidationError
 from icefloe.io.fileio import local_path
 from icefloe.spark import sql
 from icefloe.spark.statements import UnsupportedStatement
@@ -229,12 +229,24 @@ def test_rewrite_manifests_and_position_delete_files(
     assert rows(sql(spark, f"SELECT id FROM {t}")) == [(i,) for i in range(3, 7)]
 
 
-def test_rewrite_manifests_on_v4_names_the_construct(spark: Any, catalog: Catalog, table_name: str) -> None:
+def test_rewrite_manifests_on_v4_repacks_the_root(spark: Any, catalog: Catalog, table_name: str) -> None:
     t = f"icefloe.{table_name}"
-    sql(spark, f"CREATE TABLE {t} (id BIGINT) USING iceberg TBLPROPERTIES ('format-version' = '4')")
-    _one_file_appends(catalog, table_name, [[1], [2]])
-    with pytest.raises(UnsupportedStatement, match="format version 4"):
-        sql(spark, f"CALL icefloe.system.rewrite_manifests('{table_name}')")
+    sql(
+        spark,
+        f"CREATE TABLE {t} (id BIGINT) USING iceberg TBLPROPERTIES ('format-version' = '4', "
+        "'write.v4.root.max-inline-entries' = '1', 'write.v4.compaction.enabled' = 'false')",
+    )
+    _one_file_appends(catalog, table_name, [[1], [2], [3], [4], [5]])
+    ((manifests,),) = rows(sql(spark, f"SELECT count(*) FROM {t}.manifests"))
+    assert manifests >= 3
+    out = sql(spark, f"CALL icefloe.system.rewrite_manifests('{table_name}')")
+    assert out.columns == ["rewritten_manifests_count", "added_manifests_count"]
+    assert rows(out) == [(manifests, 1)]
+    assert rows(sql(spark, f"SELECT count(*) FROM {t}.manifests")) == [(1,)]
+    assert rows(sql(spark, f"SELECT id FROM {t}")) == [(1,), (2,), (3,), (4,), (5,)]
+    assert rows(sql(spark, f"CALL icefloe.system.rewrite_manifests('{table_name}')")) == [(0, 0)]
+    with pytest.raises(UnsupportedStatement, match="spec_id and sort_by"):
+        sql(spark, f"CALL icefloe.system.rewrite_manifests(table => '{table_name}', spec_id => 0)")
     assert rows(sql(spark, f"CALL icefloe.system.rewrite_position_delete_files('{table_name}')")) == [
         (0, 0, 0, 0)
     ]
@@ -325,13 +337,10 @@ def test_snapshot_and_migrate_parquet_tables(
     assert out.columns == ["migrated_files_count"] and rows(out) == [(1,)]
     assert rows(sql(spark, f"SELECT * FROM icefloe.db.{name}_src")) == expected
     assert not spark.catalog.tableExists(f"spark_catalog.db.{name}_src")
+    # as Iceberg's migrate, the original is kept under <name>_BACKUP_ (an external table: renamed)
+    assert rows(spark.table(f"spark_catalog.db.{name}_src_BACKUP_")) == expected
     assert rows(sql(spark, f"SELECT * FROM icefloe.db.{name}_snap WHERE id < 5")) == expected
-    # a managed table cannot be migrated: dropping it would delete the files
-    spark.sql(f"CREATE TABLE spark_catalog.db.{name}_managed USING parquet AS SELECT 1 AS id")
-    with pytest.raises(Unsupported, match="managed"):
-        sql(spark, f"CALL icefloe.system.migrate('spark_catalog.db.{name}_managed')")
-    assert not catalog.table_exists(f"db.{name}_managed")
-    spark.sql(f"DROP TABLE spark_catalog.db.{name}_managed")
+    # managed tables: tests/spark/statements/test_procedures_import.py
 
 
 @pytest.mark.parametrize("fv", [2, 4])
@@ -349,12 +358,7 @@ def test_rewrite_data_files_sort_strategy(spark: Any, catalog: Catalog, table_na
     ((files,),) = rows(sql(spark, f"SELECT count(*) FROM {t}.data_files"))
     with pytest.raises(ValidationError, match="without a valid sort order"):
         sql(spark, f"CALL icefloe.system.rewrite_data_files(table => '{table_name}', strategy => 'sort')")
-    with pytest.raises(UnsupportedStatement, match="zorder"):
-        sql(
-            spark,
-            f"CALL icefloe.system.rewrite_data_files(table => '{table_name}', strategy => 'sort', "
-            "sort_order => 'zorder(id, name)')",
-        )
+    # zorder(...): tests/spark/statements/test_procedures_zorder.py
     out = sql(
         spark,
         f"CALL icefloe.system.rewrite_data_files(table => '{table_name}', strategy => 'sort', "

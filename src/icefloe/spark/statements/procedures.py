@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from icefloe.io.fileio import ListedFile
-    from icefloe.spec.sort_order import SortOrder
+    from icefloe.maintenance.sorting import RowOrder
+    from icefloe.maintenance.zorder import ZOrder
     from icefloe.table.table import Table
 
 Procedure = Callable[[SqlContext, dict[str, Any]], "DataFrame"]
@@ -229,26 +230,26 @@ def _expire_snapshots(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
     from icefloe.maintenance.expire_snapshots import expire_snapshots
 
     table = _table(ctx, args)
-    before = {s.snapshot_id for s in table.metadata.snapshots}
     kinds = _content_kinds(table)
+    statistics = set(table.metadata.statistics_paths())
     result = expire_snapshots(
         table,
         older_than=_ms(ctx, args["older_than"]) if args.get("older_than") is not None else None,
         retain_last=int(args["retain_last"]) if args.get("retain_last") is not None else None,
         snapshot_ids=[int(s) for s in args.get("snapshot_ids") or []],
     )
-    del before
     data = sum(1 for f in result.deleted_content_files if kinds.get(f, 0) == 0)
     position = sum(1 for f in result.deleted_content_files if kinds.get(f) == 1)
     equality = sum(1 for f in result.deleted_content_files if kinds.get(f) == 2)
     lists = sum(1 for f in result.deleted_metadata_files if "snap-" in f.rsplit("/", 1)[-1])
-    manifests = len(result.deleted_metadata_files) - lists
+    stats = sum(1 for f in result.deleted_metadata_files if f in statistics)
+    manifests = len(result.deleted_metadata_files) - lists - stats
     return _frame(
         ctx,
         "deleted_data_files_count bigint, deleted_position_delete_files_count bigint, "
         "deleted_equality_delete_files_count bigint, deleted_manifest_files_count bigint, "
         "deleted_manifest_lists_count bigint, deleted_statistics_files_count bigint",
-        [(data, position, equality, manifests, lists, 0)],
+        [(data, position, equality, manifests, lists, stats)],
     )
 
 
@@ -329,8 +330,9 @@ def _rewrite_data_files(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
     )
 
 
-def _rewrite_sort_order(table: Table, text: Any) -> SortOrder:
-    """The ``sort`` strategy's order: ``sort_order => 'id DESC NULLS LAST, name'``, else the table's."""
+def _rewrite_sort_order(table: Table, text: Any) -> RowOrder:
+    """The ``sort`` strategy's order: ``sort_order => 'id DESC NULLS LAST, name'`` or
+    ``'zorder(c1, c2)'``, else the table's."""
     from icefloe.spark.statements.partition_terms import sort_fields
     from icefloe.spec.sort_order import SortOrder
 
@@ -340,8 +342,24 @@ def _rewrite_sort_order(table: Table, text: Any) -> SortOrder:
             raise ValidationError("rewrite_data_files: cannot sort data without a valid sort order")
         return order
     if str(text).strip().lower().startswith("zorder"):
-        raise UnsupportedStatement("rewrite_data_files with a zorder(...) sort order")
+        return _zorder(table, str(text))
     return SortOrder(*sort_fields(table, TokenCursor(str(text))))
+
+
+def _zorder(table: Table, text: str) -> ZOrder:
+    """``zorder(c1, c2, ...)``: z-order by those top-level columns (not identity partition ones)."""
+    from icefloe.maintenance.zorder import ZOrder, check_zorderable
+    from icefloe.spec.transforms import IdentityTransform
+
+    node = parse_expression(text)
+    columns = node.expressions if isinstance(node, exp.Anonymous) else []
+    if not columns or not all(isinstance(c, exp.Column) and not c.table for c in columns):
+        raise ValidationError(f"rewrite_data_files: cannot read the z-order {text!r} (zorder(c1, c2, ...))")
+    schema = table.schema()
+    order = ZOrder(tuple(schema.find_field(c.name, case_sensitive=False).field_id for c in columns))
+    identity = {f.source_id for f in table.spec().fields if isinstance(f.transform, IdentityTransform)}
+    check_zorderable(schema, order, identity)
+    return order
 
 
 def _where_filter(table: Table, text: str) -> Any:
@@ -389,7 +407,7 @@ def _rewrite_manifests(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
             sort_by=[str(name) for name in args.get("sort_by") or []],
         )
     except Unsupported as exc:
-        raise UnsupportedStatement("rewrite_manifests on a format version 4 table", str(exc)) from exc
+        raise UnsupportedStatement("rewrite_manifests with these arguments", str(exc)) from exc
     return _frame(
         ctx,
         "rewritten_manifests_count int, added_manifests_count int",
@@ -477,21 +495,59 @@ def _snapshot(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
 
 
 def _migrate(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
-    from icefloe.spark.table_import import migrate_table
+    from icefloe.spark.table_migrate import migrate_table
 
-    if args.get("drop_backup") is False or args.get("backup_table_name") is not None:
-        raise UnsupportedStatement(
-            "migrate with a backup table", "the source is dropped from the session catalog"
-        )
     source = str(args["table"])
+    backup = args.get("backup_table_name")
     count = migrate_table(
         ctx.spark,
         ctx.catalog,
         source,
         _identifier(ctx, source),
         {str(k): str(v) for k, v in (args.get("properties") or {}).items()},
+        drop_backup=bool(args.get("drop_backup", False)),
+        backup_table_name=str(backup) if backup is not None else None,
     )
     return _frame(ctx, "migrated_files_count bigint", [(count,)])
+
+
+def _add_files(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
+    from icefloe.spark.add_files import add_files
+
+    if args.get("source_table") is None:
+        raise ValidationError("CALL system.add_files: the argument 'source_table' is required")
+    result = add_files(
+        ctx.spark,
+        _table(ctx, args),
+        str(args["source_table"]),
+        {str(k): str(v) for k, v in (args.get("partition_filter") or {}).items()},
+        check_duplicate_files=bool(args.get("check_duplicate_files", True)),
+    )
+    return _frame(
+        ctx,
+        "added_files_count bigint, changed_partition_count bigint",
+        [(result.added_files_count, result.changed_partition_count)],
+    )
+
+
+def _compute_table_stats(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
+    from icefloe.maintenance.table_stats import compute_table_stats
+
+    snapshot_id, columns = args.get("snapshot_id"), args.get("columns")
+    path = compute_table_stats(
+        _table(ctx, args),
+        int(snapshot_id) if snapshot_id is not None else None,
+        [str(c) for c in columns] if columns is not None else None,
+    )
+    return _frame(ctx, "statistics_file string", [(path,)])
+
+
+def _compute_partition_stats(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
+    from icefloe.maintenance.partition_stats import compute_partition_stats
+
+    snapshot_id = args.get("snapshot_id")
+    path = compute_partition_stats(_table(ctx, args), int(snapshot_id) if snapshot_id is not None else None)
+    return _frame(ctx, "partition_statistics_file string", [(path,)])
 
 
 PROCEDURES: dict[str, tuple[tuple[str, ...], Procedure]] = {
@@ -530,5 +586,11 @@ PROCEDURES: dict[str, tuple[tuple[str, ...], Procedure]] = {
         _create_changelog_view,
     ),
     "snapshot": (("source_table", "table", "location", "properties", "parallelism"), _snapshot),
+    "compute_partition_stats": (("table", "snapshot_id"), _compute_partition_stats),
+    "compute_table_stats": (("table", "snapshot_id", "columns"), _compute_table_stats),
+    "add_files": (
+        ("table", "source_table", "partition_filter", "check_duplicate_files", "parallelism"),
+        _add_files,
+    ),
     "migrate": (("table", "properties", "drop_backup", "backup_table_name", "parallelism"), _migrate),
 }
