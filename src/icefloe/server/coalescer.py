@@ -26,12 +26,12 @@ from icefloe.errors import CommitConflict, CommitStateUnknown, NoSuchTable
 from icefloe.formats.metadata.files import new_metadata_with_log
 from icefloe.io.durability import durability_barrier
 from icefloe.server.commits import check_metadata_locations, current_state
-from icefloe.spec.content import EntryStatus, FileContent
+from icefloe.spec.content import FileContent
 from icefloe.spec.requirements import AssertRefSnapshotId, TableRequirement, validate_requirements
 from icefloe.spec.snapshots import Operation
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.updates import AddSnapshot, SetSnapshotRef, TableUpdate, apply_updates
-from icefloe.tree.read_seam import live_entries
+from icefloe.tree.read_seam import entries_added_by
 from icefloe.tree.summary import RESERVED_SUMMARY_KEYS, RESERVED_SUMMARY_PREFIXES
 from icefloe.txn.producers import AppendFiles
 from icefloe.txn.transaction import AttemptContext
@@ -88,13 +88,7 @@ def rebase_append(
         return None
     io = catalog._file_io(md.properties, md.location)
     added = []
-    for entry in live_entries(
-        io,
-        md,
-        snap,
-        manifest_filter=lambda m: m.added_snapshot_id == snap.snapshot_id,
-        entry_filter=lambda e: e.snapshot_id == snap.snapshot_id and e.status == EntryStatus.ADDED,
-    ):
+    for entry in entries_added_by(io, md, snap):
         if entry.data_file.content != FileContent.DATA:
             return None
         # row ids are assigned again on the new head (the read inherited the old assignment)
