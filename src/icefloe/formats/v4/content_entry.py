@@ -64,6 +64,7 @@ from icefloe.formats.v4.content_stats import (
     metrics_from_struct_value,
     struct_value_from_metrics,
 )
+from icefloe.formats.v4.encoded_rows import ENCODED_ROWS
 from icefloe.spec.content import (
     ColumnFile,
     DataFile,
@@ -358,11 +359,17 @@ def encode_content_entries(
     else:
         footer["content"] = LEAF_CONTENT[_leaf_content(row_list, options.get("leaf_content"))]
     footer.update(options.get("metadata") or {})
-    values = [writer.row(r) for r in row_list]
     target = pa.struct(list(schema.write_arrow))
-    entries = fill_required_members(
-        internal_to_arrow(schema.write_type, values, target), target, "content_entry"
-    )
+
+    def encode_rows(batch: list[ContentRow]) -> pa.Array:
+        values = [writer.row(r) for r in batch]
+        return fill_required_members(
+            internal_to_arrow(schema.write_type, values, target), target, "content_entry"
+        )
+
+    # rows carried on from a root this process encoded a moment ago are not converted again
+    key = (schema, kind, location, options.get("mdv_encoding"))
+    entries = ENCODED_ROWS.encode(key, row_list, encode_rows)
     table = pa.Table.from_arrays(cast(pa.StructArray, entries).flatten(), schema=schema.write_arrow)
     for f, col in zip(schema.write_arrow, table.columns, strict=True):
         if not f.nullable and col.null_count:
