@@ -406,16 +406,20 @@ def fill_required_members(arr: pa.Array, t: pa.DataType, path: str) -> pa.Array:
     if not pa.types.is_struct(t) or not _has_required_member(t):
         return arr
     struct = cast(pa.StructArray, arr)
-    parent_null = struct.is_null()
     children = []
+    changed = False
     for i, f in enumerate(t):
-        child = struct.field(i)
+        child = filled = struct.field(i)
         if not f.nullable and child.null_count:
-            if pc.any(pc.and_(child.is_null(), pc.invert(parent_null))).as_py():
+            if pc.any(pc.and_(child.is_null(), struct.is_valid())).as_py():
                 raise ValidationError(f"content entry field {path}.{f.name} is required but missing")
-            child = child.fill_null(_zero(f.type))
-        children.append(fill_required_members(child, f.type, f"{path}.{f.name}"))
-    mask = parent_null if struct.null_count else None
+            filled = child.fill_null(_zero(f.type))
+        filled = fill_required_members(filled, f.type, f"{path}.{f.name}")
+        changed = changed or filled is not child
+        children.append(filled)
+    if not changed:  # nothing was null where Parquet needs a value: the array as it is
+        return arr
+    mask = struct.is_null() if struct.null_count else None
     return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
 
 
