@@ -121,32 +121,43 @@ class CommitCoalescer:
         self._retries = retries
         self._queues: dict[TableKey, list[_Pending]] = {}
         self._leading: set[TableKey] = set()
-        self._guard = threading.Lock()
+        self._changed = threading.Condition()  # guards the queues and who leads
         self.batches = 0
         self.rebased = 0
 
     def commit(
         self, key: TableKey, requirements: list[TableRequirement], updates: list[TableUpdate]
     ) -> tuple[str, TableMetadata]:
-        """Queue one commit and wait for its outcome (this thread may run the batch)."""
+        """Queue one commit and wait for its outcome (this thread may run the batch).
+
+        A thread waits until its commit is done or no batch of its table is running while
+        commits are queued; then it leads the next batch. The end of every batch wakes the
+        waiting threads, so the next batch starts at once.
+        """
         pending = _Pending(requirements, updates)
-        with self._guard:
+        with self._changed:
             self._queues.setdefault(key, []).append(pending)
-        while not pending.done.is_set():
-            with self._guard:
-                lead = key not in self._leading and bool(self._queues.get(key))
-                if lead:
-                    self._leading.add(key)
-                    batch = self._queues.pop(key)
-            if not lead:
-                pending.done.wait(0.05)
-                continue
+        while True:
+            with self._changed:
+                while not pending.done.is_set() and (key in self._leading or not self._queues.get(key)):
+                    self._changed.wait()
+                if pending.done.is_set():
+                    break
+                self._leading.add(key)
+                batch = self._queues.pop(key)
             try:
                 with self._lock_for(key):
                     self._run_batch(key, batch)
+            except BaseException as exc:  # e.g. interrupted waiting for the lock: nobody may hang
+                for p in batch:
+                    if not p.done.is_set():
+                        p.error = exc
+                        p.done.set()
+                raise
             finally:
-                with self._guard:
+                with self._changed:
                     self._leading.discard(key)
+                    self._changed.notify_all()
         if pending.error is not None:
             raise pending.error
         assert pending.result is not None
