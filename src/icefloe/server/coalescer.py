@@ -163,6 +163,16 @@ class CommitCoalescer:
         assert pending.result is not None
         return pending.result
 
+    def running(self, key: TableKey) -> bool:
+        """Whether a batch of the table is being applied."""
+        with self._changed:
+            return key in self._leading
+
+    def queued(self, key: TableKey) -> int:
+        """How many commits to the table wait for its next batch."""
+        with self._changed:
+            return len(self._queues.get(key, ()))
+
     def _run_batch(self, key: TableKey, batch: list[_Pending]) -> None:
         try:
             for attempt in range(self._retries + 1):
