@@ -1,4 +1,5 @@
-"""Encoding content entries again reuses the Arrow rows of objects met before, byte for byte."""
+"""Encoding content entries again reuses the Arrow rows of objects met before, byte for byte; small
+all-null structs are filled from a cache exactly as the general path fills them."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import pyarrow as pa
 import pytest
 
 from icefloe.formats.v4.content_entry import ContentRow
+from icefloe.formats.v4.content_entry_schema import content_entry_schema, fill_required_members
 from icefloe.formats.v4.encoded_rows import ENCODED_ROWS, EncodedRows
-from tests.formats.v4.test_content_entry import data_file, entry, leaf, manifest_ref, root
+from tests.formats.v4.test_content_entry import SCHEMA, SPECS, data_file, entry, leaf, manifest_ref, root
 
 
 @pytest.fixture(autouse=True)
@@ -76,3 +78,13 @@ def test_an_alias_encodes_as_its_row() -> None:
     cache.alias([(row, same)])
     assert cache.encode(("k",), [same], encode).to_pylist() == ["['x']"]
     assert calls == [1]
+
+
+def test_small_all_null_structs_are_filled_as_the_general_path_fills_them() -> None:
+    schema = content_entry_schema(SCHEMA, SPECS)
+    target = pa.struct(list(schema.write_arrow))
+    for f in target:
+        if pa.types.is_struct(f.type):
+            small = fill_required_members(pa.nulls(2, f.type), f.type, f.name)  # built once, cached
+            general = fill_required_members(pa.nulls(40, f.type), f.type, f.name).slice(0, 2)
+            assert small.equals(general), f.name

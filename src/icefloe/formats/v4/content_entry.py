@@ -23,6 +23,7 @@ they are wanted.
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
@@ -404,13 +405,15 @@ def _delta_encodings(schema: pa.Schema) -> dict[str, str] | None:
     return {path: "DELTA_BINARY_PACKED" for path in _integer_column_paths(schema)} or None
 
 
-def _integer_column_paths(schema: pa.Schema) -> list[str]:
-    """Dotted Parquet paths of the leaf columns that Parquet stores as INT32 or INT64."""
+@functools.lru_cache(maxsize=64)
+def _integer_column_paths(schema: pa.Schema) -> tuple[str, ...]:
+    """Dotted Parquet paths of the leaf columns that Parquet stores as INT32 or INT64 (once per
+    schema: every root of a table is written with one of a few)."""
     is_integer: dict[str, bool] = {}
     for path, t in _leaf_columns(list(schema), ()):
         # names may contain dots: a path shared with a non-integer leaf gets no special encoding
         is_integer[path] = is_integer.get(path, True) and _stored_as_integer(t)
-    return [path for path, ok in is_integer.items() if ok]
+    return tuple(path for path, ok in is_integer.items() if ok)
 
 
 def _leaf_columns(fields: list[pa.Field], prefix: tuple[str, ...]) -> Iterator[tuple[str, pa.DataType]]:

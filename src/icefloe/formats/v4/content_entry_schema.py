@@ -398,6 +398,22 @@ def _has_required_member(t: pa.DataType) -> bool:
     return any(not f.nullable or (pa.types.is_struct(f.type) and _has_required_member(f.type)) for f in t)
 
 
+_SMALL_NULL_STRUCTS = 8
+
+
+@functools.lru_cache(maxsize=256)
+def _filled_null_structs(t: pa.DataType, length: int) -> pa.Array:
+    """``length`` null structs of type ``t`` with their required members filled (built once)."""
+    children = []
+    for f in t:  # as the general path below does it
+        child = pa.nulls(length, f.type)
+        if not f.nullable:
+            child = child.fill_null(_zero(f.type))
+        children.append(fill_required_members(child, f.type, f.name))
+    mask = pa.array([True] * length, pa.bool_())
+    return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
+
+
 def fill_required_members(arr: pa.Array, t: pa.DataType, path: str) -> pa.Array:
     """Fill required struct members under null parents (Parquet rejects nulls there).
 
@@ -406,6 +422,8 @@ def fill_required_members(arr: pa.Array, t: pa.DataType, path: str) -> pa.Array:
     if not pa.types.is_struct(t) or not _has_required_member(t):
         return arr
     struct = cast(pa.StructArray, arr)
+    if 0 < len(struct) <= _SMALL_NULL_STRUCTS and struct.null_count == len(struct):
+        return _filled_null_structs(t, len(struct))  # e.g. a small root's absent optional structs
     children = []
     changed = False
     for i, f in enumerate(t):
