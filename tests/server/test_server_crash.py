@@ -9,19 +9,15 @@ append a client was told had committed must be there.
 
 from __future__ import annotations
 
+import os
 import random
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
-import requests
+from bench.bench_rest import serve
 
 from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.sql import SqlCatalog
@@ -31,34 +27,6 @@ from icefloe.spec.types import LongType, NestedField
 WRITERS = 8
 KILLS = 3
 WAIT_S = 60.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def _server(uri: str, warehouse: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    port = _free_port()
-    command = [sys.executable, "-m", "icefloe.cli", "--uri", uri, "--warehouse", str(warehouse)]
-    process = subprocess.Popen([*command, "serve", "--port", str(port)])
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + WAIT_S
-        while True:
-            try:
-                requests.get(base + "/v1/config", timeout=5)
-                break
-            except requests.ConnectionError:
-                assert process.poll() is None and time.monotonic() < deadline, "the server did not start"
-                time.sleep(0.05)
-        yield base, process
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(WAIT_S)
 
 
 def _check_committed_state(catalog: SqlCatalog, acknowledged: set[int]) -> None:
@@ -72,8 +40,9 @@ def _check_committed_state(catalog: SqlCatalog, acknowledged: set[int]) -> None:
     assert acknowledged <= set(ids), f"acknowledged appends lost: {sorted(acknowledged - set(ids))[:5]}"
 
 
-def test_a_server_killed_mid_batch_leaves_a_committed_state(sqlite_uri: str, warehouse: Path) -> None:
-    catalog = SqlCatalog("default", uri=sqlite_uri, warehouse=str(warehouse))  # as `icefloe serve` names it
+def test_a_server_killed_mid_batch_leaves_a_committed_state(tmp_path: Path) -> None:
+    # the catalog `icefloe serve` serves in bench_rest's child process (named as the CLI names it)
+    catalog = SqlCatalog("default", uri=f"sqlite:///{tmp_path}/served.db", warehouse=f"{tmp_path}/served")
     catalog.create_namespace("db")
     schema = Schema(NestedField(1, "id", LongType(), required=True))
     catalog.create_table("db.t", schema, properties={"format-version": "4"})
@@ -82,7 +51,8 @@ def test_a_server_killed_mid_batch_leaves_a_committed_state(sqlite_uri: str, war
     rng = random.Random(16)
     next_id = iter(range(10**9))
     for _ in range(KILLS):
-        with _server(sqlite_uri, warehouse) as (base, process):
+        with serve(str(tmp_path)) as served:
+            base = served.uri
             stop = threading.Event()
 
             def append(worker: int, base: str = base, stop: threading.Event = stop) -> None:
@@ -107,8 +77,7 @@ def test_a_server_killed_mid_batch_leaves_a_committed_state(sqlite_uri: str, war
             while len(acknowledged) < before + WRITERS and time.monotonic() < deadline:
                 time.sleep(0.01)
             time.sleep(rng.uniform(0.0, 0.3))
-            process.send_signal(signal.SIGKILL)
-            process.wait(WAIT_S)
+            os.kill(served.pid, signal.SIGKILL)
             stop.set()
             for w in writers:
                 w.join(WAIT_S)

@@ -260,16 +260,9 @@ def test_a_corrupt_manifest_list_is_reported_with_its_location_and_snapshot(tmp_
 
 
 def _added_by_full_read(io: FileIO, md: TableMetadata, snap: Snapshot) -> list[ManifestEntry]:
-    sid = snap.snapshot_id
-    return list(
-        live_entries(
-            io,
-            md,
-            snap,
-            manifest_filter=lambda m: m.added_snapshot_id == sid,
-            entry_filter=lambda e: e.snapshot_id == sid and e.status == EntryStatus.ADDED,
-        )
-    )
+    """The oracle: every live entry of the snapshot, kept when it is ADDED by the snapshot itself."""
+    live = live_entries(io, md, snap)
+    return [e for e in live if e.status == EntryStatus.ADDED and e.snapshot_id == snap.snapshot_id]
 
 
 @pytest.mark.parametrize(
