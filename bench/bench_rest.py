@@ -10,8 +10,11 @@
     server coalesces queued commits and rebases stale appends): commits/s and lost commits
     (snapshots and rows counted afterwards); target >= 100 commits/s, zero lost. ``--appenders``:
     ``threads`` of this process (sharing its GIL), separate ``processes`` (as real appenders
-    are), or ``both`` one after the other. CPU seconds per commit are reported for the clients
-    and for the server process, to show what bounds the rate on this machine.
+    are), ``prepared`` (the server alone: every append is made by icefloe's client up front
+    against the same head, then the requests are sent by threads doing nothing else, so the rate
+    is the server's commit path, rebases included), ``both`` (threads, processes) or ``all``
+    three, one after the other. CPU seconds per commit are reported for the clients and for the
+    server process, to show what bounds the rate on this machine.
 (d) files and bytes the client writes for one small v4 append (besides the data file; the server
     writes the metadata file); target 1 file.
 
@@ -224,6 +227,74 @@ def _run_processes(uri: str, writers: int, per_writer: int) -> tuple[float, list
     return elapsed, reports, sum(r.cpu_s for r in reports)
 
 
+def _prepare_commits(uri: str, writers: int, per_writer: int) -> list[list[bytes]]:
+    """``per_writer`` one-row v4 appends per writer, made by icefloe's client but not sent: each
+    writer's commit requests (JSON bodies), every one written against the table's current head."""
+    prepared: list[list[bytes]] = []
+    for worker in range(writers):
+        catalog = _preparing_catalog(f"p{worker}", uri)
+        table = catalog.load_table("bench.busy")
+        for i in range(per_writer):
+            table.append(_rows(1, worker * per_writer + i))
+        catalog.close()
+        prepared.append(catalog.bodies)
+    return prepared
+
+
+def _preparing_catalog(name: str, uri: str) -> Any:
+    """icefloe's REST client, except that a commit request is recorded instead of sent."""
+    import json
+
+    from icefloe.catalog.rest import RestCatalog
+    from icefloe.io.durability import sync_pending
+
+    class PreparingCatalog(RestCatalog):
+        bodies: list[bytes]
+
+        def _commit(self, identifier: Any, changes: Any) -> str:
+            sync_pending()  # as before a real send: the files it names are durable
+            self.bodies.append(json.dumps(self.commit_request_body(identifier, changes)).encode())
+            return f"prepared-{len(self.bodies)}"  # never loaded: the next append reloads the head
+
+    catalog = PreparingCatalog(name, uri=uri)
+    catalog.bodies = []
+    return catalog
+
+
+def _send_prepared(uri: str, prepared: list[list[bytes]]) -> tuple[float, list[WriterReport], float]:
+    """Server-only: one thread per writer sends its prepared commits (one HTTP POST each, nothing
+    else) and the server applies them; (wall s, reports, client CPU s)."""
+    import requests
+
+    writers = len(prepared)
+    path = f"{uri}/v1/namespaces/bench/tables/busy"
+    ready = threading.Barrier(writers + 1)
+    reports: list[WriterReport] = []
+
+    def send(bodies: list[bytes]) -> None:
+        errors = 0
+        with requests.Session() as session:
+            session.trust_env = False
+            ready.wait()
+            for body in bodies:
+                reply = session.post(
+                    path, data=body, headers={"Content-Type": "application/json"}, timeout=60
+                )
+                if reply.status_code != 200:
+                    errors += 1
+                    log(f"prepared commit: {reply.status_code} {reply.text[:200]}")
+        reports.append(WriterReport(errors, 0.0))
+
+    threads = [threading.Thread(target=send, args=(bodies,)) for bodies in prepared]
+    for t in threads:
+        t.start()
+    ready.wait()
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - t0, reports, time.process_time() - cpu0
+
+
 def bench_concurrent(
     served: Served, writers: int, per_writer: int, mode: str
 ) -> tuple[list[str], float, int]:
@@ -234,9 +305,14 @@ def bench_concurrent(
     if setup.table_exists("bench.busy"):
         setup.drop_table("bench.busy", purge=True)
     setup.create_table("bench.busy", _schema(), properties={"format-version": "4"})
-    run = _run_processes if mode == "processes" else _run_threads
-    server_cpu0 = process_cpu_s(served.pid)
-    elapsed, reports, client_cpu = run(served.uri, writers, per_writer)
+    if mode == "prepared":  # made before the clock starts: only sending them is timed
+        prepared = _prepare_commits(served.uri, writers, per_writer)
+        server_cpu0 = process_cpu_s(served.pid)
+        elapsed, reports, client_cpu = _send_prepared(served.uri, prepared)
+    else:
+        run = _run_processes if mode == "processes" else _run_threads
+        server_cpu0 = process_cpu_s(served.pid)
+        elapsed, reports, client_cpu = run(served.uri, writers, per_writer)
     server_cpu = process_cpu_s(served.pid) - server_cpu0
     table = setup.load_table("bench.busy")
     expected = writers * per_writer
@@ -292,9 +368,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--per-writer", type=int, default=10, help="appends per writer in (c)")
     parser.add_argument(
         "--appenders",
-        choices=("threads", "processes", "both"),
-        default="both",
-        help="(c) appenders as threads of this process, separate processes, or both in turn",
+        choices=("threads", "processes", "prepared", "both", "all"),
+        default="all",
+        help="(c) appenders as threads of this process, separate processes, 'prepared' (server only: "
+        "commits made up front, then sent), 'both' (threads, processes) or 'all' three in turn",
     )
     parser.add_argument("--dir", default=None, help="work directory to keep (default: a temporary one)")
     args = parser.parse_args(argv)
@@ -325,7 +402,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{ratio(medians['pyiceberg'], medians['rest'])} (target >= 5x)\n"
             )
             log("(c) concurrent appenders ...")
-            modes = ("threads", "processes") if args.appenders == "both" else (args.appenders,)
+            modes = {"both": ("threads", "processes"), "all": ("threads", "processes", "prepared")}.get(
+                args.appenders, (args.appenders,)
+            )
             results = [bench_concurrent(served, args.writers, args.per_writer, mode) for mode in modes]
             print_table(
                 "(c) concurrent appenders on one v4 table through the server",

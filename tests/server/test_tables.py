@@ -1,11 +1,16 @@
-"""Table routes of the REST server: a staged create answers the new table's metadata, creates nothing."""
+"""Table routes of the REST server: a staged create answers the new table's metadata, creates nothing;
+a commit's relative v4 root manifest resolves against the table's location."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import pyarrow as pa
 import requests
 
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.server import RunningServer
+from icefloe.spec.json_codec import snapshot_to_dict
 from icefloe.spec.json_structures import schema_to_dict
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField
@@ -32,3 +37,43 @@ def test_stage_create_answers_default_metadata_without_creating(
     assert [order["fields"] for order in metadata["sort-orders"]] == [[]]  # unsorted
     assert metadata["location"].endswith("/db/staged")
     assert not backing_catalog.table_exists("db.staged")
+
+
+def test_a_relative_v4_root_manifest_is_committed_under_the_tables_location(
+    rest_server: RunningServer, backing_catalog: SqlCatalog
+) -> None:
+    backing_catalog.create_namespace("db")
+    schema = Schema(NestedField(1, "id", LongType(), required=True))
+    table = backing_catalog.create_table("db.t", schema, properties={"format-version": "4"})
+    table.append(pa.table({"id": pa.array([1, 2], pa.int64())}))
+    md = table.metadata
+    parent = md.current_snapshot()
+    assert parent is not None and parent.root_manifest is not None
+    child = dataclasses.replace(
+        parent,
+        snapshot_id=parent.snapshot_id + 1,
+        parent_snapshot_id=parent.snapshot_id,
+        sequence_number=md.last_sequence_number + 1,
+        first_row_id=md.next_row_id,
+        added_rows=0,
+    )
+    sent = snapshot_to_dict(child, 4, md.location)
+    assert not sent["root-manifest"].startswith(("file:", "/"))  # sent relative to the table
+    body = {
+        "requirements": [
+            {"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": parent.snapshot_id}
+        ],
+        "updates": [
+            {"action": "add-snapshot", "snapshot": sent},
+            {
+                "action": "set-snapshot-ref",
+                "ref-name": "main",
+                "type": "branch",
+                "snapshot-id": child.snapshot_id,
+            },
+        ],
+    }
+    reply = requests.post(rest_server.uri + "/v1/namespaces/db/tables/t", json=body, timeout=30)
+    assert reply.status_code == 200, reply.text
+    stored = backing_catalog.load_table("db.t").metadata.snapshot_by_id(child.snapshot_id)
+    assert stored is not None and stored.root_manifest == parent.root_manifest

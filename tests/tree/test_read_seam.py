@@ -19,9 +19,11 @@ from icefloe.spec.content import (
     ManifestEntry,
     ManifestFile,
 )
-from icefloe.tree import v3_read
+from icefloe.spec.snapshots import Snapshot
+from icefloe.spec.table_metadata import TableMetadata
+from icefloe.tree import v3_read, v4_read
 from icefloe.tree.changes import TreeChange
-from icefloe.tree.read_seam import live_entries, manifest_refs, read_entries
+from icefloe.tree.read_seam import clear_caches, entries_added_by, live_entries, manifest_refs, read_entries
 from icefloe.tree.v3_read import inherit
 from tests.tree.helpers import commit, data_file, delete_file, new_metadata
 from tests.tree.v4_helpers import commit4
@@ -252,3 +254,77 @@ def test_a_corrupt_manifest_list_is_reported_with_its_location_and_snapshot(tmp_
     with pytest.raises(CorruptMetadata) as caught:
         manifest_refs(io, md, snap)
     assert (caught.value.location, caught.value.snapshot_id) == (snap.manifest_list, snap.snapshot_id)
+
+
+# -- the entries one snapshot added ---------------------------------------------------------------
+
+
+def _added_by_full_read(io: FileIO, md: TableMetadata, snap: Snapshot) -> list[ManifestEntry]:
+    """The oracle: every live entry of the snapshot, kept when it is ADDED by the snapshot itself."""
+    live = live_entries(io, md, snap)
+    return [e for e in live if e.status == EntryStatus.ADDED and e.snapshot_id == snap.snapshot_id]
+
+
+@pytest.mark.parametrize(
+    ("fv", "max_inline"),
+    [(2, "100"), (4, "100"), (4, "0"), (4, "3")],
+    ids=["v2", "v4-inline", "v4-leaves", "v4-spill"],
+)
+def test_entries_added_by_a_snapshot_are_its_own_added_files(
+    tmp_path: Path, fv: int, max_inline: str
+) -> None:
+    io = FileIO()
+    md = new_metadata(tmp_path, fv, {"write.v4.root.max-inline-entries": max_inline})
+    write = commit4 if fv >= 4 else commit
+    for batch in ([data_file("a"), data_file("b")], [data_file("c")], [data_file("a"), data_file("d")]):
+        md, _ = write(io, md, TreeChange(added_data_files=batch))
+    snap = md.current_snapshot()
+    assert snap is not None
+    expected = _added_by_full_read(io, md, snap)
+    assert len(expected) == 2
+    clear_caches()  # the root is decoded from its file, not taken from the writer's memory
+    assert entries_added_by(io, md, snap) == expected
+    assert entries_added_by(io, md, snap) == expected  # with the root cached by the full read
+
+
+def test_inline_entries_added_decodes_only_the_snapshots_rows(tmp_path: Path) -> None:
+    io = FileIO()
+    md = new_metadata(tmp_path, 4)
+    for batch in ([data_file("a"), data_file("b")], [data_file("c")]):
+        md, _ = commit4(io, md, TreeChange(added_data_files=batch))
+    snap = md.current_snapshot()
+    assert snap is not None
+    clear_caches()
+    found = v4_read.inline_entries_added(io, md, snap)
+    assert found is not None
+    assert [e.data_file.file_path for e in found] == [
+        e.data_file.file_path for e in _added_by_full_read(io, md, snap)
+    ]
+    assert all(e.snapshot_id == snap.snapshot_id for e in found)
+
+
+@pytest.mark.parametrize("max_inline", ["0", "100"])
+def test_inline_entries_added_defers_to_the_full_read_when_rows_are_elsewhere(
+    tmp_path: Path, max_inline: str
+) -> None:
+    """Files in leaves, or delete files, are not found among the root's own rows: None."""
+    io = FileIO()
+    md = new_metadata(tmp_path, 4, {"write.v4.root.max-inline-entries": max_inline})
+    f1 = data_file("a")
+    md, _ = commit4(io, md, TreeChange(added_data_files=[f1]))
+    change = (
+        TreeChange(added_data_files=[data_file("b")])
+        if max_inline == "0"
+        else TreeChange(
+            added_data_files=[data_file("b")],
+            added_delete_files=[
+                data_file("a").with_changes(content=FileContent.EQUALITY_DELETES, equality_ids=(1,))
+            ],
+        )
+    )
+    md, _ = commit4(io, md, change)
+    snap = md.current_snapshot()
+    assert snap is not None
+    clear_caches()
+    assert v4_read.inline_entries_added(io, md, snap) is None
+    assert entries_added_by(io, md, snap) == _added_by_full_read(io, md, snap)

@@ -26,12 +26,12 @@ from icefloe.errors import CommitConflict, CommitStateUnknown, NoSuchTable
 from icefloe.formats.metadata.files import new_metadata_with_log
 from icefloe.io.durability import durability_barrier
 from icefloe.server.commits import check_metadata_locations, current_state
-from icefloe.spec.content import EntryStatus, FileContent
+from icefloe.spec.content import FileContent
 from icefloe.spec.requirements import AssertRefSnapshotId, TableRequirement, validate_requirements
 from icefloe.spec.snapshots import Operation
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.updates import AddSnapshot, SetSnapshotRef, TableUpdate, apply_updates
-from icefloe.tree.read_seam import live_entries
+from icefloe.tree.read_seam import entries_added_by
 from icefloe.tree.summary import RESERVED_SUMMARY_KEYS, RESERVED_SUMMARY_PREFIXES
 from icefloe.txn.producers import AppendFiles
 from icefloe.txn.transaction import AttemptContext
@@ -88,13 +88,7 @@ def rebase_append(
         return None
     io = catalog._file_io(md.properties, md.location)
     added = []
-    for entry in live_entries(
-        io,
-        md,
-        snap,
-        manifest_filter=lambda m: m.added_snapshot_id == snap.snapshot_id,
-        entry_filter=lambda e: e.snapshot_id == snap.snapshot_id and e.status == EntryStatus.ADDED,
-    ):
+    for entry in entries_added_by(io, md, snap):
         if entry.data_file.content != FileContent.DATA:
             return None
         # row ids are assigned again on the new head (the read inherited the old assignment)
@@ -127,36 +121,57 @@ class CommitCoalescer:
         self._retries = retries
         self._queues: dict[TableKey, list[_Pending]] = {}
         self._leading: set[TableKey] = set()
-        self._guard = threading.Lock()
+        self._changed = threading.Condition()  # guards the queues and who leads
         self.batches = 0
         self.rebased = 0
 
     def commit(
         self, key: TableKey, requirements: list[TableRequirement], updates: list[TableUpdate]
     ) -> tuple[str, TableMetadata]:
-        """Queue one commit and wait for its outcome (this thread may run the batch)."""
+        """Queue one commit and wait for its outcome (this thread may run the batch).
+
+        A thread waits until its commit is done or no batch of its table is running while
+        commits are queued; then it leads the next batch. The end of every batch wakes the
+        waiting threads, so the next batch starts at once.
+        """
         pending = _Pending(requirements, updates)
-        with self._guard:
+        with self._changed:
             self._queues.setdefault(key, []).append(pending)
-        while not pending.done.is_set():
-            with self._guard:
-                lead = key not in self._leading and bool(self._queues.get(key))
-                if lead:
-                    self._leading.add(key)
-                    batch = self._queues.pop(key)
-            if not lead:
-                pending.done.wait(0.05)
-                continue
+        while True:
+            with self._changed:
+                while not pending.done.is_set() and (key in self._leading or not self._queues.get(key)):
+                    self._changed.wait()
+                if pending.done.is_set():
+                    break
+                self._leading.add(key)
+                batch = self._queues.pop(key)
             try:
                 with self._lock_for(key):
                     self._run_batch(key, batch)
+            except BaseException as exc:  # e.g. interrupted waiting for the lock: nobody may hang
+                for p in batch:
+                    if not p.done.is_set():
+                        p.error = exc
+                        p.done.set()
+                raise
             finally:
-                with self._guard:
+                with self._changed:
                     self._leading.discard(key)
+                    self._changed.notify_all()
         if pending.error is not None:
             raise pending.error
         assert pending.result is not None
         return pending.result
+
+    def running(self, key: TableKey) -> bool:
+        """Whether a batch of the table is being applied."""
+        with self._changed:
+            return key in self._leading
+
+    def queued(self, key: TableKey) -> int:
+        """How many commits to the table wait for its next batch."""
+        with self._changed:
+            return len(self._queues.get(key, ()))
 
     def _run_batch(self, key: TableKey, batch: list[_Pending]) -> None:
         try:

@@ -22,11 +22,11 @@ from icefloe.server.context import Call, Reply, ServerState
 from icefloe.server.errors import bad_request
 from icefloe.server.paging import page
 from icefloe.spec.commit_json import requirements_from_list, updates_from_list
-from icefloe.spec.json_codec import table_metadata_to_json
+from icefloe.spec.json_codec import is_relative_location, table_metadata_to_json
 from icefloe.spec.json_structures import schema_from_dict, sort_order_from_dict, spec_from_dict
 from icefloe.spec.requirements import AssertCreate
 from icefloe.spec.table_metadata import TableMetadata
-from icefloe.spec.updates import new_table_metadata
+from icefloe.spec.updates import AddSnapshot, TableUpdate, new_table_metadata
 
 
 def _body(call: Call) -> dict[str, Any]:
@@ -137,14 +137,17 @@ def commit(state: ServerState, call: Call) -> Reply:
 
 
 def _change(state: ServerState, namespace: tuple[str, ...], name: str, body: dict[str, Any]) -> TableChange:
-    found = current_state(state.catalog, namespace, name)
-    table_location = found[1].location if found else ""
-    return TableChange(
-        namespace,
-        name,
-        requirements_from_list(body.get("requirements")),
-        updates_from_list(body.get("updates"), table_location),
-    )
+    updates = updates_from_list(body.get("updates"))
+    if any(_relative_root(u) for u in updates):  # only then is the table's location needed
+        found = current_state(state.catalog, namespace, name)
+        updates = updates_from_list(body.get("updates"), found[1].location if found else "")
+    return TableChange(namespace, name, requirements_from_list(body.get("requirements")), updates)
+
+
+def _relative_root(update: TableUpdate) -> bool:
+    if not isinstance(update, AddSnapshot) or update.snapshot.root_manifest is None:
+        return False
+    return is_relative_location(update.snapshot.root_manifest)
 
 
 def commit_many(state: ServerState, call: Call) -> Reply:

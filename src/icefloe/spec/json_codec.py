@@ -104,6 +104,11 @@ def relative_location(location: str, table_location: str) -> str:
     return location
 
 
+def is_relative_location(location: str) -> bool:
+    """Whether a metadata location has no URI scheme (it is relative to the table location)."""
+    return not _SCHEME.match(location)
+
+
 def resolve_location(location: str, table_location: str) -> str:
     """A metadata location as an absolute one: a location without a URI scheme is relative to the
     table location (spec "Path Resolution": joined with one ``/``, nothing normalised)."""

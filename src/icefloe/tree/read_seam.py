@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from icefloe.io.fileio import FileIO
-from icefloe.spec.content import ManifestContent, ManifestEntry, ManifestFile
+from icefloe.spec.content import EntryStatus, ManifestContent, ManifestEntry, ManifestFile
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.tree import v3_read, v4_read
@@ -101,6 +101,29 @@ def live_entries(
     if snapshot.root_manifest is not None:
         return v4_read.live_entries(io, metadata, snapshot, selection)
     return v3_read.live_entries(io, metadata, snapshot, selection)
+
+
+def entries_added_by(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) -> list[ManifestEntry]:
+    """The live entries ``snapshot`` added itself (status ADDED, tracked to it), with inheritance.
+
+    A v4 snapshot whose added files all sit inline in its root is answered from those root rows
+    alone (:func:`icefloe.tree.v4_read.inline_entries_added`); otherwise the snapshot's own
+    manifests are read.
+    """
+    if snapshot.root_manifest is not None:
+        inline = v4_read.inline_entries_added(io, metadata, snapshot)
+        if inline is not None:
+            return inline
+    snapshot_id = snapshot.snapshot_id
+    return list(
+        live_entries(
+            io,
+            metadata,
+            snapshot,
+            manifest_filter=lambda m: m.added_snapshot_id == snapshot_id,
+            entry_filter=lambda e: e.snapshot_id == snapshot_id and e.status == EntryStatus.ADDED,
+        )
+    )
 
 
 def clear_caches() -> None:

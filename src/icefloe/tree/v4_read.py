@@ -70,6 +70,7 @@ from icefloe.tree import v3_read
 from icefloe.tree.changes import EntrySelection, ManifestFilter
 from icefloe.tree.integrity import check_manifest_counts, entry_counts
 from icefloe.tree.recent_writes import RecentWrites
+from icefloe.tree.summary import ADDED_DATA_FILES, ADDED_DELETE_FILES
 from icefloe.tree.v4_columnar import decode_leaf_rows
 from icefloe.tree.v4_leaf_columns import LeafColumns
 from icefloe.tree.v4_policy import manifest_dv_encoding
@@ -206,6 +207,60 @@ def _parse_root(metadata: TableMetadata, location: str, data: bytes) -> RootCont
     inline_rows = _decode(table.filter(pc.invert(is_ref)), metadata, location)
     inline = tuple(_dv_snapshot_fallback(e) for _, e in inline_rows)
     return RootContents(location, len(data), tuple(refs), inline, footer)
+
+
+def inline_entries_added(
+    io: FileIO, metadata: TableMetadata, snapshot: Snapshot
+) -> list[ManifestEntry] | None:
+    """The inline root rows a v4 snapshot added (ADDED, tracked to it), decoding only those rows.
+
+    Rebasing a stale append needs just the files the snapshot added; the rows its root carried
+    from its parent (most of a small append's root) and its references are not decoded. The root
+    is not kept in the root cache (a rebased client root is never read again). None when the
+    snapshot's summary counts files that are not among these rows (files placed in leaves, delete
+    files): the caller reads the whole tree instead.
+    """
+    assert snapshot.root_manifest is not None
+    location = snapshot.root_manifest
+    with _cache_lock:
+        cached = _cache.get(_root_key(metadata, location))
+    if cached is not None:
+        found = [e for e in cached.inline if _added_by(e, snapshot.snapshot_id)]
+    else:
+        with reading(location, "read the root manifest"):
+            table = read_content_entries(
+                io.new_input(location).read(),
+                table_schema=metadata.schema(),
+                specs=metadata.specs_by_id(),
+                table_location=table_location(metadata),
+                source=location,
+                kind="root",
+            )
+            check_deletion_vectors(table, location)
+            content = _column(table, ce.CONTENT_TYPE)
+            status = _tracking_member(table, ce.STATUS)
+            tracked_to = _tracking_member(table, ce.SNAPSHOT_ID)
+            keep = pc.and_(
+                pc.invert(pc.is_in(content, value_set=_REFERENCE_CONTENTS.cast(content.type))),
+                pc.and_(
+                    pc.equal(status, pa.scalar(int(EntryStatus.ADDED), status.type)),
+                    pc.equal(tracked_to, pa.scalar(snapshot.snapshot_id, tracked_to.type)),
+                ),
+            )
+            rows = _decode(table.filter(pc.fill_null(keep, False)), metadata, location)
+        found = [_dv_snapshot_fallback(e) for _, e in rows]
+    summary = snapshot.summary
+    data_files = [e for e in found if e.data_file.content == FileContent.DATA]
+    complete = (
+        len(data_files) == len(found)
+        and str(len(found)) == summary.get(ADDED_DATA_FILES, "")
+        and summary.get(ADDED_DELETE_FILES, "0") == "0"
+    )
+    return found if complete else None
+
+
+def _added_by(e: ManifestEntry, snapshot_id: int) -> bool:
+    return e.status == EntryStatus.ADDED and e.snapshot_id == snapshot_id
 
 
 def _dv_snapshot_fallback(e: ManifestEntry) -> ManifestEntry:

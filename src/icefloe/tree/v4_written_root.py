@@ -13,16 +13,24 @@ canonical serialisation, empty maps as None), sequences as tuples. Rows the enco
 differently in some other way (a legacy Avro reference; v2 position-delete fields; a file format
 not in lower case) make the root not remembered: the next reader decodes the file. A differential
 test (``tests/tree/test_v4_written_root.py``) keeps the result equal to decoding the bytes.
+
+The next root carries these stored forms on as they are: they are not made again (``_StoredRows``)
+and they encode as the rows they were made from (registered with the encoder's row cache,
+:mod:`icefloe.formats.v4.encoded_rows`), so a commit converts only its own new rows.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 
 from icefloe.formats.v4.content_entry import ContentRow, read_footer_metadata
 from icefloe.formats.v4.content_stats import StatsLayout, metrics_from_struct_value, struct_value_from_metrics
+from icefloe.formats.v4.encoded_rows import ENCODED_ROWS, MAX_ROWS
 from icefloe.spec.content import ManifestEntry, ManifestFile
 from icefloe.spec.table_metadata import TableMetadata
+from icefloe.spec.types import StructType
 from icefloe.tree.v4_policy import manifest_dv_encoding
 from icefloe.tree.v4_read import RootContents, remember_written_root
 
@@ -38,6 +46,44 @@ def stored_entry(e: ManifestEntry, layout: StatsLayout) -> ManifestEntry:
         **metrics.as_changes(),
     )
     return e.with_changes(data_file=stored)
+
+
+class _StoredRows:
+    """The stored forms this process made lately, by identity, with the stats layout they were
+    made for: a root's inline rows carried on from its parent's remembered root are stored forms
+    already and are kept as they are (when the table's stats layout is still the same)."""
+
+    def __init__(self, max_rows: int) -> None:
+        self._rows: OrderedDict[int, tuple[ManifestEntry, StructType]] = OrderedDict()
+        self._max = max_rows
+        self._lock = threading.Lock()
+
+    def stored(self, entries: Sequence[ManifestEntry], layout: StatsLayout) -> tuple[ManifestEntry, ...]:
+        """:func:`stored_entry` of each entry (the entry itself when it is such a form)."""
+        with self._lock:
+            known = [self._rows.get(id(e)) for e in entries]
+        same_layout: dict[int, bool] = {}
+        out: list[ManifestEntry] = []
+        for e, hit in zip(entries, known, strict=True):
+            if hit is not None and hit[0] is e:
+                tag = hit[1]
+                same = same_layout.get(id(tag))
+                if same is None:
+                    same = same_layout[id(tag)] = tag == layout.stats_type
+                if same:
+                    out.append(e)
+                    continue
+            out.append(stored_entry(e, layout))
+        with self._lock:
+            for e in out:
+                self._rows[id(e)] = (e, layout.stats_type)
+                self._rows.move_to_end(id(e))
+            while len(self._rows) > self._max:
+                self._rows.popitem(last=False)
+        return tuple(out)
+
+
+_STORED = _StoredRows(max_rows=MAX_ROWS)
 
 
 def _stored_unchanged(row: ContentRow) -> bool:
@@ -71,6 +117,11 @@ def remember_root(
     if not all(_stored_unchanged(row) for row in rows):
         return
     refs = tuple(row for row in rows if isinstance(row, ManifestFile))
-    inline = tuple(stored_entry(row, layout) for row in rows if isinstance(row, ManifestEntry))
+    entries = [row for row in rows if isinstance(row, ManifestEntry)]
+    inline = _STORED.stored(entries, layout)
+    # the next root carries these stored forms on: they encode as the rows just written did
+    ENCODED_ROWS.alias(
+        (row, stored) for row, stored in zip(entries, inline, strict=True) if stored is not row
+    )
     footer = read_footer_metadata(data, source=location)
     remember_written_root(metadata, RootContents(location, len(data), refs, inline, footer))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 from icefloe.catalog import load_catalog
 from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.rest.auth import ClientCredentialsAuth
+from icefloe.catalog.rest.http import ServiceError
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.errors import AccessDenied, CommitStateUnknown
 from icefloe.server import Grants, OAuthClient, RunningServer, ServerConfig, start_server
@@ -248,3 +250,28 @@ def _append_snapshot_of(backing: SqlCatalog, identifier: str, base: TableMetadat
     return apply_updates(
         base, [AddSnapshot(newest), SetSnapshotRef("main", newest.snapshot_id, RefType.BRANCH)]
     )
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("bypassed", [False, True], ids=["through-proxy", "no-proxy"])
+def test_the_environments_proxy_settings_are_honoured(
+    server: RunningServer, monkeypatch: pytest.MonkeyPatch, bypassed: bool
+) -> None:
+    """Read once per session, the environment's proxies still apply (and NO_PROXY still exempts)."""
+    for name in ("no_proxy", "NO_PROXY", "http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{_closed_port()}")
+    if bypassed:
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        cat = RestCatalog("c", uri=server.uri, **{"rest.retry.attempts": "1"})
+        cat.create_namespace("db")
+        assert cat.list_namespaces() == [("db",)]
+        cat.close()
+    else:
+        with pytest.raises(ServiceError, match=r"(?i)proxy"):
+            RestCatalog("c", uri=server.uri, **{"rest.retry.attempts": "1"})

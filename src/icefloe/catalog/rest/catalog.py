@@ -290,13 +290,19 @@ class RestCatalog(Catalog):
             changes = metadata_changes(base_metadata, new_metadata)
         return self._commit((*namespace, name), changes)
 
-    def _commit(self, identifier: TableIdentifier, changes: MetadataChanges) -> str:
+    @staticmethod
+    def commit_request_body(identifier: TableIdentifier, changes: MetadataChanges) -> dict[str, Any]:
+        """The ``CommitTableRequest`` of one table's changes."""
         namespace, name = identifier[:-1], identifier[-1]
-        body = {
+        return {
             "identifier": {"namespace": list(namespace), "name": name},
             "requirements": [requirement_to_dict(r) for r in changes.requirements],
             "updates": [update_to_dict(u) for u in changes.updates],
         }
+
+    def _commit(self, identifier: TableIdentifier, changes: MetadataChanges) -> str:
+        namespace, name = identifier[:-1], identifier[-1]
+        body = self.commit_request_body(identifier, changes)
         try:
             result = self.http.request("POST", self.routes.table(namespace, name), body=body, mutation=True)
         except (ServiceError, CommitStateUnknown) as exc:

@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import requests
 
@@ -151,6 +151,29 @@ class RestSession:
         self._session = requests.Session()
         self._session.verify = verify
         self._session.headers["User-Agent"] = USER_AGENT
+        self._environment_once()
+
+    def _environment_once(self) -> None:
+        """Read the environment's proxies, CA bundle and netrc login for the base URI once.
+
+        ``requests`` looks them up on every request (walking ``os.environ`` each time: a tenth of
+        a small commit's client CPU); every request but the OAuth2 token's goes to the base URI,
+        so the answer is the same. Requests elsewhere get their proxies looked up (``request``).
+        """
+        session = self._session
+        session.proxies.update(requests.utils.get_environ_proxies(self.base_uri))
+        if session.verify is True:
+            session.verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
+        login = requests.utils.get_netrc_auth(self.base_uri)
+        if login is not None:
+            session.auth = login
+        session.trust_env = False
+
+    def _proxies_for(self, url: str) -> dict[str, str]:
+        """The environment's proxies for a URL off the base URI (a None value drops the base
+        URI's proxy for that scheme: ``requests`` merges per-request settings so)."""
+        unset: dict[str, str | None] = dict.fromkeys(self._session.proxies)
+        return cast(dict[str, str], {**unset, **requests.utils.get_environ_proxies(url)})
 
     def close(self) -> None:
         """Close pooled connections."""
@@ -169,6 +192,8 @@ class RestSession:
     ) -> requests.Response:
         """Send a request (retrying as the module doc says); non-2xx raises the mapped error."""
         url = path if path.startswith("http") else self.base_uri + path
+        elsewhere = not url.startswith(self.base_uri + "/")
+        proxies = self._proxies_for(url) if elsewhere else None
         headers = self.auth.headers()
         if extra_headers:
             headers.update(extra_headers)
@@ -187,7 +212,13 @@ class RestSession:
         while True:
             try:
                 response = self._session.request(
-                    method, url, data=data, params=params, headers=headers, timeout=self.policy.timeout_s
+                    method,
+                    url,
+                    data=data,
+                    params=params,
+                    headers=headers,
+                    timeout=self.policy.timeout_s,
+                    proxies=proxies,
                 )
             except (requests.ConnectionError, requests.Timeout) as exc:
                 if may_resend and attempt + 1 < self.policy.attempts:

@@ -23,6 +23,7 @@ they are wanted.
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
@@ -64,6 +65,7 @@ from icefloe.formats.v4.content_stats import (
     metrics_from_struct_value,
     struct_value_from_metrics,
 )
+from icefloe.formats.v4.encoded_rows import ENCODED_ROWS
 from icefloe.spec.content import (
     ColumnFile,
     DataFile,
@@ -358,11 +360,17 @@ def encode_content_entries(
     else:
         footer["content"] = LEAF_CONTENT[_leaf_content(row_list, options.get("leaf_content"))]
     footer.update(options.get("metadata") or {})
-    values = [writer.row(r) for r in row_list]
     target = pa.struct(list(schema.write_arrow))
-    entries = fill_required_members(
-        internal_to_arrow(schema.write_type, values, target), target, "content_entry"
-    )
+
+    def encode_rows(batch: list[ContentRow]) -> pa.Array:
+        values = [writer.row(r) for r in batch]
+        return fill_required_members(
+            internal_to_arrow(schema.write_type, values, target), target, "content_entry"
+        )
+
+    # rows carried on from a root this process encoded a moment ago are not converted again
+    key = (schema, kind, location, options.get("mdv_encoding"))
+    entries = ENCODED_ROWS.encode(key, row_list, encode_rows)
     table = pa.Table.from_arrays(cast(pa.StructArray, entries).flatten(), schema=schema.write_arrow)
     for f, col in zip(schema.write_arrow, table.columns, strict=True):
         if not f.nullable and col.null_count:
@@ -397,13 +405,15 @@ def _delta_encodings(schema: pa.Schema) -> dict[str, str] | None:
     return {path: "DELTA_BINARY_PACKED" for path in _integer_column_paths(schema)} or None
 
 
-def _integer_column_paths(schema: pa.Schema) -> list[str]:
-    """Dotted Parquet paths of the leaf columns that Parquet stores as INT32 or INT64."""
+@functools.lru_cache(maxsize=64)
+def _integer_column_paths(schema: pa.Schema) -> tuple[str, ...]:
+    """Dotted Parquet paths of the leaf columns that Parquet stores as INT32 or INT64 (once per
+    schema: every root of a table is written with one of a few)."""
     is_integer: dict[str, bool] = {}
     for path, t in _leaf_columns(list(schema), ()):
         # names may contain dots: a path shared with a non-integer leaf gets no special encoding
         is_integer[path] = is_integer.get(path, True) and _stored_as_integer(t)
-    return [path for path, ok in is_integer.items() if ok]
+    return tuple(path for path, ok in is_integer.items() if ok)
 
 
 def _leaf_columns(fields: list[pa.Field], prefix: tuple[str, ...]) -> Iterator[tuple[str, pa.DataType]]:

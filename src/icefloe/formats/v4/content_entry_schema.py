@@ -398,6 +398,22 @@ def _has_required_member(t: pa.DataType) -> bool:
     return any(not f.nullable or (pa.types.is_struct(f.type) and _has_required_member(f.type)) for f in t)
 
 
+_SMALL_NULL_STRUCTS = 8
+
+
+@functools.lru_cache(maxsize=256)
+def _filled_null_structs(t: pa.DataType, length: int) -> pa.Array:
+    """``length`` null structs of type ``t`` with their required members filled (built once)."""
+    children = []
+    for f in t:  # as the general path below does it
+        child = pa.nulls(length, f.type)
+        if not f.nullable:
+            child = child.fill_null(_zero(f.type))
+        children.append(fill_required_members(child, f.type, f.name))
+    mask = pa.array([True] * length, pa.bool_())
+    return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
+
+
 def fill_required_members(arr: pa.Array, t: pa.DataType, path: str) -> pa.Array:
     """Fill required struct members under null parents (Parquet rejects nulls there).
 
@@ -406,16 +422,22 @@ def fill_required_members(arr: pa.Array, t: pa.DataType, path: str) -> pa.Array:
     if not pa.types.is_struct(t) or not _has_required_member(t):
         return arr
     struct = cast(pa.StructArray, arr)
-    parent_null = struct.is_null()
+    if 0 < len(struct) <= _SMALL_NULL_STRUCTS and struct.null_count == len(struct):
+        return _filled_null_structs(t, len(struct))  # e.g. a small root's absent optional structs
     children = []
+    changed = False
     for i, f in enumerate(t):
-        child = struct.field(i)
+        child = filled = struct.field(i)
         if not f.nullable and child.null_count:
-            if pc.any(pc.and_(child.is_null(), pc.invert(parent_null))).as_py():
+            if pc.any(pc.and_(child.is_null(), struct.is_valid())).as_py():
                 raise ValidationError(f"content entry field {path}.{f.name} is required but missing")
-            child = child.fill_null(_zero(f.type))
-        children.append(fill_required_members(child, f.type, f"{path}.{f.name}"))
-    mask = parent_null if struct.null_count else None
+            filled = child.fill_null(_zero(f.type))
+        filled = fill_required_members(filled, f.type, f"{path}.{f.name}")
+        changed = changed or filled is not child
+        children.append(filled)
+    if not changed:  # nothing was null where Parquet needs a value: the array as it is
+        return arr
+    mask = struct.is_null() if struct.null_count else None
     return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
 
 

@@ -1,0 +1,94 @@
+"""Commit coalescing: commits queued while a batch runs are applied as the next batch, each on its own."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import pyarrow as pa
+import requests
+
+from icefloe.catalog.rest import RestCatalog
+from icefloe.catalog.sql import SqlCatalog
+from icefloe.server import RunningServer
+from icefloe.server.context import ServerState
+from icefloe.spec.schema import Schema
+from icefloe.spec.types import LongType, NestedField
+from icefloe.table.table import Table
+from icefloe.tree.read_seam import entries_added_by
+
+KEY = (("db",), "t")
+WAIT_S = 60.0
+
+
+def _wait_until(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not condition():
+        assert time.monotonic() < deadline, "the server did not get there"
+        time.sleep(0.005)
+
+
+def _start(target: Callable[[], None]) -> threading.Thread:
+    thread = threading.Thread(target=target)
+    thread.start()
+    return thread
+
+
+def test_commits_queued_behind_a_batch_land_together_and_a_conflict_alone_is_refused(
+    rest_server: RunningServer, backing_catalog: SqlCatalog
+) -> None:
+    backing_catalog.create_namespace("db")
+    schema = Schema(NestedField(1, "id", LongType(), required=True))
+    backing_catalog.create_table("db.t", schema, properties={"format-version": "4"})
+    state: ServerState = rest_server.app.state.icefloe
+    clients = [RestCatalog(f"c{i}", uri=rest_server.uri) for i in range(3)]
+    tables: list[Table] = [c.load_table("db.t") for c in clients]  # all from the same (empty) head
+    metadata_files_before = len(backing_catalog.load_table("db.t").metadata.metadata_log)
+    refused: list[int] = []
+
+    def append(i: int) -> Callable[[], None]:
+        return lambda: tables[i].append(pa.table({"id": pa.array([i], pa.int64())}))
+
+    def stale_schema_change() -> None:
+        body = {
+            "requirements": [{"type": "assert-current-schema-id", "current-schema-id": 99}],
+            "updates": [{"action": "set-properties", "updates": {"k": "v"}}],
+        }
+        reply = requests.post(rest_server.uri + "/v1/namespaces/db/tables/t", json=body, timeout=WAIT_S)
+        refused.append(reply.status_code)
+
+    with state.locks.lock(KEY):  # the first commit leads a batch that waits here
+        threads = [_start(append(0))]
+        _wait_until(lambda: state.coalescer.running(KEY))
+        for target in (append(1), stale_schema_change, append(2)):
+            queued = state.coalescer.queued(KEY)
+            threads.append(_start(target))
+            _wait_until(lambda q=queued: state.coalescer.queued(KEY) == q + 1)  # type: ignore[misc]
+    for thread in threads:
+        thread.join(WAIT_S)
+    assert refused == [409]
+    assert state.coalescer.batches == 2  # [append 0], then [append 1, schema change, append 2]
+    assert state.coalescer.rebased == 2  # appends 1 and 2 were made on the old head
+
+    md = backing_catalog.load_table("db.t").metadata
+    assert "k" not in md.properties
+    assert len(md.metadata_log) == metadata_files_before + 2  # one metadata file per batch
+    io = backing_catalog._file_io(md.properties, md.location)
+    assert len({s.root_manifest for s in md.snapshots}) == 3  # every commit its own snapshot and root
+    added_by = {}  # snapshot id -> the row id its one added file holds
+    for snapshot in md.snapshots:
+        (entry,) = entries_added_by(io, md, snapshot)
+        rows = backing_catalog.load_table("db.t").scan(snapshot_id=snapshot.snapshot_id).to_arrow()
+        before = set()
+        if snapshot.parent_snapshot_id is not None:
+            parent = backing_catalog.load_table("db.t").scan(snapshot_id=snapshot.parent_snapshot_id)
+            before = set(parent.to_arrow()["id"].to_pylist())
+        (added_by[snapshot.snapshot_id],) = set(rows["id"].to_pylist()) - before
+        assert entry.data_file.record_count == 1
+    assert sorted(added_by.values()) == [0, 1, 2]
+    for i, table in enumerate(tables):  # each client was answered with metadata holding its snapshot
+        own = next(sid for sid, row in added_by.items() if row == i)
+        assert own in {s.snapshot_id for s in table.metadata.snapshots}
+    for client in clients:
+        client.close()
