@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from pyiceberg.view.metadata import ViewMetadata as PyIcebergViewMetadata
 from sqlalchemy import create_engine, text
 
 from icefloe.catalog.sql import SqlCatalog
@@ -46,6 +47,10 @@ def test_a_view_is_a_view_row_with_its_metadata_file(
         {"type": "sql", "sql": "SELECT id, name FROM db.t", "dialect": "spark"}
     ]
     assert written["version-log"] == [{"timestamp-ms": 1000, "version-id": 1}]
+    # PyIceberg's model of the view spec reads the file as written
+    theirs = PyIcebergViewMetadata.model_validate_json(Path(location.removeprefix("file://")).read_text())
+    assert theirs.current_version_id == 1 and tuple(theirs.versions[0].default_namespace) == ("db",)
+    assert [f.name for f in theirs.schemas[0].fields] == ["id", "name"]
     md, loaded_from = views.load(("db", "v"))
     assert loaded_from == location and md.schema().fields == schema.fields
     assert md.current_version().sql_for("SPARK") == "SELECT id, name FROM db.t"

@@ -21,7 +21,6 @@ import icefloe
 from icefloe.catalog.base import Catalog
 from icefloe.errors import ValidationError
 from icefloe.spark import sql
-from icefloe.spark.statements import UnsupportedStatement
 
 Row = tuple[Any, ...]
 VERSIONS = [2, 3, 4]
@@ -630,11 +629,32 @@ def test_iceberg_functions(spark: Any, table_name: str) -> None:
     assert rows(sql(spark, "SELECT system.builtin.abs(-2)")) == [(2,)]
 
 
-def test_iceberg_views_are_named_as_unsupported(spark: Any, table_name: str) -> None:
+def test_ddl_page_views(spark: Any, catalog: Catalog, table_name: str) -> None:
+    """The view statements of Iceberg's DDL page on the icefloe catalog."""
     t = f"icefloe.{table_name}"
-    sql(spark, f"CREATE TABLE {t} (id bigint, ts timestamp) USING iceberg")
-    view = f"{t}_view"
-    with pytest.raises(UnsupportedStatement, match="CREATE VIEW"):
-        sql(spark, f"CREATE VIEW {view} AS SELECT * FROM {t}")
-    with pytest.raises(UnsupportedStatement, match="DROP VIEW"):
-        sql(spark, f"DROP VIEW {view}")
+    view, renamed = f"{t}_view", f"{t}_renamed"
+    sql(spark, f"CREATE TABLE {t} (id bigint, zip string) USING iceberg")
+    sql(spark, f"INSERT INTO {t} VALUES (1, '10115'), (2, '80331')")
+    sql(spark, f"CREATE VIEW {view} AS SELECT * FROM {t}")
+    sql(spark, f"CREATE VIEW IF NOT EXISTS {view} AS SELECT id FROM {t}")  # exists: unchanged
+    assert contents(spark, view) == (["id", "zip"], [(1, "10115"), (2, "80331")])
+    sql(
+        spark,
+        f"""CREATE OR REPLACE VIEW {view} (ID COMMENT 'Unique ID', ZIP COMMENT 'Zipcode')
+            COMMENT 'View Comment' TBLPROPERTIES ('key1' = 'val1', 'key2' = 'val2')
+            AS SELECT id, zip FROM {t} WHERE id = 2""",
+    )
+    assert contents(spark, view) == (["ID", "ZIP"], [(2, "80331")])
+    assert rows(sql(spark, f"DESCRIBE {view}")) == [
+        ("ID", "bigint", "Unique ID"),
+        ("ZIP", "string", "Zipcode"),
+    ]
+    sql(spark, f"ALTER VIEW {view} SET TBLPROPERTIES ('key1' = 'val1', 'key3' = 'val3')")
+    sql(spark, f"ALTER VIEW {view} UNSET TBLPROPERTIES ('key1', 'key2')")
+    assert "TBLPROPERTIES (\n  'key3' = 'val3')" in sql(spark, f"SHOW CREATE TABLE {view}").collect()[0][0]
+    sql(spark, f"ALTER VIEW {view} RENAME TO {renamed}")
+    namespace, name = renamed.split(".")[1:]
+    assert (namespace, name, False) in rows(sql(spark, f"SHOW VIEWS IN icefloe.{namespace}"))
+    sql(spark, f"DROP VIEW {renamed}")
+    sql(spark, f"DROP VIEW IF EXISTS {renamed}")
+    assert (namespace, name, False) not in rows(sql(spark, f"SHOW VIEWS IN icefloe.{namespace}"))

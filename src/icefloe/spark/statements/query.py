@@ -29,6 +29,7 @@ from icefloe.spark.statements.names import SqlContext, TableRef, wap_branch
 from icefloe.spark.statements.parse import to_sql
 from icefloe.spark.statements.predicates import NotPushable, conjuncts, to_filter
 from icefloe.spark.statements.read_cache import PlannedRead, planned_read, release
+from icefloe.spark.statements.view_expansion import expand_views
 from icefloe.spec.snapshots import RefType
 
 if TYPE_CHECKING:
@@ -92,6 +93,7 @@ def table_parts(node: exp.Table) -> list[str] | None:
 def rewrite_reads(ctx: SqlContext, tree: exp.Expr, skip: set[int] | None = None) -> RewrittenQuery:
     """Replace every icefloe table reference in ``tree`` (except nodes whose id is in ``skip``)."""
     skip = skip or set()
+    expand_views(ctx, tree, skip)
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     result = RewrittenQuery(tree)
     try:
