@@ -11,7 +11,7 @@ from sqlalchemy import create_engine, text
 
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.catalog.sql_engine import catalog_tables
-from icefloe.catalog.sql_views import NoSuchView
+from icefloe.catalog.sql_views import NoSuchView, SqlViews
 from icefloe.errors import AlreadyExists, CommitConflict, Unsupported
 from icefloe.spec.schema import Schema
 from icefloe.spec.view_metadata import SqlRepresentation, ViewMetadata, ViewVersion
@@ -31,7 +31,7 @@ def test_a_view_is_a_view_row_with_its_metadata_file(
     sql_catalog: SqlCatalog, schema: Schema, warehouse: Path
 ) -> None:
     sql_catalog.create_namespace("db")
-    views = sql_catalog.views
+    views = SqlViews(sql_catalog)
     location = views.create("db.v", new_view(f"{sql_catalog.warehouse}/db/v", schema))
     assert location.startswith(f"{sql_catalog.warehouse}/db/v/metadata/00000-") and location.endswith(
         ".metadata.json"
@@ -66,7 +66,7 @@ def test_a_view_is_a_view_row_with_its_metadata_file(
 
 def test_replace_rename_drop(sql_catalog: SqlCatalog, schema: Schema) -> None:
     sql_catalog.create_namespace("db")
-    views = sql_catalog.views
+    views = SqlViews(sql_catalog)
     first = views.create("db.v", new_view(f"{sql_catalog.warehouse}/db/v", schema))
     md, _ = views.load("db.v")
     changed = md.with_version(version("SELECT id FROM db.t", 2000), Schema(*schema.fields[:1]))
@@ -97,6 +97,6 @@ def test_a_database_without_iceberg_type_has_no_room_for_views(tmp_path: Path) -
     catalog = SqlCatalog("v0", uri=uri, warehouse=str(tmp_path / "wh"))
     try:
         with pytest.raises(Unsupported, match="cannot hold views"):
-            catalog.views.names("db")
+            SqlViews(catalog).names("db")
     finally:
         catalog.close()

@@ -24,7 +24,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     ColumnElement,
@@ -70,9 +70,6 @@ from icefloe.errors import (
     ValidationError,
 )
 from icefloe.io.durability import sync_pending
-
-if TYPE_CHECKING:
-    from icefloe.catalog.sql_views import SqlViews
 
 logger = logging.getLogger(__name__)
 
@@ -133,13 +130,6 @@ class SqlCatalog(Catalog):
             return "iceberg_type" in {c["name"] for c in insp.get_columns(TABLES)}
 
         return self._run(work, write=False)
-
-    @property
-    def views(self) -> SqlViews:
-        """The catalog's Iceberg views (Unsupported on a database without ``iceberg_type``)."""
-        from icefloe.catalog.sql_views import SqlViews
-
-        return SqlViews(self)
 
     def close(self) -> None:
         """Dispose of the connection pool."""

@@ -38,7 +38,7 @@ class NoSuchView(NotFound):
 
 
 class SqlViews:
-    """The views of one ``SqlCatalog`` (``catalog.views``)."""
+    """The views of one ``SqlCatalog`` (``SqlViews(catalog)``; Unsupported on a V0 database)."""
 
     def __init__(self, catalog: SqlCatalog) -> None:
         if not catalog._has_type:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from icefloe.catalog.sql import SqlCatalog
+from icefloe.catalog.sql_views import SqlViews
 from icefloe.errors import AlreadyExists, NoSuchTable, NotFound
 from icefloe.spark import sql
 
@@ -26,8 +27,9 @@ def ns(catalog: SqlCatalog) -> Iterator[str]:
     name = f"views_{uuid.uuid4().hex[:8]}"
     catalog.create_namespace(name)
     yield name
-    for ident in catalog.views.names(name):
-        catalog.views.drop(ident)
+    views = SqlViews(catalog)
+    for ident in views.names(name):
+        views.drop(ident)
     for ident in catalog.list_tables(name):
         catalog.drop_table(ident)
     catalog.drop_namespace(name)
@@ -57,7 +59,7 @@ def test_create_select_describe_show_and_the_stored_metadata(
     )
     assert rows(joined) == [("B", "b"), ("C", "c")]
     # what the catalog holds: an iceberg_type = 'VIEW' row naming view metadata
-    md, location = catalog.views.load((ns, "v"))
+    md, location = SqlViews(catalog).load((ns, "v"))
     assert "/metadata/00000-" in location
     version = md.current_version()
     assert version.sql_for("spark") == f"SELECT id, UPPER(name) FROM icefloe.{ns}.t WHERE id > 1"
@@ -106,7 +108,7 @@ def test_replace_alter_rename_and_drop(spark: Any, catalog: SqlCatalog, ns: str)
     sql(spark, f"ALTER VIEW {v} UNSET TBLPROPERTIES ('a')")
     sql(spark, f"ALTER VIEW {v} AS SELECT id, name FROM icefloe.{ns}.t WHERE id = 3")
     assert rows(sql(spark, f"SELECT * FROM {v}")) == [(3, "c")]
-    md, _ = catalog.views.load((ns, "v"))
+    md, _ = SqlViews(catalog).load((ns, "v"))
     assert [ver.version_id for ver in md.versions] == [1, 2, 3] and md.current_version_id == 3
     assert md.properties == {"b": "2", "spark.query-column-names": "id,name"}
     sql(spark, f"ALTER VIEW {v} RENAME TO icefloe.{ns}.w")

@@ -29,11 +29,12 @@ DIALECT = "spark"
 def view_store(ctx: SqlContext) -> SqlViews | None:
     """The views of the session's icefloe catalog (None when the catalog cannot hold views)."""
     from icefloe.catalog.sql import SqlCatalog
+    from icefloe.catalog.sql_views import SqlViews
 
     if not isinstance(ctx.catalog, SqlCatalog):
         return None
     try:
-        return ctx.catalog.views
+        return SqlViews(ctx.catalog)
     except Unsupported:
         return None
 
