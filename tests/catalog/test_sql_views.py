@@ -38,7 +38,11 @@ def test_a_view_is_a_view_row_with_its_metadata_file(
     )
     with sql_catalog.engine.connect() as conn:
         rows = conn.execute(
-            text("SELECT table_namespace, table_name, metadata_location, iceberg_type FROM iceberg_tables")
+            text(
+                "SELECT table_namespace, table_name, metadata_location, iceberg_type FROM iceberg_tables "
+                "WHERE catalog_name = :name"
+            ),
+            {"name": sql_catalog.name},
         ).all()
     assert [tuple(r) for r in rows] == [("db", "v", location, "VIEW")]
     written = json.loads(Path(location.removeprefix("file://")).read_text())
