@@ -73,6 +73,23 @@ def test_create_select_describe_show_and_the_stored_metadata(
     assert not catalog.table_exists((ns, "v"))
     assert rows(sql(spark, f"SHOW VIEWS IN icefloe.{ns}")) == [(ns, "v", False)]
     assert rows(sql(spark, f"DESCRIBE {v}")) == [("id", "bigint", "the id"), ("label", "string", None)]
+    assert [tuple(r) for r in sql(spark, f"DESCRIBE EXTENDED {v}").collect()] == [
+        ("id", "bigint", "the id"),
+        ("label", "string", None),
+        ("", "", ""),
+        ("# Detailed View Information", "", ""),
+        ("Comment", "upper names", ""),
+        ("View Catalog and Namespace", f"spark_catalog.{spark.catalog.currentDatabase()}", ""),
+        ("View Query Output Columns", "[id, upper(name)]", ""),
+        ("View Properties", "[owner=team]", ""),
+        ("Created By", f"Spark {spark.version}", ""),
+    ]
+    assert rows(sql(spark, f"SHOW TBLPROPERTIES {v}")) == [
+        ("comment", "upper names"),
+        ("owner", "team"),
+        ("spark.query-column-names", "id,upper(name)"),
+    ]
+    assert rows(sql(spark, f"SHOW TBLPROPERTIES {v} ('owner')")) == [("owner", "team")]
     shown = sql(spark, f"SHOW CREATE TABLE {v}").collect()[0][0]
     assert shown == (
         f"CREATE VIEW icefloe.{ns}.v (\n  id COMMENT 'the id',\n  label)\nCOMMENT 'upper names'\n"

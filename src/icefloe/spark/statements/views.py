@@ -53,7 +53,8 @@ def handle(ctx: SqlContext, stmt: Statement, tree: exp.Expr) -> DataFrame | None
     if isinstance(tree, exp.Describe) and isinstance(tree.this, exp.Table):
         ident = view_identifier(ctx, tree.this)
         md = load_view(ctx, ident) if ident is not None and ctx.load(ident) is None else None
-        return None if md is None else _describe(ctx, md)
+        extended = str(tree.args.get("style") or "").upper() == "EXTENDED"
+        return None if md is None else _describe(ctx, md, extended)
     if isinstance(tree, exp.Command):
         return _command(ctx, store, stmt)
     return None
@@ -216,6 +217,19 @@ def _command(ctx: SqlContext, store: SqlViews, stmt: Statement) -> DataFrame | N
             if md is None or ident is None
             else _frame(ctx, "createtab_stmt string", [(show_create(ctx, ident, md),)])
         )
+    if cursor.accept("SHOW", "TBLPROPERTIES"):
+        ident = ctx.table_identifier(cursor.dotted())
+        md = load_view(ctx, ident) if ident is not None and ctx.load(ident) is None else None
+        if md is None:
+            return None
+        props = sorted(md.properties.items())
+        if cursor.accept("("):
+            key = cursor.next().text
+            cursor.expect(")")
+            props = [
+                (key, md.properties.get(key, f"View {'.'.join(ident or ())} does not have property: {key}"))
+            ]
+        return _frame(ctx, "key string, value string", props)
     if cursor.accept("ALTER", "VIEW"):
         ident = ctx.table_identifier(cursor.dotted())
         if ident is None:
@@ -255,10 +269,35 @@ def _show_views(ctx: SqlContext, store: SqlViews, cursor: TokenCursor) -> DataFr
     return _frame(ctx, "namespace string, viewName string, isTemporary boolean", rows)
 
 
-def _describe(ctx: SqlContext, md: ViewMetadata) -> DataFrame:
+def _describe(ctx: SqlContext, md: ViewMetadata, extended: bool) -> DataFrame:
+    """The view's columns; with EXTENDED, the view details Spark shows for a catalog view."""
     from icefloe.spark.schema import to_spark_type
 
-    rows = [(f.name, to_spark_type(f.field_type, False).simpleString(), f.doc) for f in md.schema().fields]
+    fields = md.schema().fields
+    rows: list[tuple[Any, ...]] = [
+        (f.name, to_spark_type(f.field_type, False).simpleString(), f.doc) for f in fields
+    ]
+    if extended:
+        version = md.current_version()
+        shown = sorted((k, v) for k, v in md.properties.items() if k not in _RESERVED)
+        query_columns = md.properties.get(QUERY_COLUMN_NAMES, ",".join(f.name for f in fields)).split(",")
+        rows += [
+            ("", "", ""),
+            ("# Detailed View Information", "", ""),
+            ("Comment", md.properties.get(COMMENT, ""), ""),
+            (
+                "View Catalog and Namespace",
+                ".".join([version.default_catalog or ctx.name, *version.default_namespace]),
+                "",
+            ),
+            ("View Query Output Columns", "[" + ", ".join(query_columns) + "]", ""),
+            ("View Properties", "[" + ", ".join(f"{k}={v}" for k, v in shown) + "]", ""),
+            (
+                "Created By",
+                version.summary.get("engine-name", "") + " " + version.summary.get("engine-version", ""),
+                "",
+            ),
+        ]
     return _frame(ctx, "col_name string, data_type string, comment string", rows)
 
 
