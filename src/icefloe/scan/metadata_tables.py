@@ -184,7 +184,7 @@ def refs_table(md: TableMetadata) -> pa.Table:
 
 def manifests_table(io: FileIO, md: TableMetadata, snapshot_id: int | None = None) -> pa.Table:
     """One row per manifest of the snapshot, with file counts and partition summaries."""
-    snap = _snapshot(md, snapshot_id)
+    snap = snapshot_or_current(md, snapshot_id)
     rows = []
     for m in manifest_refs(io, md, snap) if snap is not None else []:
         is_data = m.content == ManifestContent.DATA
@@ -220,14 +220,14 @@ def files_table(
     """Live data and delete files of the snapshot (``content``: "all", "data" or "deletes")."""
     if content not in ("all", "data", "deletes"):
         raise ValidationError(f"content must be 'all', 'data' or 'deletes', got {content!r}")
-    snap = _snapshot(md, snapshot_id)
+    snap = snapshot_or_current(md, snapshot_id)
     files = [
         e.data_file
-        for e in _entries(io, md, snap)
+        for e in snapshot_entries(io, md, snap)
         if e.status.is_live
         and (content == "all" or (e.data_file.content == FileContent.DATA) == (content == "data"))
     ]
-    layout = _Layout(md)
+    layout = FileLayout(md)
     table = layout.files(files)
     if readable_metrics:
         table = table.append_column(layout.metrics_field(), layout.metrics(files))
@@ -246,7 +246,7 @@ def delete_files_table(io: FileIO, md: TableMetadata, snapshot_id: int | None = 
 
 def entries_table(io: FileIO, md: TableMetadata, snapshot_id: int | None = None) -> pa.Table:
     """Every manifest entry of the snapshot (deleted ones included), with inherited values resolved."""
-    return _entries_arrow(md, list(_entries(io, md, _snapshot(md, snapshot_id))))
+    return _entries_arrow(md, list(snapshot_entries(io, md, snapshot_or_current(md, snapshot_id))))
 
 
 def all_entries_table(io: FileIO, md: TableMetadata, snapshot_id: int | None = None) -> pa.Table:
@@ -261,7 +261,7 @@ def all_entries_table(io: FileIO, md: TableMetadata, snapshot_id: int | None = N
     seen: set[tuple[Any, ...]] = set()
     entries: list[ManifestEntry] = []
     for snap in md.snapshots:
-        for e in _entries(io, md, snap):
+        for e in snapshot_entries(io, md, snap):
             f = e.data_file
             key = (e.status, e.snapshot_id, e.sequence_number, f.content_key, f.deletion_vector)
             if key not in seen:
@@ -271,7 +271,7 @@ def all_entries_table(io: FileIO, md: TableMetadata, snapshot_id: int | None = N
 
 
 def _entries_arrow(md: TableMetadata, entries: list[ManifestEntry]) -> pa.Table:
-    layout = _Layout(md)
+    layout = FileLayout(md)
     files = [e.data_file for e in entries]
     data_file = layout.files(files).combine_chunks()
     struct = pa.StructArray.from_arrays(
@@ -292,11 +292,11 @@ def _entries_arrow(md: TableMetadata, entries: list[ManifestEntry]) -> pa.Table:
 
 def partitions_table(io: FileIO, md: TableMetadata, snapshot_id: int | None = None) -> pa.Table:
     """Per partition: data record and file counts, sizes, delete counts and the last update."""
-    snap = _snapshot(md, snapshot_id)
-    layout = _Layout(md)
+    snap = snapshot_or_current(md, snapshot_id)
+    layout = FileLayout(md)
     timestamps = {s.snapshot_id: s.timestamp_ms for s in md.snapshots}
     groups: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for e in _entries(io, md, snap):
+    for e in snapshot_entries(io, md, snap):
         if not e.status.is_live:
             continue
         f = e.data_file
@@ -382,11 +382,13 @@ def metadata_table(io: FileIO, md: TableMetadata, name: str, snapshot_id: int | 
 # helpers
 
 
-def _snapshot(md: TableMetadata, snapshot_id: int | None) -> Snapshot | None:
+def snapshot_or_current(md: TableMetadata, snapshot_id: int | None) -> Snapshot | None:
+    """The snapshot with that id, else the current one (None for a table without snapshots)."""
     return md.snapshot_by_id(snapshot_id) if snapshot_id is not None else md.current_snapshot()
 
 
-def _entries(io: FileIO, md: TableMetadata, snap: Snapshot | None) -> Iterable[ManifestEntry]:
+def snapshot_entries(io: FileIO, md: TableMetadata, snap: Snapshot | None) -> Iterable[ManifestEntry]:
+    """Every entry of the snapshot's tree (v4 removals included); none for no snapshot."""
     if snap is None:
         return
     for m in manifest_refs(io, md, snap):
@@ -463,8 +465,8 @@ def _decode(t: IcebergType, data: bytes | None) -> Any:
         return None
 
 
-class _Layout:
-    """Arrow shapes of one table's partition struct and readable metrics."""
+class FileLayout:
+    """Arrow shapes of one table's partition struct (every spec's fields) and readable metrics."""
 
     def __init__(self, md: TableMetadata) -> None:
         self.md = md

@@ -1,5 +1,6 @@
 """Metadata tables over the whole history: ``all_data_files``, ``all_delete_files``, ``all_files``,
-``all_manifests``, and the ``metadata_log_entries`` of the table's metadata files.
+``all_manifests``, and the ``metadata_log_entries`` of the table's metadata files; ``any_metadata_table``
+also reaches ``position_deletes`` (``scan.position_deletes_table``).
 
 Built from the per-snapshot tables of ``scan.metadata_tables`` (same columns): the ``all_*`` file
 tables list each distinct content file of every snapshot still in the metadata once;
@@ -14,6 +15,7 @@ import pyarrow.compute as pc
 from icefloe.errors import ValidationError
 from icefloe.io.fileio import FileIO
 from icefloe.scan.metadata_tables import METADATA_TABLES, files_table, manifests_table
+from icefloe.scan.position_deletes_table import position_deletes_table
 from icefloe.spec.table_metadata import TableMetadata
 
 METADATA_LOG_SCHEMA = pa.schema(
@@ -97,8 +99,10 @@ def any_metadata_table(
         return all_manifests_table(io, md)
     if name == "metadata_log_entries":
         return metadata_log_entries_table(md, metadata_location)
+    if name == "position_deletes":
+        return position_deletes_table(io, md, snapshot_id)
     build = METADATA_TABLES.get(name)
     if build is None:
-        known = sorted([*METADATA_TABLES, *HISTORY_TABLES])
+        known = sorted([*METADATA_TABLES, *HISTORY_TABLES, "position_deletes"])
         raise ValidationError(f"unknown metadata table {name!r}; known: {', '.join(known)}")
     return build(io, md, snapshot_id=snapshot_id)

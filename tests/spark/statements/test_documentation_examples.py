@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
+import icefloe
 from icefloe.catalog.base import Catalog
 from icefloe.errors import ValidationError
 from icefloe.spark import sql
-from icefloe.spark.statements import UnsupportedStatement
 
 Row = tuple[Any, ...]
 VERSIONS = [2, 3, 4]
@@ -395,6 +395,30 @@ def test_queries_page_time_travel_schemas(
     assert [(r[1], r[3], r[4]) for r in joined.collect()] == [("append", True, app), ("append", True, app)]
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+def test_queries_page_position_deletes_and_changes(spark: Any, table_name: str, version: int) -> None:
+    """``SELECT * FROM t.position_deletes`` lists each deleted position of a merge-on-read delete;
+    ``SELECT * FROM t.changes`` each row inserted and deleted, commit by commit."""
+    t = f"icefloe.{table_name}"
+    sql(
+        spark,
+        f"""CREATE TABLE {t} (id bigint, data string) USING iceberg
+            {properties(version, **{"write.delete.mode": "merge-on-read"})}""",
+    )
+    sql(spark, f"INSERT INTO {t} VALUES (1, 'a')")
+    sql(spark, f"DELETE FROM {t} WHERE id = 1")
+    data_file = rows(sql(spark, f"SELECT file_path FROM {t}.data_files"))[0][0]
+    deleted = sql(spark, f"SELECT file_path, pos, row, spec_id FROM {t}.position_deletes")
+    assert rows(deleted) == [(data_file, 0, None, 0)]
+    snapshots = [
+        r[0] for r in sql(spark, f"SELECT snapshot_id FROM {t}.snapshots ORDER BY committed_at").collect()
+    ]
+    assert contents(spark, f"{t}.changes") == (
+        ["id", "data", "_change_type", "_change_ordinal", "_commit_snapshot_id"],
+        [(1, "a", "DELETE", 1, snapshots[1]), (1, "a", "INSERT", 0, snapshots[0])],
+    )
+
+
 # ------------------------------------------------------------------------------------------ writes
 
 
@@ -586,24 +610,24 @@ def test_writes_page_branch_writes(spark: Any, table_name: str, version: int) ->
     assert contents(spark, t)[1] == [(0, "z")]  # main is untouched
 
 
-def test_iceberg_functions_and_views_are_named_as_unsupported(spark: Any, table_name: str) -> None:
+def test_iceberg_functions(spark: Any, table_name: str) -> None:
+    """The functions of Iceberg's Spark queries page give the table's partition values."""
     t = f"icefloe.{table_name}"
-    sql(spark, f"CREATE TABLE {t} (id bigint, ts timestamp) USING iceberg")
-    for query in (
-        "SELECT system.iceberg_version()",
-        f"SELECT system.bucket(16, id), system.days(ts) FROM {t}",
-        f"SELECT icefloe.system.bucket(16, id) FROM {t}",
-    ):
-        with pytest.raises(UnsupportedStatement, match=r"Iceberg's function (icefloe\.)?system\."):
-            sql(spark, query)
+    sql(spark, f"CREATE TABLE {t} (id bigint, name string, ts timestamp_ntz) USING iceberg")
+    sql(spark, f"INSERT INTO {t} VALUES (34, 'iceberg', TIMESTAMP_NTZ '2017-11-16 22:31:08')")
+    assert rows(sql(spark, "SELECT system.iceberg_version() AS version")) == [(icefloe.__version__,)]
+    # spec Appendix B: hash(34) = 2017239379, hash('iceberg') = 1210000089
+    assert rows(sql(spark, f"SELECT system.bucket(16, id), icefloe.system.bucket(16, name) FROM {t}")) == [
+        (2017239379 % 16, 1210000089 % 16)
+    ]
+    assert rows(sql(spark, f"SELECT system.truncate(3, name), system.truncate(10, id) FROM {t}")) == [
+        ("ice", 30)
+    ]
+    assert rows(
+        sql(spark, f"SELECT system.years(ts), system.months(ts), system.days(ts), system.hours(ts) FROM {t}")
+    ) == [(47, 574, dt.date(2017, 11, 16), 17486 * 24 + 22)]
     # Spark's own system namespace is left alone
     assert rows(sql(spark, "SELECT system.builtin.abs(-2)")) == [(2,)]
-    # Iceberg views are not provided either: the refusal names the statement
-    view = f"{t}_view"
-    with pytest.raises(UnsupportedStatement, match="CREATE VIEW"):
-        sql(spark, f"CREATE VIEW {view} AS SELECT * FROM {t}")
-    with pytest.raises(UnsupportedStatement, match="DROP VIEW"):
-        sql(spark, f"DROP VIEW {view}")
 
 
 # ------------------------------------------------------------------------------------------ procedures
@@ -680,3 +704,34 @@ def test_procedures_page_add_files_migrate_and_zorder(
     assert out.columns == ["partition_statistics_file"]
     (registered,) = catalog.load_table(table_name).metadata.partition_statistics
     assert registered["statistics-path"] == rows(out)[0][0]
+
+
+def test_ddl_page_views(spark: Any, catalog: Catalog, table_name: str) -> None:
+    """The view statements of Iceberg's DDL page on the icefloe catalog."""
+    t = f"icefloe.{table_name}"
+    view, renamed = f"{t}_view", f"{t}_renamed"
+    sql(spark, f"CREATE TABLE {t} (id bigint, zip string) USING iceberg")
+    sql(spark, f"INSERT INTO {t} VALUES (1, '10115'), (2, '80331')")
+    sql(spark, f"CREATE VIEW {view} AS SELECT * FROM {t}")
+    sql(spark, f"CREATE VIEW IF NOT EXISTS {view} AS SELECT id FROM {t}")  # exists: unchanged
+    assert contents(spark, view) == (["id", "zip"], [(1, "10115"), (2, "80331")])
+    sql(
+        spark,
+        f"""CREATE OR REPLACE VIEW {view} (ID COMMENT 'Unique ID', ZIP COMMENT 'Zipcode')
+            COMMENT 'View Comment' TBLPROPERTIES ('key1' = 'val1', 'key2' = 'val2')
+            AS SELECT id, zip FROM {t} WHERE id = 2""",
+    )
+    assert contents(spark, view) == (["ID", "ZIP"], [(2, "80331")])
+    assert rows(sql(spark, f"DESCRIBE {view}")) == [
+        ("ID", "bigint", "Unique ID"),
+        ("ZIP", "string", "Zipcode"),
+    ]
+    sql(spark, f"ALTER VIEW {view} SET TBLPROPERTIES ('key1' = 'val1', 'key3' = 'val3')")
+    sql(spark, f"ALTER VIEW {view} UNSET TBLPROPERTIES ('key1', 'key2')")
+    assert "TBLPROPERTIES (\n  'key3' = 'val3')" in sql(spark, f"SHOW CREATE TABLE {view}").collect()[0][0]
+    sql(spark, f"ALTER VIEW {view} RENAME TO {renamed}")
+    namespace, name = renamed.split(".")[1:]
+    assert (namespace, name, False) in rows(sql(spark, f"SHOW VIEWS IN icefloe.{namespace}"))
+    sql(spark, f"DROP VIEW {renamed}")
+    sql(spark, f"DROP VIEW IF EXISTS {renamed}")
+    assert (namespace, name, False) not in rows(sql(spark, f"SHOW VIEWS IN icefloe.{namespace}"))

@@ -4,8 +4,9 @@ Spark has no Python table-catalog API, so icefloe reads the statements itself (s
 dialect), runs those that touch icefloe tables through icefloe's own machinery (planned reads,
 ``write_table``, the row-level writers, schema/partition/ref evolution, maintenance) and hands
 everything else to ``spark.sql`` unchanged. Modules: ``parse`` (statements, tokens), ``names``
-(catalog / namespace / ref / metadata-table names), ``query`` (SELECT), ``ddl``, ``alter``,
-``dml``, ``show``, ``procedures``, ``errors``.
+(catalog / namespace / ref / metadata-table names), ``query`` (SELECT), ``metadata`` (metadata
+tables, ``changes``), ``functions`` (Iceberg's ``system.*`` functions), ``views`` and
+``view_expansion`` (Iceberg views), ``ddl``, ``alter``, ``dml``, ``show``, ``procedures``, ``errors``.
 """
 
 from __future__ import annotations

@@ -44,6 +44,8 @@ METADATA_TABLE_NAMES = (
     "all_files",
     "all_manifests",
     "metadata_log_entries",
+    "position_deletes",
+    "changes",
 )
 
 

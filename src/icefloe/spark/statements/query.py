@@ -23,12 +23,13 @@ from icefloe.errors import ValidationError
 from icefloe.expressions.ast import AlwaysTrue, And, Expression
 from icefloe.expressions.binding import bind
 from icefloe.spark.read import ReadPlan, plan_read
-from icefloe.spark.statements.errors import UnsupportedStatement
-from icefloe.spark.statements.metadata import metadata_frame
+from icefloe.spark.statements.functions import rewrite_iceberg_functions
+from icefloe.spark.statements.metadata import CHANGES, changes_frame, metadata_frame
 from icefloe.spark.statements.names import SqlContext, TableRef, wap_branch
 from icefloe.spark.statements.parse import to_sql
 from icefloe.spark.statements.predicates import NotPushable, conjuncts, to_filter
 from icefloe.spark.statements.read_cache import PlannedRead, planned_read, release
+from icefloe.spark.statements.view_expansion import expand_views
 from icefloe.spec.snapshots import RefType
 
 if TYPE_CHECKING:
@@ -92,34 +93,17 @@ def table_parts(node: exp.Table) -> list[str] | None:
 def rewrite_reads(ctx: SqlContext, tree: exp.Expr, skip: set[int] | None = None) -> RewrittenQuery:
     """Replace every icefloe table reference in ``tree`` (except nodes whose id is in ``skip``)."""
     skip = skip or set()
-    _refuse_iceberg_functions(ctx, tree)
+    expand_views(ctx, tree, skip)
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     result = RewrittenQuery(tree)
     try:
         for node in list(tree.find_all(exp.Table)):
             _replace_reference(ctx, result, node, skip, ctes)
+        rewrite_iceberg_functions(ctx, tree)  # after the tables: truncate asks Spark for its argument's type
     except BaseException:
         result.drop(ctx)  # the views made so far and the reads held so far
         raise
     return result
-
-
-ICEBERG_FUNCTIONS = {"iceberg_version", "bucket", "truncate", "years", "months", "days", "hours"}
-
-
-def _refuse_iceberg_functions(ctx: SqlContext, tree: exp.Expr) -> None:
-    """Iceberg's Spark functions (``system.bucket(16, id)``, ``icefloe.system.days(ts)``, ...) are not
-    provided: name them instead of letting Spark fail on an unknown namespace."""
-    for dot in tree.find_all(exp.Dot):
-        call = dot.expression
-        if not isinstance(call, exp.Anonymous) or str(call.this).lower() not in ICEBERG_FUNCTIONS:
-            continue
-        path = [p.name.lower() for p in dot.this.find_all(exp.Identifier)] if dot.this else []
-        if path == ["system"] or path == [ctx.name.lower(), "system"]:
-            raise UnsupportedStatement(
-                f"Iceberg's function {'.'.join(path)}.{str(call.this).lower()}",
-                "icefloe provides no SQL functions (its transforms run inside its writers only)",
-            )
 
 
 def _replace_reference(
@@ -138,8 +122,10 @@ def _replace_reference(
     alias = node.alias or ref.identifier[-1]
     if ref.metadata_table is not None:
         view = f"__icefloe_{next(_COUNTER)}_{uuid.uuid4().hex[:8]}"
-        snapshot_id = _snapshot_for(ref, travel)
-        df = metadata_frame(ctx.spark, ref.table, ref.metadata_table, snapshot_id)
+        if ref.metadata_table == CHANGES:
+            df = changes_frame(ctx, ref, time_travel=node.args.get("version") is not None)
+        else:
+            df = metadata_frame(ctx.spark, ref.table, ref.metadata_table, _snapshot_for(ref, travel))
         df.createOrReplaceTempView(view)
         result.views.append(ReadView(view, ref))
         replacement = exp.Table(this=exp.to_identifier(view))

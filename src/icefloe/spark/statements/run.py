@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 def run_statement(ctx: SqlContext, stmt: Statement) -> DataFrame:
     """The result of one statement (a query's rows, DML counts, or an empty frame for DDL)."""
-    from icefloe.spark.statements import ddl, dml, extensions, show
+    from icefloe.spark.statements import ddl, dml, extensions, show, views
 
     tree = stmt.tree
     if tree is None:
@@ -35,7 +35,7 @@ def run_statement(ctx: SqlContext, stmt: Statement) -> DataFrame:
         return ctx.spark.sql(stmt.text)
     if isinstance(tree, exp.Query):
         return run_query(ctx, tree)
-    handlers = (ddl.handle, dml.handle, show.handle, extensions.handle)
+    handlers = (views.handle, ddl.handle, dml.handle, show.handle, extensions.handle)
     for handler in handlers:
         result = handler(ctx, stmt, tree)
         if result is not None:

@@ -1,0 +1,106 @@
+"""Iceberg views in the SqlCatalog: rows with ``iceberg_type = 'VIEW'`` naming view metadata files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pyiceberg.view.metadata import ViewMetadata as PyIcebergViewMetadata
+from sqlalchemy import create_engine, text
+
+from icefloe.catalog.sql import SqlCatalog
+from icefloe.catalog.sql_engine import catalog_tables
+from icefloe.catalog.sql_views import NoSuchView, SqlViews
+from icefloe.errors import AlreadyExists, CommitConflict, Unsupported
+from icefloe.spec.schema import Schema
+from icefloe.spec.view_metadata import SqlRepresentation, ViewMetadata, ViewVersion
+
+pytestmark = pytest.mark.all_catalogs
+
+
+def version(sql: str, ts: int) -> ViewVersion:
+    return ViewVersion(0, ts, 0, (SqlRepresentation(sql, "spark"),), ("db",), {"engine-name": "icefloe"})
+
+
+def new_view(location: str, schema: Schema) -> ViewMetadata:
+    return ViewMetadata.new(location, version("SELECT id, name FROM db.t", 1000), schema, {"comment": "c"})
+
+
+def test_a_view_is_a_view_row_with_its_metadata_file(
+    sql_catalog: SqlCatalog, schema: Schema, warehouse: Path
+) -> None:
+    sql_catalog.create_namespace("db")
+    views = SqlViews(sql_catalog)
+    location = views.create("db.v", new_view(f"{sql_catalog.warehouse}/db/v", schema))
+    assert location.startswith(f"{sql_catalog.warehouse}/db/v/metadata/00000-") and location.endswith(
+        ".metadata.json"
+    )
+    with sql_catalog.engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT table_namespace, table_name, metadata_location, iceberg_type FROM iceberg_tables "
+                "WHERE catalog_name = :name"
+            ),
+            {"name": sql_catalog.name},
+        ).all()
+    assert [tuple(r) for r in rows] == [("db", "v", location, "VIEW")]
+    written = json.loads(Path(location.removeprefix("file://")).read_text())
+    assert written["format-version"] == 1 and written["current-version-id"] == 1
+    assert written["versions"][0]["representations"] == [
+        {"type": "sql", "sql": "SELECT id, name FROM db.t", "dialect": "spark"}
+    ]
+    assert written["version-log"] == [{"timestamp-ms": 1000, "version-id": 1}]
+    # PyIceberg's model of the view spec reads the file as written
+    theirs = PyIcebergViewMetadata.model_validate_json(Path(location.removeprefix("file://")).read_text())
+    assert theirs.current_version_id == 1 and tuple(theirs.versions[0].default_namespace) == ("db",)
+    assert [f.name for f in theirs.schemas[0].fields] == ["id", "name"]
+    md, loaded_from = views.load(("db", "v"))
+    assert loaded_from == location and md.schema().fields == schema.fields
+    assert md.current_version().sql_for("SPARK") == "SELECT id, name FROM db.t"
+    # views are not tables, and the name space is shared
+    assert sql_catalog.list_tables("db") == [] and not sql_catalog.table_exists("db.v")
+    assert views.names("db") == [("db", "v")] and views.exists("db.v")
+    with pytest.raises(AlreadyExists):
+        views.create("db.v", new_view(f"{sql_catalog.warehouse}/db/v2", schema))
+    sql_catalog.create_table("db.t", schema)
+    with pytest.raises(AlreadyExists):
+        views.create("db.t", new_view(f"{sql_catalog.warehouse}/db/t_view", schema))
+
+
+def test_replace_rename_drop(sql_catalog: SqlCatalog, schema: Schema) -> None:
+    sql_catalog.create_namespace("db")
+    views = SqlViews(sql_catalog)
+    first = views.create("db.v", new_view(f"{sql_catalog.warehouse}/db/v", schema))
+    md, _ = views.load("db.v")
+    changed = md.with_version(version("SELECT id FROM db.t", 2000), Schema(*schema.fields[:1]))
+    second = views.replace("db.v", first, changed)
+    assert "/00001-" in second
+    md, _ = views.load("db.v")
+    assert [v.version_id for v in md.versions] == [1, 2] and md.current_version_id == 2
+    assert [f.name for f in md.schema().fields] == ["id"] and md.version_log == ((1000, 1), (2000, 2))
+    with pytest.raises(CommitConflict):
+        views.replace("db.v", first, changed)  # the pointer moved on
+    views.rename("db.v", "db.w")
+    assert views.names("db") == [("db", "w")]
+    with pytest.raises(NoSuchView):
+        views.load("db.v")
+    views.drop("db.w")
+    assert views.names("db") == []
+    with pytest.raises(NoSuchView):
+        views.drop("db.w")
+
+
+@pytest.mark.sql_catalog_only
+def test_a_database_without_iceberg_type_has_no_room_for_views(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path}/v0.db"
+    tables, _ = catalog_tables(with_type=False)
+    engine = create_engine(uri)
+    tables.metadata.create_all(engine)
+    engine.dispose()
+    catalog = SqlCatalog("v0", uri=uri, warehouse=str(tmp_path / "wh"))
+    try:
+        with pytest.raises(Unsupported, match="cannot hold views"):
+            SqlViews(catalog).names("db")
+    finally:
+        catalog.close()
