@@ -131,6 +131,12 @@ class ValidationError(CleanableFailure, IcefloeError):
     """Bad user input: wrong schema, bad filter, invalid argument. Nothing was changed."""
 
 
+class UnsupportedLocation(ValidationError):
+    """A location no FileIO of icefloe can open: a ``file:`` URL naming a remote host, a malformed
+    ``s3://`` URL. Given by a user it is bad input; found in a metadata file, the scan adds which
+    metadata file and snapshot led to it."""
+
+
 class CorruptMetadata(IcefloeError):
     """A metadata or data file could not be parsed, or contradicts its parent; the message names the file.
 

@@ -42,7 +42,7 @@ from urllib.parse import urlsplit
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from icefloe.errors import AlreadyExists, NotFound, Unsupported, ValidationError
+from icefloe.errors import AlreadyExists, NotFound, Unsupported, UnsupportedLocation, ValidationError
 from icefloe.io.durability import DurabilityBarrier, current_barrier
 
 S3_ENDPOINT = "s3.endpoint"
@@ -81,7 +81,9 @@ def local_path(location: str) -> str | None:
     if scheme == "file" and rest.startswith("//"):
         authority, _, path = rest[2:].partition("/")
         if authority not in ("", "localhost"):
-            raise ValidationError(f"file location with a remote host is not supported: {location}")
+            raise UnsupportedLocation(
+                f"file location with a remote host is not supported: {location}", location=location
+            )
         rest = "/" + path
     path = os.path.abspath(rest) if rest else os.getcwd()
     if path.startswith("//"):
@@ -522,7 +524,9 @@ class FileIO:
         scheme, rest = split_scheme(location)
         if scheme in _S3_SCHEMES:
             if not rest.startswith("//"):
-                raise ValidationError(f"malformed S3 location (expected s3://bucket/key): {location}")
+                raise UnsupportedLocation(
+                    f"malformed S3 location (expected s3://bucket/key): {location}", location=location
+                )
             return self._filesystem("s3"), rest[2:]
         parts = urlsplit(location)
         return self._filesystem(scheme, location), parts.netloc + parts.path

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from icefloe.errors import CorruptMetadata, IcefloeError, NotFound
+from icefloe.errors import CorruptMetadata, IcefloeError, NotFound, UnsupportedLocation
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.tree.read_seam import live_manifest_refs, read_entries
@@ -32,7 +32,11 @@ def listing_manifest(io: Any, md: TableMetadata, snapshot: Snapshot, path: str) 
 
 
 def with_scan_context(
-    exc: CorruptMetadata | NotFound, io: Any, md: TableMetadata, snapshot: Snapshot | None, where: str
+    exc: CorruptMetadata | NotFound | UnsupportedLocation,
+    io: Any,
+    md: TableMetadata,
+    snapshot: Snapshot | None,
+    where: str,
 ) -> IcefloeError:
     """``exc`` again (same kind, location and snapshot) with the files that led to it in its message."""
     parts = [f"metadata file {where}"]
@@ -50,6 +54,8 @@ def with_scan_context(
     if isinstance(exc, CorruptMetadata):
         sid = exc.snapshot_id if exc.snapshot_id is not None else (snapshot.snapshot_id if snapshot else None)
         return CorruptMetadata(message, location=exc.location or where, snapshot_id=sid)
-    out = NotFound(message)
+    out: NotFound | UnsupportedLocation = (
+        UnsupportedLocation(message) if isinstance(exc, UnsupportedLocation) else NotFound(message)
+    )
     out.location = location
     return out

@@ -17,7 +17,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from icefloe.errors import CorruptMetadata, IcefloeError, NotFound, ValidationError, reading
+from icefloe.errors import (
+    CorruptMetadata,
+    IcefloeError,
+    NotFound,
+    UnsupportedLocation,
+    ValidationError,
+    reading,
+)
 from icefloe.expressions.ast import AlwaysTrue, And, Expression
 from icefloe.expressions.parser import to_expression
 from icefloe.io.fileio import FileIO
@@ -65,7 +72,7 @@ class TableScan:
         try:
             with reading(where, "scan the table", snapshot_id=self.snapshot_id):
                 yield
-        except (CorruptMetadata, NotFound) as exc:
+        except (CorruptMetadata, NotFound, UnsupportedLocation) as exc:
             if getattr(exc, "scan_context", False):
                 raise
             try:
