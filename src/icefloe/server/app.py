@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, unquote_to_bytes
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -93,10 +93,35 @@ def _response(reply: Reply, head: bool = False) -> Response:
     return JSONResponse(reply.payload, status_code=reply.status)
 
 
-def _endpoint(state: ServerState, handler: Handler, mutation: bool, prefixed: bool) -> Any:
+def _path_params(template: str, request: Request) -> dict[str, str]:
+    """The path parameters, each decoded once from the raw path as form-encoded text.
+
+    Iceberg Java encodes identifiers with ``URLEncoder`` (a space becomes ``+``, a ``+`` becomes
+    ``%2B``) and decodes them with ``URLDecoder`` on its own server; PyIceberg and icefloe send
+    ``%20`` / ``%2B``, which this decodes the same way. The router's already-decoded parameters
+    would keep a ``+`` as a plus sign.
+    """
+    raw = request.scope.get("raw_path")
+    names = template.split("/")
+    segments = raw.split(b"/") if isinstance(raw, bytes) else []
+    if len(segments) != len(names):
+        return dict(request.path_params)
+    params: dict[str, str] = {}
+    for name, segment in zip(names, segments, strict=True):
+        if name.startswith("{") and name.endswith("}"):
+            try:
+                params[name[1:-1]] = unquote_to_bytes(segment.replace(b"+", b" ")).decode("utf-8")
+            except UnicodeDecodeError:
+                raise bad_request("a path parameter is not valid UTF-8") from None
+    return params
+
+
+def _endpoint(state: ServerState, handler: Handler, mutation: bool, template: str) -> Any:
+    prefixed = template.startswith("/v1/{prefix}/")
+
     async def run(request: Request) -> Response:
         try:
-            path = dict(request.path_params)
+            path = _path_params(template, request)
             if prefixed and path.pop("prefix", None) != state.config.prefix:
                 raise not_found("unknown catalog prefix", "NoSuchWarehouseException")
             raw = await _read_body(request, state.config.max_request_bytes)
@@ -211,7 +236,7 @@ def create_app(config: ServerConfig) -> Starlette:
             # HEAD first: a GET route answers HEAD too in Starlette
             for method, handler, mutation in sorted(handlers, key=lambda h: h[0] != "HEAD"):
                 routes.append(
-                    Route(full, _endpoint(state, handler, mutation, prefixed), methods=[method], name=None)
+                    Route(full, _endpoint(state, handler, mutation, full), methods=[method], name=None)
                 )
     app = Starlette(routes=routes, exception_handlers={404: _not_found, 405: _method_not_allowed})
     app.state.icefloe = state
