@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from icefloe.server import namespaces, planning, tables
-from icefloe.server.auth import TokenStore
+from icefloe.server.auth import TokenStore, basic_credentials
 from icefloe.server.config import ServerConfig
 from icefloe.server.context import Call, IdempotencyCache, Reply, ServerState
 from icefloe.server.errors import HttpError, bad_request, error_body, error_response, not_found
@@ -171,6 +171,20 @@ def _config_endpoint(state: ServerState) -> Any:
     return run
 
 
+def _exchange(state: ServerState, authorization: str | None, form: dict[str, str]) -> tuple[str, int]:
+    """A token exchange as Iceberg Java's OAuth2 session sends it.
+
+    A live token refreshes itself (``Authorization: Bearer`` the token, also the
+    ``subject_token``); an expired one is exchanged under the client's credentials sent as HTTP
+    Basic, so those credentials decide; with no header the ``subject_token`` must be valid.
+    """
+    if authorization and authorization.lower().startswith("basic "):
+        return state.tokens.issue(*basic_credentials(authorization))
+    if not authorization and form.get("subject_token"):
+        authorization = "Bearer " + form["subject_token"]
+    return state.tokens.refresh(state.tokens.principal(authorization))
+
+
 def _token_endpoint(state: ServerState) -> Any:
     async def run(request: Request) -> Response:
         try:
@@ -180,8 +194,7 @@ def _token_endpoint(state: ServerState) -> Any:
             if grant == "client_credentials":
                 token, lifetime = state.tokens.issue(form.get("client_id", ""), form.get("client_secret", ""))
             elif grant == "urn:ietf:params:oauth:grant-type:token-exchange":
-                principal = state.tokens.principal(request.headers.get("authorization"))
-                token, lifetime = state.tokens.refresh(principal)
+                token, lifetime = _exchange(state, request.headers.get("authorization"), form)
             else:
                 return JSONResponse({"error": "unsupported_grant_type"}, status_code=400)
         except HttpError as exc:
