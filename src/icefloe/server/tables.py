@@ -3,11 +3,12 @@ rename, and the multi-table ``/transactions/commit``."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 from icefloe.catalog.base import warehouse_location
-from icefloe.errors import NoSuchTable, ValidationError
+from icefloe.errors import AlreadyExists, NoSuchTable, ValidationError
 from icefloe.formats.metadata.files import read_table_metadata
 from icefloe.server.auth import READ, WRITE
 from icefloe.server.checks import (
@@ -62,12 +63,33 @@ def list_tables(state: ServerState, call: Call) -> Reply:
 
 
 def load_table(state: ServerState, call: Call) -> Reply:
-    """GET /namespaces/{namespace}/tables/{table}"""
+    """GET /namespaces/{namespace}/tables/{table}?snapshots=all|refs"""
     namespace, name = _table(call, READ)
+    mode = call.query.get("snapshots", "all").lower()
+    if mode not in ("all", "refs"):
+        raise bad_request(f"snapshots must be 'all' or 'refs', not {call.query['snapshots']!r}")
     found = current_state(state.catalog, namespace, name)
     if found is None:
         raise NoSuchTable(f"table {'.'.join((*namespace, name))!r} does not exist")
-    return table_result(*found)
+    location, md = found
+    return table_result(location, referenced_snapshots_only(md) if mode == "refs" else md)
+
+
+def referenced_snapshots_only(md: TableMetadata) -> TableMetadata:
+    """The metadata with only the snapshots a branch or tag points at (``snapshots=refs``).
+
+    Statistics of the left-out snapshots go too, as in Iceberg Java's own server; the snapshot
+    log stays (a client loads the full list with ``snapshots=all`` when it needs history).
+    """
+    kept = {ref.snapshot_id for ref in md.refs.values()}
+    if len(kept) == len(md.snapshots):
+        return md
+    return dataclasses.replace(
+        md,
+        snapshots=tuple(s for s in md.snapshots if s.snapshot_id in kept),
+        statistics=tuple(f for f in md.statistics if f.get("snapshot-id") in kept),
+        partition_statistics=tuple(f for f in md.partition_statistics if f.get("snapshot-id") in kept),
+    )
 
 
 def table_exists(state: ServerState, call: Call) -> Reply:
@@ -116,6 +138,8 @@ def create_table(state: ServerState, call: Call) -> Reply:
     check_location_properties(properties, catalog.warehouse)
     if body.get("stage-create"):
         catalog._require_namespace(namespace)
+        if catalog.table_exists((*namespace, name)):  # as Iceberg Java's own server answers
+            raise AlreadyExists(f"table {'.'.join((*namespace, name))!r} already exists")
         md = new_table_metadata(schema, spec, order, table_location, properties)
         return table_result(None, md)
     table = catalog.create_table((*namespace, name), schema, spec, order, table_location, properties)
