@@ -41,6 +41,7 @@ __all__ = [  # noqa: RUF022 - grouped: updates, requirements, functions
     "AddSortOrder",
     "AssignUUID",
     "RemoveProperties",
+    "RemoveSchemas",
     "RemoveSnapshotRef",
     "RemoveSnapshots",
     "SetCurrentSchema",
@@ -52,6 +53,7 @@ __all__ = [  # noqa: RUF022 - grouped: updates, requirements, functions
     "SetStatistics",
     "RemoveStatistics",
     "SetPartitionStatistics",
+    "RemovePartitionSpecs",
     "RemovePartitionStatistics",
     "TableUpdate",
     "UpgradeFormatVersion",
@@ -224,6 +226,22 @@ class RemovePartitionStatistics:
     snapshot_id: int
 
 
+@dataclass(frozen=True)
+class RemovePartitionSpecs:
+    """Forget partition specs no snapshot uses any more (Iceberg Java's expiry of unused specs);
+    the default spec cannot go, unknown ids are ignored."""
+
+    spec_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class RemoveSchemas:
+    """Forget schemas no snapshot uses any more; the current schema cannot go, unknown ids are
+    ignored."""
+
+    schema_ids: tuple[int, ...]
+
+
 TableUpdate = (
     AssignUUID
     | UpgradeFormatVersion
@@ -244,6 +262,8 @@ TableUpdate = (
     | RemoveStatistics
     | SetPartitionStatistics
     | RemovePartitionStatistics
+    | RemovePartitionSpecs
+    | RemoveSchemas
 )
 
 
@@ -516,6 +536,22 @@ def _apply_remove_partition_statistics(state: _State, u: RemovePartitionStatisti
     _set(state, partition_statistics=kept)
 
 
+def _apply_remove_partition_specs(state: _State, u: RemovePartitionSpecs) -> None:
+    if state.md.default_spec_id in u.spec_ids:
+        raise ValidationError(f"cannot remove the default partition spec {state.md.default_spec_id}")
+    kept = tuple(spec for spec in state.md.partition_specs if spec.spec_id not in u.spec_ids)
+    if len(kept) != len(state.md.partition_specs):
+        _set(state, partition_specs=kept)
+
+
+def _apply_remove_schemas(state: _State, u: RemoveSchemas) -> None:
+    if state.md.current_schema_id in u.schema_ids:
+        raise ValidationError(f"cannot remove the current schema {state.md.current_schema_id}")
+    kept = tuple(schema for schema in state.md.schemas if schema.schema_id not in u.schema_ids)
+    if len(kept) != len(state.md.schemas):
+        _set(state, schemas=kept)
+
+
 def _apply_assign_uuid(state: _State, u: AssignUUID) -> None:
     try:
         text = str(uuid_module.UUID(u.uuid))
@@ -544,6 +580,8 @@ _HANDLERS: dict[type, Any] = {
     RemoveStatistics: _apply_remove_statistics,
     SetPartitionStatistics: _apply_set_partition_statistics,
     RemovePartitionStatistics: _apply_remove_partition_statistics,
+    RemovePartitionSpecs: _apply_remove_partition_specs,
+    RemoveSchemas: _apply_remove_schemas,
 }
 
 
