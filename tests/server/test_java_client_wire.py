@@ -691,6 +691,8 @@ def test_rename_register_exists_drop_and_purge(wire: JavaWire, backing_catalog: 
     assert registered["metadata-location"] == created["metadata-location"]
     assert registered["metadata"]["table-uuid"] == created["metadata"]["table-uuid"]
     assert_error(wire.send("POST", "namespaces/db/register", register), 409, "AlreadyExistsException")
+    overwrite = register | {"overwrite": True}  # not served: registration never replaces a table
+    assert_error(wire.send("POST", "namespaces/db/register", overwrite), 409, "AlreadyExistsException")
 
     assert wire.send("DELETE", "namespaces/db/tables/again", purgeRequested="true").status_code == 204
     assert_error(wire.send("GET", "namespaces/db/tables/again", snapshots="all"), 404, "NoSuchTableException")
@@ -747,3 +749,21 @@ def test_transactions_commit_and_metrics_report(wire: JavaWire) -> None:
     }
     assert wire.send("POST", "namespaces/db/tables/a/metrics", report).status_code == 204
     assert wire.ok("GET", "namespaces/db/tables/a/credentials") == {"storage-credentials": []}
+
+
+def test_v3_create_and_append_carry_row_lineage(wire: JavaWire) -> None:
+    created = wire.create_table("db", "v3", properties={"format-version": "3"})
+    assert_java_readable_table(created, 3)
+    table = created["metadata"]
+    assert table["next-row-id"] == 0
+    path = "namespaces/db/tables/v3"
+    first = java_snapshot(table, 31, None, 1, 3) | {"first-row-id": 0, "added-rows": 3}
+    reply = append(wire, path, table, first, None)
+    assert reply.status_code == 200, reply.text
+    assert_java_readable_table(reply.json(), 3)
+    second = java_snapshot(table, 32, 31, 2, 2) | {"first-row-id": 3, "added-rows": 2}
+    reply = append(wire, path, table, second, 31)
+    assert reply.status_code == 200, reply.text
+    md = reply.json()["metadata"]
+    assert md["next-row-id"] == 5
+    assert [(s["first-row-id"], s["added-rows"]) for s in md["snapshots"]] == [(0, 3), (3, 2)]
