@@ -344,6 +344,13 @@ def test_namespace_create_load_exists_update_and_errors(wire: JavaWire) -> None:
         "removed": ["owner"],
         "missing": ["absent"],
     }
+    both = {"removals": ["team"], "updates": {"team": "ops"}}
+    assert_error(wire.send("POST", "namespaces/sales/properties", both), 422, "UnprocessableEntityException")
+    assert_error(wire.send("POST", "namespaces/nowhere/properties", update), 404, "NoSuchNamespaceException")
+    assert_error(wire.send("GET", "namespaces/nowhere/tables", pageToken=""), 404, "NoSuchNamespaceException")
+    wire.create_table("sales", "orders")
+    assert_error(wire.send("DELETE", "namespaces/sales"), 409, "NamespaceNotEmptyException")
+    assert wire.send("DELETE", "namespaces/sales/tables/orders").status_code == 204
     assert wire.send("DELETE", "namespaces/sales").status_code == 204
     assert_error(wire.send("DELETE", "namespaces/sales"), 404, "NoSuchNamespaceException")
 
@@ -412,6 +419,26 @@ def test_a_space_in_a_name_arrives_as_java_url_encodes_it(
     assert wire.send("HEAD", "namespaces/db/tables/my%2Btable").status_code == 404  # a real '+' is %2B
 
 
+def create_changes(md: JSON) -> list[JSON]:
+    """RESTSessionCatalog.createChanges of a staged table's metadata."""
+    spec = next(s for s in md["partition-specs"] if s["spec-id"] == md["default-spec-id"])
+    order = next(o for o in md["sort-orders"] if o["order-id"] == md["default-sort-order-id"])
+    changes = [
+        {"action": "assign-uuid", "uuid": md["table-uuid"]},
+        {"action": "upgrade-format-version", "format-version": md["format-version"]},
+        {"action": "add-schema", "schema": md["schemas"][0], "last-column-id": md["last-column-id"]},
+        {"action": "set-current-schema", "schema-id": -1},
+        {"action": "add-spec", "spec": spec},
+        {"action": "set-default-spec", "spec-id": -1},
+        {"action": "add-sort-order", "sort-order": order},
+        {"action": "set-default-sort-order", "sort-order-id": -1},
+        {"action": "set-location", "location": md["location"]},
+    ]
+    if md["properties"]:
+        changes.append({"action": "set-properties", "updates": md["properties"]})
+    return changes
+
+
 def test_staged_create_then_the_create_commit_java_sends(wire: JavaWire, backing_catalog: SqlCatalog) -> None:
     staged = wire.create_table(
         "db",
@@ -428,18 +455,7 @@ def test_staged_create_then_the_create_commit_java_sends(wire: JavaWire, backing
     assert not backing_catalog.table_exists("db.staged")
     md = staged["metadata"]
     # RESTSessionCatalog.createChanges(metadata) plus the transaction's own append
-    updates = [
-        {"action": "assign-uuid", "uuid": md["table-uuid"]},
-        {"action": "upgrade-format-version", "format-version": 2},
-        {"action": "add-schema", "schema": md["schemas"][0], "last-column-id": md["last-column-id"]},
-        {"action": "set-current-schema", "schema-id": -1},
-        {"action": "add-spec", "spec": md["partition-specs"][0]},
-        {"action": "set-default-spec", "spec-id": -1},
-        {"action": "add-sort-order", "sort-order": ID_ORDER},
-        {"action": "set-default-sort-order", "sort-order-id": -1},
-        {"action": "set-location", "location": md["location"]},
-        {"action": "set-properties", "updates": md["properties"]},
-    ]
+    updates = create_changes(md)
     snapshot = java_snapshot(md, 4242, None, 1, 3)
     updates += [
         {"action": "add-snapshot", "snapshot": snapshot},
@@ -467,6 +483,28 @@ def test_staged_create_then_the_create_commit_java_sends(wire: JavaWire, backing
         409,
         "CommitFailedException",
     )
+
+
+def test_staged_unpartitioned_v3_create_commits_without_a_snapshot(
+    wire: JavaWire, backing_catalog: SqlCatalog
+) -> None:
+    """Java's createTransaction with no spec, no order and nothing appended: the bare create."""
+    staged = wire.create_table("db", "bare", **{"stage-create": True, "properties": {"format-version": "3"}})
+    md = staged["metadata"]
+    assert_java_readable_table(staged, 3)
+    updates = create_changes(md)
+    assert updates[4] == {"action": "add-spec", "spec": {"spec-id": 0, "fields": []}}
+    assert updates[6] == {"action": "add-sort-order", "sort-order": {"order-id": 0, "fields": []}}
+    reply = wire.commit("namespaces/db/tables/bare", [{"type": "assert-create"}], updates)
+    assert reply.status_code == 200, reply.text
+    assert_java_readable_table(reply.json(), 3)
+    committed = reply.json()["metadata"]
+    assert committed["table-uuid"] == md["table-uuid"]
+    assert committed["next-row-id"] == 0
+    assert committed["partition-specs"] == [{"spec-id": 0, "fields": []}]
+    assert committed["sort-orders"] == [{"order-id": 0, "fields": []}]
+    assert committed.get("snapshots", []) == [] and committed.get("refs", {}) == {}
+    assert backing_catalog.load_table("db.bare").metadata.format_version == 3
 
 
 def test_appends_assert_the_branch_head_and_a_stale_one_is_commit_failed(wire: JavaWire) -> None:
