@@ -716,6 +716,12 @@ def test_rename_register_exists_drop_and_purge(wire: JavaWire, backing_catalog: 
     assert wire.send("POST", "tables/rename", rename).status_code == 204
     assert wire.send("HEAD", "namespaces/db/tables/t").status_code == 404
     assert_error(wire.send("POST", "tables/rename", rename), 404, "NoSuchTableException")
+    wire.create_table("db", "other")
+    onto_existing = {"source": {"namespace": ["db"], "name": "other"}, "destination": rename["destination"]}
+    assert_error(wire.send("POST", "tables/rename", onto_existing), 409, "AlreadyExistsException")
+    elsewhere = {"source": onto_existing["source"], "destination": {"namespace": ["nowhere"], "name": "x"}}
+    assert_error(wire.send("POST", "tables/rename", elsewhere), 404, "NoSuchNamespaceException")
+    assert wire.send("DELETE", "namespaces/db/tables/other").status_code == 204
     assert wire.ok("GET", "namespaces/db/tables", pageToken="") == {
         "identifiers": [{"namespace": ["db"], "name": "u"}]
     }
@@ -805,3 +811,33 @@ def test_v3_create_and_append_carry_row_lineage(wire: JavaWire) -> None:
     md = reply.json()["metadata"]
     assert md["next-row-id"] == 5
     assert [(s["first-row-id"], s["added-rows"]) for s in md["snapshots"]] == [(0, 3), (3, 2)]
+
+
+def test_a_retried_mutation_with_its_idempotency_key_is_answered_not_repeated(wire: JavaWire) -> None:
+    """HTTPClient retries a POST (429/503, a lost answer) with the same Idempotency-Key."""
+    key = {"Idempotency-Key": "0192f2d4-0c7e-7a3b-8d3e-5f0a1b2c3d4e"}
+    body = {"namespace": ["retried"], "properties": {}}
+    first = wire.session.post(wire.base + "namespaces", json=body, headers=key, timeout=30)
+    again = wire.session.post(wire.base + "namespaces", json=body, headers=key, timeout=30)
+    assert (first.status_code, again.status_code) == (200, 200)
+    assert again.json() == first.json() == {"namespace": ["retried"], "properties": {}}
+    assert_error(wire.send("POST", "namespaces", body), 409, "AlreadyExistsException")  # a new key
+
+    table = wire.create_table("retried", "t")["metadata"]
+    commit_key = {"Idempotency-Key": "0192f2d4-0c7e-7a3b-8d3e-5f0a1b2c3d4f"}
+    snapshot = java_snapshot(table, 77, None, 1, 1)
+    commit = {
+        "requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": None}],
+        "updates": [
+            {"action": "add-snapshot", "snapshot": snapshot},
+            {"action": "set-snapshot-ref", "ref-name": "main", "snapshot-id": 77, "type": "branch"},
+        ],
+    }
+    url = wire.base + "namespaces/retried/tables/t"
+    committed = wire.session.post(url, json=commit, headers=commit_key, timeout=30)
+    replayed = wire.session.post(url, json=commit, headers=commit_key, timeout=30)
+    assert (committed.status_code, replayed.status_code) == (200, 200)
+    assert replayed.json()["metadata-location"] == committed.json()["metadata-location"]
+    assert [
+        s["snapshot-id"] for s in wire.ok("GET", "namespaces/retried/tables/t")["metadata"]["snapshots"]
+    ] == [77]
