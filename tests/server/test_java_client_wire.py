@@ -841,3 +841,22 @@ def test_a_retried_mutation_with_its_idempotency_key_is_answered_not_repeated(wi
     assert [
         s["snapshot-id"] for s in wire.ok("GET", "namespaces/retried/tables/t")["metadata"]["snapshots"]
     ] == [77]
+
+
+def test_v1_table_carries_the_single_schema_and_spec_fields_and_appends(wire: JavaWire) -> None:
+    created = wire.create_table(
+        "db", "v1", **{"partition-spec": BUCKET_SPEC, "properties": {"format-version": "1"}}
+    )
+    assert_java_readable_table(created, 1)
+    table = created["metadata"]
+    # TableMetadataParser reads "schema" / "partition-spec" when a v1 file lacks the lists
+    assert table["schema"] == table["schemas"][0]
+    assert table["partition-spec"] == BUCKET_SPEC["fields"]
+    snapshot = java_snapshot(table, 101, None, 1, 2)
+    del snapshot["sequence-number"]  # SnapshotParser omits it in v1 (INITIAL_SEQUENCE_NUMBER)
+    reply = append(wire, "namespaces/db/tables/v1", table, snapshot, None)
+    assert reply.status_code == 200, reply.text
+    assert_java_readable_table(reply.json(), 1)
+    md = reply.json()["metadata"]
+    assert md["current-snapshot-id"] == 101
+    assert "sequence-number" not in md["snapshots"][0]
