@@ -536,20 +536,26 @@ def _apply_remove_partition_statistics(state: _State, u: RemovePartitionStatisti
     _set(state, partition_statistics=kept)
 
 
+def _remove_unused(
+    state: _State, attribute: str, id_name: str, ids: tuple[int, ...], in_use: int, what: str
+) -> None:
+    """Drop the metadata list items (``attribute``) whose ``id_name`` is in ``ids``; never ``in_use``."""
+    if in_use in ids:
+        raise ValidationError(f"cannot remove the {what} {in_use}")
+    items = getattr(state.md, attribute)
+    kept = tuple(item for item in items if getattr(item, id_name) not in ids)
+    if len(kept) != len(items):
+        _set(state, **{attribute: kept})
+
+
 def _apply_remove_partition_specs(state: _State, u: RemovePartitionSpecs) -> None:
-    if state.md.default_spec_id in u.spec_ids:
-        raise ValidationError(f"cannot remove the default partition spec {state.md.default_spec_id}")
-    kept = tuple(spec for spec in state.md.partition_specs if spec.spec_id not in u.spec_ids)
-    if len(kept) != len(state.md.partition_specs):
-        _set(state, partition_specs=kept)
+    _remove_unused(
+        state, "partition_specs", "spec_id", u.spec_ids, state.md.default_spec_id, "default partition spec"
+    )
 
 
 def _apply_remove_schemas(state: _State, u: RemoveSchemas) -> None:
-    if state.md.current_schema_id in u.schema_ids:
-        raise ValidationError(f"cannot remove the current schema {state.md.current_schema_id}")
-    kept = tuple(schema for schema in state.md.schemas if schema.schema_id not in u.schema_ids)
-    if len(kept) != len(state.md.schemas):
-        _set(state, schemas=kept)
+    _remove_unused(state, "schemas", "schema_id", u.schema_ids, state.md.current_schema_id, "current schema")
 
 
 def _apply_assign_uuid(state: _State, u: AssignUUID) -> None:
