@@ -860,3 +860,47 @@ def test_v1_table_carries_the_single_schema_and_spec_fields_and_appends(wire: Ja
     md = reply.json()["metadata"]
     assert md["current-snapshot-id"] == 101
     assert "sequence-number" not in md["snapshots"][0]
+
+
+def test_partition_and_sort_order_evolution_as_java_commits_them(wire: JavaWire) -> None:
+    table = wire.create_table("db", "evolving", **{"partition-spec": BUCKET_SPEC})["metadata"]
+    path = "namespaces/db/tables/evolving"
+    uuid_req = {"type": "assert-table-uuid", "uuid": table["table-uuid"]}
+    # UpdatePartitionSpec: ALTER TABLE ... ADD PARTITION FIELD truncate(4, data)
+    spec = {
+        "spec-id": 1,
+        "fields": [
+            *BUCKET_SPEC["fields"],
+            {"name": "data_trunc", "transform": "truncate[4]", "source-id": 2, "field-id": 1001},
+        ],
+    }
+    spec_requirements = [
+        uuid_req,
+        {"type": "assert-last-assigned-partition-id", "last-assigned-partition-id": 1000},
+        {"type": "assert-default-spec-id", "default-spec-id": 0},
+    ]
+    spec_updates = [{"action": "add-spec", "spec": spec}, {"action": "set-default-spec", "spec-id": -1}]
+    reply = wire.commit(path, spec_requirements, spec_updates)
+    assert reply.status_code == 200, reply.text
+    md = reply.json()["metadata"]
+    assert (md["default-spec-id"], md["last-partition-id"]) == (1, 1001)
+    assert md["partition-specs"] == [BUCKET_SPEC, spec]
+    assert_error(wire.commit(path, spec_requirements, spec_updates), 409, "CommitFailedException")
+    # ReplaceSortOrder: ALTER TABLE ... WRITE ORDERED BY id DESC NULLS LAST
+    order = {
+        "order-id": 1,
+        "fields": [
+            {"transform": "identity", "source-id": 1, "direction": "desc", "null-order": "nulls-last"}
+        ],
+    }
+    order_requirements = [uuid_req, {"type": "assert-default-sort-order-id", "default-sort-order-id": 0}]
+    order_updates = [
+        {"action": "add-sort-order", "sort-order": order},
+        {"action": "set-default-sort-order", "sort-order-id": -1},
+    ]
+    reply = wire.commit(path, order_requirements, order_updates)
+    assert reply.status_code == 200, reply.text
+    md = reply.json()["metadata"]
+    assert md["default-sort-order-id"] == 1
+    assert md["sort-orders"] == [{"order-id": 0, "fields": []}, order]
+    assert_error(wire.commit(path, order_requirements, order_updates), 409, "CommitFailedException")
