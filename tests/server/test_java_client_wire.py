@@ -373,6 +373,14 @@ def test_list_namespaces_with_parent_and_pages_as_java_loops(wire: JavaWire) -> 
         token = page.get("next-page-token")
     assert pages == [[["db", "a"], ["db", "b"]], [["db", "c"]]]
     assert_error(wire.send("GET", "namespaces", parent="nowhere"), 404, "NoSuchNamespaceException")
+    # a nested namespace in a path is its levels joined by %1F (RESTUtil.encodeNamespace)
+    assert wire.send("HEAD", "namespaces/db%1Fa%1Fdeep").status_code == 204
+    assert wire.ok("GET", "namespaces/db%1Fa") == {"namespace": ["db", "a"], "properties": {}}
+    wire.create_table("db%1Fa", "nested")
+    assert wire.ok("GET", "namespaces/db%1Fa/tables", pageToken="") == {
+        "identifiers": [{"namespace": ["db", "a"], "name": "nested"}]
+    }
+    assert wire.send("HEAD", "namespaces/db%1Fa/tables/nested").status_code == 204
 
 
 # ---------------------------------------------------------------------------------------------
@@ -904,3 +912,14 @@ def test_partition_and_sort_order_evolution_as_java_commits_them(wire: JavaWire)
     assert md["default-sort-order-id"] == 1
     assert md["sort-orders"] == [{"order-id": 0, "fields": []}, order]
     assert_error(wire.commit(path, order_requirements, order_updates), 409, "CommitFailedException")
+
+
+def test_a_metadata_table_load_falls_back_to_its_base_table(wire: JavaWire) -> None:
+    """loadTable("db.t.snapshots"): Java first asks for table "snapshots" in namespace db.t and
+    only on NoSuchTableException (not NoSuchNamespaceException) loads db.t itself."""
+    wire.create_table("db", "t")
+    assert_error(
+        wire.send("GET", "namespaces/db%1Ft/tables/snapshots", snapshots="all"), 404, "NoSuchTableException"
+    )
+    assert wire.send("HEAD", "namespaces/db%1Ft/tables/snapshots").status_code == 404
+    assert wire.ok("GET", "namespaces/db/tables/t", snapshots="all")["metadata"]["location"].endswith("/db/t")
