@@ -819,6 +819,22 @@ def test_v3_create_and_append_carry_row_lineage(wire: JavaWire) -> None:
     md = reply.json()["metadata"]
     assert md["next-row-id"] == 5
     assert [(s["first-row-id"], s["added-rows"]) for s in md["snapshots"]] == [(0, 3), (3, 2)]
+    # a v3 column with defaults and a doc, as SchemaParser writes it
+    column = {"id": 3, "name": "n", "required": False, "type": "int", "doc": "a count"}
+    column |= {"initial-default": 34, "write-default": 35}
+    evolved = {"type": "struct", "schema-id": 1, "fields": [*SCHEMA["fields"], column]}
+    requirements = [
+        {"type": "assert-table-uuid", "uuid": table["table-uuid"]},
+        {"type": "assert-last-assigned-field-id", "last-assigned-field-id": 2},
+        {"type": "assert-current-schema-id", "current-schema-id": 0},
+    ]
+    updates = [
+        {"action": "add-schema", "schema": evolved, "last-column-id": 3},
+        {"action": "set-current-schema", "schema-id": -1},
+    ]
+    reply = wire.commit(path, requirements, updates)
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["metadata"]["schemas"][-1]["fields"][-1] == column
 
 
 def test_a_retried_mutation_with_its_idempotency_key_is_answered_not_repeated(wire: JavaWire) -> None:
