@@ -939,3 +939,24 @@ def test_a_metadata_table_load_falls_back_to_its_base_table(wire: JavaWire) -> N
     )
     assert wire.send("HEAD", "namespaces/db%1Ft/tables/snapshots").status_code == 404
     assert wire.ok("GET", "namespaces/db/tables/t", snapshots="all")["metadata"]["location"].endswith("/db/t")
+
+
+def test_a_load_with_the_current_etag_is_not_modified(wire: JavaWire) -> None:
+    """RESTSessionCatalog caches a loaded table under its ETag and sends it as If-None-Match;
+    a 304 (no body) means its copy is current."""
+    created = wire.send("POST", "namespaces/db/tables", {"name": "t", "schema": SCHEMA})
+    table = created.json()["metadata"]
+    url = wire.base + "namespaces/db/tables/t"
+    loaded = wire.session.get(url, params={"snapshots": "all"}, timeout=30)
+    etag = loaded.headers["ETag"]
+    assert created.headers["ETag"] == etag  # the spec: a create's ETag is good for the next load
+    assert etag.startswith('"') and etag.endswith('"')
+    same = wire.session.get(url, params={"snapshots": "all"}, headers={"If-None-Match": etag}, timeout=30)
+    assert (same.status_code, same.content, same.headers["ETag"]) == (304, b"", etag)
+    refs = wire.session.get(url, params={"snapshots": "refs"}, headers={"If-None-Match": etag}, timeout=30)
+    assert refs.status_code == 200 and refs.headers["ETag"] != etag  # another view of the table
+    committed = append(wire, "namespaces/db/tables/t", table, java_snapshot(table, 5, None, 1, 1), None)
+    assert committed.status_code == 200 and committed.headers["ETag"] != etag
+    changed = wire.session.get(url, params={"snapshots": "all"}, headers={"If-None-Match": etag}, timeout=30)
+    assert changed.status_code == 200 and changed.headers["ETag"] == committed.headers["ETag"]
+    assert changed.json()["metadata"]["current-snapshot-id"] == 5

@@ -86,11 +86,15 @@ def _decode_json(raw: bytes) -> Any:
 
 
 def _response(reply: Reply, head: bool = False) -> Response:
-    if reply.status == 204 or head:
-        return Response(status_code=204 if reply.status < 300 else reply.status)
+    headers = dict(reply.headers) if reply.headers else None
+    if reply.status in (204, 304) or head:
+        status = 204 if head and reply.status < 300 else reply.status
+        return Response(status_code=status, headers=headers)
     if reply.json_text is not None:
-        return Response(reply.json_text, status_code=reply.status, media_type="application/json")
-    return JSONResponse(reply.payload, status_code=reply.status)
+        return Response(
+            reply.json_text, status_code=reply.status, media_type="application/json", headers=headers
+        )
+    return JSONResponse(reply.payload, status_code=reply.status, headers=headers)
 
 
 def _path_params(template: str, request: Request) -> dict[str, str]:

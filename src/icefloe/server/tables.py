@@ -4,6 +4,7 @@ rename, and the multi-table ``/transactions/commit``."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from typing import Any
 
@@ -36,10 +37,17 @@ def _body(call: Call) -> dict[str, Any]:
     return call.body
 
 
-def table_result(location: str | None, md: TableMetadata) -> Reply:
-    """A ``LoadTableResult`` / ``CommitTableResponse`` (metadata JSON embedded as written)."""
+def table_etag(location: str, snapshots: str = "all") -> str:
+    """The ETag of a table's answer: its metadata file and the snapshot mode (``all`` / ``refs``)."""
+    return '"' + hashlib.sha256(f"{location},snapshots={snapshots}".encode()).hexdigest()[:32] + '"'
+
+
+def table_result(location: str | None, md: TableMetadata, snapshots: str = "all") -> Reply:
+    """A ``LoadTableResult`` / ``CommitTableResponse`` (metadata JSON embedded as written), with
+    its ``ETag`` once the table has a metadata file."""
     head = json.dumps({"metadata-location": location, "config": {}})
-    return Reply(json_text=head[:-1] + ', "metadata": ' + table_metadata_to_json(md) + "}")
+    text = head[:-1] + ', "metadata": ' + table_metadata_to_json(md) + "}"
+    return Reply(json_text=text, headers={"ETag": table_etag(location, snapshots)} if location else None)
 
 
 def _table(call: Call, level: str) -> tuple[tuple[str, ...], str]:
@@ -63,7 +71,12 @@ def list_tables(state: ServerState, call: Call) -> Reply:
 
 
 def load_table(state: ServerState, call: Call) -> Reply:
-    """GET /namespaces/{namespace}/tables/{table}?snapshots=all|refs"""
+    """GET /namespaces/{namespace}/tables/{table}?snapshots=all|refs
+
+    The answer carries an ``ETag`` naming the metadata file and snapshot mode; a request whose
+    ``If-None-Match`` names the current one gets ``304 Not Modified`` and no body (Iceberg Java
+    caches loaded tables by ETag and sends it back).
+    """
     namespace, name = _table(call, READ)
     mode = call.query.get("snapshots", "all").lower()
     if mode not in ("all", "refs"):
@@ -72,7 +85,10 @@ def load_table(state: ServerState, call: Call) -> Reply:
     if found is None:
         raise NoSuchTable(f"table {'.'.join((*namespace, name))!r} does not exist")
     location, md = found
-    return table_result(location, referenced_snapshots_only(md) if mode == "refs" else md)
+    etag = table_etag(location, mode)
+    if call.headers.get("if-none-match") == etag:  # Java's freshness-aware load: its copy is current
+        return Reply(status=304, headers={"ETag": etag})
+    return table_result(location, referenced_snapshots_only(md) if mode == "refs" else md, mode)
 
 
 def referenced_snapshots_only(md: TableMetadata) -> TableMetadata:
