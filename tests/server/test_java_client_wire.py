@@ -546,10 +546,9 @@ def test_appends_assert_the_branch_head_and_a_stale_one_is_commit_failed(wire: J
     )
 
 
-def test_schema_update_and_property_removal(wire: JavaWire) -> None:
-    table = wire.create_table("db", "t", properties={"a": "1", "b": "2"})["metadata"]
-    evolved = dict(SCHEMA, **{"schema-id": 1})
-    evolved["fields"] = SCHEMA["fields"] + [{"id": 3, "name": "ts", "required": False, "type": "timestamptz"}]
+def add_column(table: JSON, column: JSON) -> tuple[list[JSON], list[JSON]]:
+    """The commit UpdateSchema sends to add ``column`` (id 3) to a table still at SCHEMA."""
+    evolved = {"type": "struct", "schema-id": 1, "fields": [*SCHEMA["fields"], column]}
     requirements = [
         {"type": "assert-table-uuid", "uuid": table["table-uuid"]},
         {"type": "assert-last-assigned-field-id", "last-assigned-field-id": 2},
@@ -558,8 +557,16 @@ def test_schema_update_and_property_removal(wire: JavaWire) -> None:
     updates = [
         {"action": "add-schema", "schema": evolved, "last-column-id": 3},
         {"action": "set-current-schema", "schema-id": -1},
-        {"action": "remove-properties", "removals": ["a"]},
     ]
+    return requirements, updates
+
+
+def test_schema_update_and_property_removal(wire: JavaWire) -> None:
+    table = wire.create_table("db", "t", properties={"a": "1", "b": "2"})["metadata"]
+    requirements, updates = add_column(
+        table, {"id": 3, "name": "ts", "required": False, "type": "timestamptz"}
+    )
+    updates.append({"action": "remove-properties", "removals": ["a"]})
     reply = wire.commit("namespaces/db/tables/t", requirements, updates)
     assert reply.status_code == 200, reply.text
     md = reply.json()["metadata"]
@@ -822,17 +829,7 @@ def test_v3_create_and_append_carry_row_lineage(wire: JavaWire) -> None:
     # a v3 column with defaults and a doc, as SchemaParser writes it
     column = {"id": 3, "name": "n", "required": False, "type": "int", "doc": "a count"}
     column |= {"initial-default": 34, "write-default": 35}
-    evolved = {"type": "struct", "schema-id": 1, "fields": [*SCHEMA["fields"], column]}
-    requirements = [
-        {"type": "assert-table-uuid", "uuid": table["table-uuid"]},
-        {"type": "assert-last-assigned-field-id", "last-assigned-field-id": 2},
-        {"type": "assert-current-schema-id", "current-schema-id": 0},
-    ]
-    updates = [
-        {"action": "add-schema", "schema": evolved, "last-column-id": 3},
-        {"action": "set-current-schema", "schema-id": -1},
-    ]
-    reply = wire.commit(path, requirements, updates)
+    reply = wire.commit(path, *add_column(table, column))
     assert reply.status_code == 200, reply.text
     assert reply.json()["metadata"]["schemas"][-1]["fields"][-1] == column
 
