@@ -10,6 +10,7 @@ import pytest
 
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.server import Grants, RunningServer, ServerConfig, start_server
+from tests.support.java_rest_wire import JavaWire
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -43,3 +44,10 @@ def token_server(backing_catalog: SqlCatalog) -> Iterator[RunningServer]:
     """A REST server that requires the bearer token ``ADMIN_TOKEN`` (full access)."""
     with start_server(ServerConfig(backing_catalog, tokens={ADMIN_TOKEN: Grants()})) as server:
         yield server
+
+
+@pytest.fixture
+def wire(rest_server: RunningServer, backing_catalog: SqlCatalog) -> JavaWire:
+    """Iceberg Java's request shapes against ``rest_server``, with namespace ``db`` created."""
+    backing_catalog.create_namespace("db")
+    return JavaWire(rest_server.uri + "/v1/")

@@ -33,7 +33,9 @@ from icefloe.spec.updates import (
     AddSnapshot,
     AddSortOrder,
     AssignUUID,
+    RemovePartitionSpecs,
     RemoveProperties,
+    RemoveSchemas,
     RemoveSnapshotRef,
     RemoveSnapshots,
     SetCurrentSchema,
@@ -87,6 +89,8 @@ UPDATES = [
     SetProperties({"a": "1"}),
     RemoveProperties(("b",)),
     SetLocation("file:///w/t2"),
+    RemovePartitionSpecs((0, 1)),
+    RemoveSchemas((2,)),
 ]
 REQUIREMENTS = [
     AssertCreate(),
@@ -125,6 +129,12 @@ def test_known_wire_forms() -> None:
     assert ref == {"action": "set-snapshot-ref", "ref-name": "v1", "type": "tag", "snapshot-id": 7}
 
 
+def test_early_java_property_keys_are_read() -> None:
+    """Iceberg Java reads (and once wrote) "updated" / "removed" for the spec's "updates" / "removals"."""
+    assert update_from_dict({"action": "set-properties", "updated": {"a": "1"}}) == SetProperties({"a": "1"})
+    assert update_from_dict({"action": "remove-properties", "removed": ["b"]}) == RemoveProperties(("b",))
+
+
 def test_relative_v4_root_manifest_resolves_against_the_table() -> None:
     data = update_to_dict(UPDATES[9])
     data["snapshot"]["root-manifest"] = "metadata/root-8.avro"
@@ -149,6 +159,8 @@ def test_relative_v4_root_manifest_resolves_against_the_table() -> None:
         {"action": "set-statistics"},
         {"action": "remove-statistics", "snapshot-id": "1"},
         {"action": "set-partition-statistics"},
+        {"action": "remove-partition-specs", "spec-ids": [True]},
+        {"action": "remove-schemas", "schema-ids": "1"},
     ],
 )
 def test_bad_updates_are_validation_errors(bad: object) -> None:

@@ -37,7 +37,9 @@ from icefloe.spec.updates import (
     AssertRefSnapshotId,
     AssertTableUUID,
     AssignUUID,
+    RemovePartitionSpecs,
     RemoveProperties,
+    RemoveSchemas,
     RemoveSnapshotRef,
     RemoveSnapshots,
     SetCurrentSchema,
@@ -249,6 +251,24 @@ def test_add_spec_and_sort_order() -> None:
         apply_updates(md, [SetDefaultSpec(4)])
     with pytest.raises(ValidationError, match="unknown order id 4"):
         apply_updates(md, [SetDefaultSortOrder(4)])
+
+
+def test_remove_unused_specs_and_schemas() -> None:
+    md = new_md()
+    evolved = Schema(*md.schema().fields, NestedField(10, "extra", StringType()), schema_id=99)
+    spec = PartitionSpec(PartitionField(1, 1002, IdentityTransform(), "id"))
+    md = apply_updates(
+        md, [AddSchema(evolved), SetCurrentSchema(-1), AddPartitionSpec(spec), SetDefaultSpec(-1)], NOW + 1
+    )
+    out = apply_updates(md, [RemovePartitionSpecs((0, 42)), RemoveSchemas((0, 42))], NOW + 2)
+    assert [s.spec_id for s in out.partition_specs] == [1]
+    assert [s.schema_id for s in out.schemas] == [1]
+    assert out.last_partition_id == 1002 and out.last_column_id == md.last_column_id  # ids never reused
+    assert apply_updates(out, [RemoveSchemas((42,))], NOW + 3) is out  # unknown ids: nothing changes
+    with pytest.raises(ValidationError, match="default partition spec 1"):
+        apply_updates(out, [RemovePartitionSpecs((1,))], NOW + 3)
+    with pytest.raises(ValidationError, match="current schema 1"):
+        apply_updates(out, [RemoveSchemas((1,))], NOW + 3)
 
 
 def test_add_snapshot_and_main_ref_v2() -> None:

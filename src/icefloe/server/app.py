@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, unquote_to_bytes
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from icefloe.server import namespaces, planning, tables
-from icefloe.server.auth import TokenStore
+from icefloe.server.auth import TokenStore, basic_credentials
 from icefloe.server.config import ServerConfig
 from icefloe.server.context import Call, IdempotencyCache, Reply, ServerState
 from icefloe.server.errors import HttpError, bad_request, error_body, error_response, not_found
@@ -86,17 +86,46 @@ def _decode_json(raw: bytes) -> Any:
 
 
 def _response(reply: Reply, head: bool = False) -> Response:
-    if reply.status == 204 or head:
-        return Response(status_code=204 if reply.status < 300 else reply.status)
+    headers = dict(reply.headers) if reply.headers else None
+    if reply.status in (204, 304) or head:
+        status = 204 if head and reply.status < 300 else reply.status
+        return Response(status_code=status, headers=headers)
     if reply.json_text is not None:
-        return Response(reply.json_text, status_code=reply.status, media_type="application/json")
-    return JSONResponse(reply.payload, status_code=reply.status)
+        return Response(
+            reply.json_text, status_code=reply.status, media_type="application/json", headers=headers
+        )
+    return JSONResponse(reply.payload, status_code=reply.status, headers=headers)
 
 
-def _endpoint(state: ServerState, handler: Handler, mutation: bool, prefixed: bool) -> Any:
+def _path_params(template: str, request: Request) -> dict[str, str]:
+    """The path parameters, each decoded once from the raw path as form-encoded text.
+
+    Iceberg Java encodes identifiers with ``URLEncoder`` (a space becomes ``+``, a ``+`` becomes
+    ``%2B``) and decodes them with ``URLDecoder`` on its own server; PyIceberg and icefloe send
+    ``%20`` / ``%2B``, which this decodes the same way. The router's already-decoded parameters
+    would keep a ``+`` as a plus sign.
+    """
+    raw = request.scope.get("raw_path")
+    names = template.split("/")
+    segments = raw.split(b"/") if isinstance(raw, bytes) else []
+    if len(segments) != len(names):
+        return dict(request.path_params)
+    params: dict[str, str] = {}
+    for name, segment in zip(names, segments, strict=True):
+        if name.startswith("{") and name.endswith("}"):
+            try:
+                params[name[1:-1]] = unquote_to_bytes(segment.replace(b"+", b" ")).decode("utf-8")
+            except UnicodeDecodeError:
+                raise bad_request("a path parameter is not valid UTF-8") from None
+    return params
+
+
+def _endpoint(state: ServerState, handler: Handler, mutation: bool, template: str) -> Any:
+    prefixed = template.startswith("/v1/{prefix}/")
+
     async def run(request: Request) -> Response:
         try:
-            path = dict(request.path_params)
+            path = _path_params(template, request)
             if prefixed and path.pop("prefix", None) != state.config.prefix:
                 raise not_found("unknown catalog prefix", "NoSuchWarehouseException")
             raw = await _read_body(request, state.config.max_request_bytes)
@@ -146,6 +175,20 @@ def _config_endpoint(state: ServerState) -> Any:
     return run
 
 
+def _exchange(state: ServerState, authorization: str | None, form: dict[str, str]) -> tuple[str, int]:
+    """A token exchange as Iceberg Java's OAuth2 session sends it.
+
+    A live token refreshes itself (``Authorization: Bearer`` the token, also the
+    ``subject_token``); an expired one is exchanged under the client's credentials sent as HTTP
+    Basic, so those credentials decide; with no header the ``subject_token`` must be valid.
+    """
+    if authorization and authorization.lower().startswith("basic "):
+        return state.tokens.issue(*basic_credentials(authorization))
+    if not authorization and form.get("subject_token"):
+        authorization = "Bearer " + form["subject_token"]
+    return state.tokens.refresh(state.tokens.principal(authorization))
+
+
 def _token_endpoint(state: ServerState) -> Any:
     async def run(request: Request) -> Response:
         try:
@@ -155,8 +198,7 @@ def _token_endpoint(state: ServerState) -> Any:
             if grant == "client_credentials":
                 token, lifetime = state.tokens.issue(form.get("client_id", ""), form.get("client_secret", ""))
             elif grant == "urn:ietf:params:oauth:grant-type:token-exchange":
-                principal = state.tokens.principal(request.headers.get("authorization"))
-                token, lifetime = state.tokens.refresh(principal)
+                token, lifetime = _exchange(state, request.headers.get("authorization"), form)
             else:
                 return JSONResponse({"error": "unsupported_grant_type"}, status_code=400)
         except HttpError as exc:
@@ -211,7 +253,7 @@ def create_app(config: ServerConfig) -> Starlette:
             # HEAD first: a GET route answers HEAD too in Starlette
             for method, handler, mutation in sorted(handlers, key=lambda h: h[0] != "HEAD"):
                 routes.append(
-                    Route(full, _endpoint(state, handler, mutation, prefixed), methods=[method], name=None)
+                    Route(full, _endpoint(state, handler, mutation, full), methods=[method], name=None)
                 )
     app = Starlette(routes=routes, exception_handlers={404: _not_found, 405: _method_not_allowed})
     app.state.icefloe = state

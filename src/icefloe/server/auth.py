@@ -9,6 +9,8 @@ with an expiry. With neither configured the server is open (anonymous callers ge
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hmac
 import secrets
 import threading
@@ -73,6 +75,19 @@ class OAuthClient:
 
 
 ANONYMOUS = Principal("anonymous", Grants())
+
+
+def basic_credentials(authorization: str) -> tuple[str, str]:
+    """(client id, secret) of an HTTP Basic ``Authorization`` header (credential ``id:secret``).
+
+    Iceberg Java sends its ``credential`` this way when it exchanges an expired token.
+    """
+    try:
+        text = base64.b64decode(authorization[6:].strip(), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        raise not_authorized("malformed Basic credentials") from None
+    client_id, _, secret = text.rpartition(":")
+    return client_id, secret
 
 
 class TokenStore:

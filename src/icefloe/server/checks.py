@@ -10,7 +10,6 @@ write files elsewhere.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from urllib.parse import unquote
 
 from icefloe.catalog.base import warehouse_location
 from icefloe.catalog.identifiers import Namespace, parse_namespace, parse_table_identifier
@@ -28,10 +27,10 @@ LOCATION_PROPERTIES = (
 
 
 def namespace_from_path(text: str) -> Namespace:
-    """A namespace from its path segment (levels separated by 0x1F, each percent-decoded)."""
+    """A namespace from its decoded path segment or ``parent`` query value (levels split at 0x1F)."""
     if not text:
         raise ValidationError("empty namespace")
-    levels = tuple(unquote(level) for level in text.split(NAMESPACE_SEPARATOR))
+    levels = tuple(text.split(NAMESPACE_SEPARATOR))
     return parse_namespace(levels)
 
 
@@ -43,8 +42,8 @@ def namespace_from_json(value: object) -> Namespace:
 
 
 def table_from_path(namespace: Namespace, name: str) -> tuple[Namespace, str]:
-    """A validated (namespace, table name)."""
-    return parse_table_identifier((*namespace, unquote(name)))
+    """A validated (namespace, table name); ``name`` is already decoded (path or JSON body)."""
+    return parse_table_identifier((*namespace, name))
 
 
 def table_from_json(value: object) -> tuple[Namespace, str]:

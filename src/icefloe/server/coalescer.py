@@ -207,8 +207,12 @@ class CommitCoalescer:
                 try:
                     validate_requirements(md, p.requirements)
                     new = apply_updates(md, p.updates, now_ms)
-                except CommitConflict:
-                    rebased = rebase_append(self._catalog, md, p, written, now_ms)
+                except CommitConflict as conflict:
+                    try:
+                        rebased = rebase_append(self._catalog, md, p, written, now_ms)
+                    except Exception as exc:  # the client's files unreadable: its conflict stands
+                        logger.info("could not rebase a stale append: %s", exc)
+                        raise conflict from None
                     if rebased is None:
                         raise
                     new = apply_updates(md, rebased, now_ms)

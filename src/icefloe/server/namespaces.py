@@ -6,7 +6,7 @@ from icefloe.errors import NoSuchNamespace
 from icefloe.server.auth import READ, WRITE
 from icefloe.server.checks import check_location_properties, namespace_from_json, namespace_from_path
 from icefloe.server.context import Call, Reply, ServerState
-from icefloe.server.errors import bad_request
+from icefloe.server.errors import HttpError, bad_request
 from icefloe.server.paging import page
 
 
@@ -85,6 +85,9 @@ def update_properties(state: ServerState, call: Call) -> Reply:
     if not isinstance(removals, list) or not all(isinstance(k, str) for k in removals):
         raise bad_request("removals must be a list of strings")
     updates = _properties(body.get("updates"), "updates")
+    both = sorted(set(removals) & set(updates))
+    if both:  # the spec's 422, as Iceberg Java's UpdateNamespacePropertiesRequest.validate
+        raise HttpError(422, "UnprocessableEntityException", f"properties both removed and updated: {both}")
     check_location_properties(updates, state.catalog.warehouse)
     summary = state.catalog.update_namespace_properties(namespace, removals, updates)
     return Reply(payload={"updated": summary.updated, "removed": summary.removed, "missing": summary.missing})

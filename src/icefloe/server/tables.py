@@ -3,11 +3,13 @@ rename, and the multi-table ``/transactions/commit``."""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 from typing import Any
 
 from icefloe.catalog.base import warehouse_location
-from icefloe.errors import NoSuchTable, ValidationError
+from icefloe.errors import AlreadyExists, NoSuchTable, ValidationError
 from icefloe.formats.metadata.files import read_table_metadata
 from icefloe.server.auth import READ, WRITE
 from icefloe.server.checks import (
@@ -35,10 +37,17 @@ def _body(call: Call) -> dict[str, Any]:
     return call.body
 
 
-def table_result(location: str | None, md: TableMetadata) -> Reply:
-    """A ``LoadTableResult`` / ``CommitTableResponse`` (metadata JSON embedded as written)."""
+def table_etag(location: str, snapshots: str = "all") -> str:
+    """The ETag of a table's answer: its metadata file and the snapshot mode (``all`` / ``refs``)."""
+    return '"' + hashlib.sha256(f"{location},snapshots={snapshots}".encode()).hexdigest()[:32] + '"'
+
+
+def table_result(location: str | None, md: TableMetadata, snapshots: str = "all") -> Reply:
+    """A ``LoadTableResult`` / ``CommitTableResponse`` (metadata JSON embedded as written), with
+    its ``ETag`` once the table has a metadata file."""
     head = json.dumps({"metadata-location": location, "config": {}})
-    return Reply(json_text=head[:-1] + ', "metadata": ' + table_metadata_to_json(md) + "}")
+    text = head[:-1] + ', "metadata": ' + table_metadata_to_json(md) + "}"
+    return Reply(json_text=text, headers={"ETag": table_etag(location, snapshots)} if location else None)
 
 
 def _table(call: Call, level: str) -> tuple[tuple[str, ...], str]:
@@ -62,12 +71,41 @@ def list_tables(state: ServerState, call: Call) -> Reply:
 
 
 def load_table(state: ServerState, call: Call) -> Reply:
-    """GET /namespaces/{namespace}/tables/{table}"""
+    """GET /namespaces/{namespace}/tables/{table}?snapshots=all|refs
+
+    The answer carries an ``ETag`` naming the metadata file and snapshot mode; a request whose
+    ``If-None-Match`` names the current one gets ``304 Not Modified`` and no body (Iceberg Java
+    caches loaded tables by ETag and sends it back).
+    """
     namespace, name = _table(call, READ)
+    mode = call.query.get("snapshots", "all").lower()
+    if mode not in ("all", "refs"):
+        raise bad_request(f"snapshots must be 'all' or 'refs', not {call.query['snapshots']!r}")
     found = current_state(state.catalog, namespace, name)
     if found is None:
         raise NoSuchTable(f"table {'.'.join((*namespace, name))!r} does not exist")
-    return table_result(*found)
+    location, md = found
+    etag = table_etag(location, mode)
+    if call.headers.get("if-none-match") == etag:  # Java's freshness-aware load: its copy is current
+        return Reply(status=304, headers={"ETag": etag})
+    return table_result(location, referenced_snapshots_only(md) if mode == "refs" else md, mode)
+
+
+def referenced_snapshots_only(md: TableMetadata) -> TableMetadata:
+    """The metadata with only the snapshots a branch or tag points at (``snapshots=refs``).
+
+    Statistics of the left-out snapshots go too, as in Iceberg Java's own server; the snapshot
+    log stays (a client loads the full list with ``snapshots=all`` when it needs history).
+    """
+    kept = {ref.snapshot_id for ref in md.refs.values()}
+    if len(kept) == len(md.snapshots):
+        return md
+    return dataclasses.replace(
+        md,
+        snapshots=tuple(s for s in md.snapshots if s.snapshot_id in kept),
+        statistics=tuple(f for f in md.statistics if f.get("snapshot-id") in kept),
+        partition_statistics=tuple(f for f in md.partition_statistics if f.get("snapshot-id") in kept),
+    )
 
 
 def table_exists(state: ServerState, call: Call) -> Reply:
@@ -116,6 +154,8 @@ def create_table(state: ServerState, call: Call) -> Reply:
     check_location_properties(properties, catalog.warehouse)
     if body.get("stage-create"):
         catalog._require_namespace(namespace)
+        if catalog.table_exists((*namespace, name)):  # as Iceberg Java's own server answers
+            raise AlreadyExists(f"table {'.'.join((*namespace, name))!r} already exists")
         md = new_table_metadata(schema, spec, order, table_location, properties)
         return table_result(None, md)
     table = catalog.create_table((*namespace, name), schema, spec, order, table_location, properties)

@@ -40,8 +40,10 @@ from icefloe.spec.updates import (
     AddSnapshot,
     AddSortOrder,
     AssignUUID,
+    RemovePartitionSpecs,
     RemovePartitionStatistics,
     RemoveProperties,
+    RemoveSchemas,
     RemoveSnapshotRef,
     RemoveSnapshots,
     RemoveStatistics,
@@ -109,6 +111,10 @@ def update_to_dict(update: TableUpdate) -> dict[str, Any]:
             return {"action": "set-partition-statistics", "partition-statistics": dict(stats)}
         case RemovePartitionStatistics(snapshot_id=snapshot_id):
             return {"action": "remove-partition-statistics", "snapshot-id": snapshot_id}
+        case RemovePartitionSpecs(spec_ids=ids):
+            return {"action": "remove-partition-specs", "spec-ids": list(ids)}
+        case RemoveSchemas(schema_ids=ids):
+            return {"action": "remove-schemas", "schema-ids": list(ids)}
     raise Unsupported(f"no REST form for table update {update!r}")
 
 
@@ -184,6 +190,12 @@ def _str_list(value: Any, what: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _int_tuple(value: list[Any], what: str) -> tuple[int, ...]:
+    if not all(type(v) is int for v in value):
+        raise ValidationError(f"{what} must be a list of integers")
+    return tuple(value)
+
+
 def _parsed(parse: Callable[[Any], Any], data: Any, what: str) -> Any:
     try:
         return parse(data)
@@ -255,10 +267,12 @@ def update_from_dict(data: Any, table_location: str = "") -> TableUpdate:
             return RemoveSnapshots(tuple(ids))
         case "remove-snapshot-ref":
             return RemoveSnapshotRef(_member(data, "ref-name", str, what))
-        case "set-properties":
-            return SetProperties(_str_map(_member(data, "updates", dict, what), "set-properties updates"))
-        case "remove-properties":
-            return RemoveProperties(_str_list(_member(data, "removals", list, what), "removals"))
+        case "set-properties":  # "updated": the name early Iceberg Java clients sent
+            updated = _member(data, "updates" if "updates" in data else "updated", dict, what)
+            return SetProperties(_str_map(updated, "set-properties updates"))
+        case "remove-properties":  # "removed": likewise
+            removed = _member(data, "removals" if "removals" in data else "removed", list, what)
+            return RemoveProperties(_str_list(removed, "removals"))
         case "set-location":
             return SetLocation(_member(data, "location", str, what))
         case "set-statistics":
@@ -269,6 +283,10 @@ def update_from_dict(data: Any, table_location: str = "") -> TableUpdate:
             return SetPartitionStatistics(dict(_member(data, "partition-statistics", dict, what)))
         case "remove-partition-statistics":
             return RemovePartitionStatistics(_member(data, "snapshot-id", int, what))
+        case "remove-partition-specs":
+            return RemovePartitionSpecs(_int_tuple(_member(data, "spec-ids", list, what), "spec-ids"))
+        case "remove-schemas":
+            return RemoveSchemas(_int_tuple(_member(data, "schema-ids", list, what), "schema-ids"))
     raise Unsupported(f"table update action {action!r} is not supported by this catalog")
 
 

@@ -41,6 +41,7 @@ __all__ = [  # noqa: RUF022 - grouped: updates, requirements, functions
     "AddSortOrder",
     "AssignUUID",
     "RemoveProperties",
+    "RemoveSchemas",
     "RemoveSnapshotRef",
     "RemoveSnapshots",
     "SetCurrentSchema",
@@ -52,6 +53,7 @@ __all__ = [  # noqa: RUF022 - grouped: updates, requirements, functions
     "SetStatistics",
     "RemoveStatistics",
     "SetPartitionStatistics",
+    "RemovePartitionSpecs",
     "RemovePartitionStatistics",
     "TableUpdate",
     "UpgradeFormatVersion",
@@ -224,6 +226,22 @@ class RemovePartitionStatistics:
     snapshot_id: int
 
 
+@dataclass(frozen=True)
+class RemovePartitionSpecs:
+    """Forget partition specs no snapshot uses any more (Iceberg Java's expiry of unused specs);
+    the default spec cannot go, unknown ids are ignored."""
+
+    spec_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class RemoveSchemas:
+    """Forget schemas no snapshot uses any more; the current schema cannot go, unknown ids are
+    ignored."""
+
+    schema_ids: tuple[int, ...]
+
+
 TableUpdate = (
     AssignUUID
     | UpgradeFormatVersion
@@ -244,6 +262,8 @@ TableUpdate = (
     | RemoveStatistics
     | SetPartitionStatistics
     | RemovePartitionStatistics
+    | RemovePartitionSpecs
+    | RemoveSchemas
 )
 
 
@@ -516,6 +536,28 @@ def _apply_remove_partition_statistics(state: _State, u: RemovePartitionStatisti
     _set(state, partition_statistics=kept)
 
 
+def _remove_unused(
+    state: _State, attribute: str, id_name: str, ids: tuple[int, ...], in_use: int, what: str
+) -> None:
+    """Drop the metadata list items (``attribute``) whose ``id_name`` is in ``ids``; never ``in_use``."""
+    if in_use in ids:
+        raise ValidationError(f"cannot remove the {what} {in_use}")
+    items = getattr(state.md, attribute)
+    kept = tuple(item for item in items if getattr(item, id_name) not in ids)
+    if len(kept) != len(items):
+        _set(state, **{attribute: kept})
+
+
+def _apply_remove_partition_specs(state: _State, u: RemovePartitionSpecs) -> None:
+    _remove_unused(
+        state, "partition_specs", "spec_id", u.spec_ids, state.md.default_spec_id, "default partition spec"
+    )
+
+
+def _apply_remove_schemas(state: _State, u: RemoveSchemas) -> None:
+    _remove_unused(state, "schemas", "schema_id", u.schema_ids, state.md.current_schema_id, "current schema")
+
+
 def _apply_assign_uuid(state: _State, u: AssignUUID) -> None:
     try:
         text = str(uuid_module.UUID(u.uuid))
@@ -544,6 +586,8 @@ _HANDLERS: dict[type, Any] = {
     RemoveStatistics: _apply_remove_statistics,
     SetPartitionStatistics: _apply_set_partition_statistics,
     RemovePartitionStatistics: _apply_remove_partition_statistics,
+    RemovePartitionSpecs: _apply_remove_partition_specs,
+    RemoveSchemas: _apply_remove_schemas,
 }
 
 
