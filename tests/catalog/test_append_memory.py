@@ -2,7 +2,9 @@
 
 A commit's parent is usually the same process's previous commit: its manifest list is taken as
 written instead of decoded again. Another writer committing in between changes the parent (its
-list has another location), so nothing remembered is used for it and no row is lost.
+list has another location), so nothing remembered is used for it and no row is lost. Through
+REST, the metadata the server answers a commit with takes the snapshots the client proposed
+unchanged from its proposal; the table the client holds afterwards is the one a fresh load gives.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ def test_the_next_append_takes_its_parent_list_as_written(
     assert _ids(catalog) == list(range(12))
     manifests = v3_read.manifest_refs(table.io, table.metadata, table.current_snapshot())  # type: ignore[arg-type]
     assert len(manifests) == 4
+    assert table.metadata == catalog.load_table("db.t").metadata
 
 
 @pytest.mark.parametrize("format_version", [2, 3])
@@ -69,5 +72,6 @@ def test_a_commit_by_another_writer_in_between_is_read(
     assert _ids(catalog) == [0, 1, 2, 100, 101, 102, 200, 201, 202]
     fresh = catalog.load_table("db.t")
     assert len(fresh.snapshots()) == 3
+    assert mine.metadata == fresh.metadata  # through REST: the server rebased `mine`'s snapshot
     if format_version >= 3:
         assert fresh.metadata.next_row_id == 9
