@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import gzip
 import json
 import uuid
@@ -442,3 +443,51 @@ def test_every_fixture_metadata_file_parses_and_round_trips() -> None:
         assert again.extra == md.extra, path
         assert table_metadata_to_json(again) == text, path
     assert versions == {1, 2, 3}
+
+
+def test_known_snapshots_repeated_exactly_are_taken_as_they_are() -> None:
+    """Parsing with ``known`` gives what parsing without it gives; the snapshots the JSON repeats
+    field for field are ``known``'s own objects (v2, v3 lineage, v4 roots relative to the table)."""
+    checked = 0
+    for path in FIXTURES:
+        data = json.loads(Path(path).read_text())
+        fresh = table_metadata_from_json(data)
+        if fresh.format_version < 2 or not fresh.snapshots:
+            continue
+        again = table_metadata_from_json(data, known=fresh)
+        assert again == fresh, path
+        assert all(a is f for a, f in zip(again.snapshots, fresh.snapshots, strict=True)), path
+        checked += 1
+    assert checked >= 10
+    v4 = _v2_dict()
+    v4.update({"format-version": 4, "next-row-id": 5})
+    snap = v4["snapshots"][0]
+    del snap["manifest-list"]
+    snap.update({"root-manifest": "metadata/root-1.parquet", "first-row-id": 0, "added-rows": 5})
+    fresh = table_metadata_from_json(v4)
+    assert fresh.snapshots[0].root_manifest == "s3://b/wh/t/metadata/root-1.parquet"
+    assert table_metadata_from_json(v4, known=fresh).snapshots[0] is fresh.snapshots[0]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"sequence_number": 2},
+        {"parent_snapshot_id": 7},
+        {"timestamp_ms": 1},
+        {"manifest_list": "s3://b/wh/t/metadata/snap-rebased.avro"},
+        {"summary": {"operation": "overwrite"}},
+        {"schema_id": 1},
+        {"first_row_id": 3},
+        {"key_id": "k"},
+    ],
+)
+def test_a_known_snapshot_that_differs_is_parsed(change: dict[str, Any]) -> None:
+    """A snapshot the catalog changed under the same id (a server-side rebase keeps the id but not
+    the sequence number, parent or manifest list) is parsed from the JSON, not taken from ``known``."""
+    data = _v2_dict()
+    fresh = table_metadata_from_json(data)
+    stale = fresh.with_changes(snapshots=(dataclasses.replace(fresh.snapshots[0], **change),))
+    again = table_metadata_from_json(data, known=stale)
+    assert again == fresh
+    assert again.snapshots[0] is not stale.snapshots[0]

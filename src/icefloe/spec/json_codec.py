@@ -11,7 +11,7 @@ import dataclasses
 import gzip
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from icefloe.errors import CorruptMetadata, IcefloeError, Unsupported
@@ -240,6 +240,60 @@ def _snapshot_from_dict_checked(data: Any) -> Snapshot:
     )
 
 
+def _snapshots_from_list(
+    items: Sequence[Any], table_location: str, known: Mapping[int, Snapshot]
+) -> tuple[Snapshot, ...]:
+    """The table's snapshots (v4 roots resolved against ``table_location`` when it is given);
+    one of ``known`` is taken as it is where its item says exactly what it holds."""
+    out: list[Snapshot] = []
+    for item in items:
+        snapshot_id = item.get("snapshot-id") if known and type(item) is dict else None
+        held = known.get(snapshot_id) if type(snapshot_id) is int else None
+        if held is not None and _says_exactly(item, held, table_location):
+            out.append(held)
+            continue
+        snapshot = snapshot_from_dict(item)
+        out.append(_resolved_root(snapshot, table_location) if table_location else snapshot)
+    return tuple(out)
+
+
+def _says_exactly(item: dict[str, Any], snapshot: Snapshot, table_location: str) -> bool:
+    """Whether parsing ``item`` (a v2+ snapshot object) gives ``snapshot``: every member it reads,
+    of the type it takes without converting, is equal."""
+    if "manifests" in item or snapshot.manifests is not None:
+        return False
+    get = item.get
+    root = get("root-manifest")
+    if root is not None and table_location:
+        if type(root) is not str:
+            return False
+        root = resolve_location(root, table_location)
+    summary = get("summary")
+    return (
+        type(get("timestamp-ms")) is int
+        and get("timestamp-ms") == snapshot.timestamp_ms
+        and type(get("sequence-number")) is int
+        and get("sequence-number") == snapshot.sequence_number
+        and _same_int(get("parent-snapshot-id"), snapshot.parent_snapshot_id)
+        and _same_int(get("schema-id"), snapshot.schema_id)
+        and _same_int(get("first-row-id"), snapshot.first_row_id)
+        and _same_int(get("added-rows"), snapshot.added_rows)
+        and _same_text(get("manifest-list"), snapshot.manifest_list)
+        and _same_text(root, snapshot.root_manifest)
+        and _same_text(get("key-id"), snapshot.key_id)
+        and type(summary) is dict
+        and summary == snapshot.summary  # the held values are strings: equal ones are strings too
+    )
+
+
+def _same_int(value: Any, held: int | None) -> bool:
+    return value is None if held is None else type(value) is int and value == held
+
+
+def _same_text(value: Any, held: str | None) -> bool:
+    return value is None if held is None else type(value) is str and value == held
+
+
 def ref_to_dict(ref: SnapshotRef) -> dict[str, Any]:
     """JSON object of a branch or tag."""
     out: dict[str, Any] = {"snapshot-id": ref.snapshot_id, "type": ref.ref_type.value}
@@ -295,11 +349,19 @@ def _load(text: str | bytes | Mapping[str, Any]) -> Mapping[str, Any]:
     return data
 
 
-def table_metadata_from_json(text: str | bytes | Mapping[str, Any]) -> TableMetadata:
-    """Parse table metadata from JSON text, (optionally gzipped) bytes, or an already-parsed dict."""
+def table_metadata_from_json(
+    text: str | bytes | Mapping[str, Any], known: TableMetadata | None = None
+) -> TableMetadata:
+    """Parse table metadata from JSON text, (optionally gzipped) bytes, or an already-parsed dict.
+
+    ``known`` is metadata of the same table held already (e.g. what a commit proposed, when the
+    catalog answers with what it committed): a snapshot the JSON repeats field for field is taken
+    from it instead of parsed again, so answering a commit costs the new snapshots, not the table's
+    history. The result is the same as without ``known``.
+    """
     data = _load(text)
     try:
-        return _table_metadata_from_dict(data)
+        return _table_metadata_from_dict(data, known)
     except (CorruptMetadata, Unsupported):
         raise
     except IcefloeError as exc:
@@ -308,7 +370,7 @@ def table_metadata_from_json(text: str | bytes | Mapping[str, Any]) -> TableMeta
         raise CorruptMetadata(f"invalid table metadata: {type(exc).__name__}: {exc}") from exc
 
 
-def _table_metadata_from_dict(data: Mapping[str, Any]) -> TableMetadata:
+def _table_metadata_from_dict(data: Mapping[str, Any], known: TableMetadata | None = None) -> TableMetadata:
     what = "table metadata"
     fv = required_int(data, "format-version", what)
     if fv > MAX_FORMAT_VERSION:
@@ -364,10 +426,12 @@ def _table_metadata_from_dict(data: Mapping[str, Any]) -> TableMetadata:
     if default_sort_order_id is None:
         default_sort_order_id = orders[0].order_id if orders else 0
 
-    snapshots = tuple(snapshot_from_dict(s) for s in optional_list(data, "snapshots", what))
     table_location = data.get("location")
-    if fv >= 4 and isinstance(table_location, str) and table_location:
-        snapshots = tuple(_resolved_root(s, table_location) for s in snapshots)
+    snapshots = _snapshots_from_list(
+        optional_list(data, "snapshots", what),
+        table_location if fv >= 4 and isinstance(table_location, str) else "",
+        {s.snapshot_id: s for s in known.snapshots} if known is not None and fv >= 2 else {},
+    )
     current_snapshot_id = optional_int(data, "current-snapshot-id", what)
     if current_snapshot_id == -1:
         current_snapshot_id = None

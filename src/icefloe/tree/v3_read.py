@@ -90,6 +90,22 @@ def clear_manifest_list_cache() -> None:
     written_lists.clear()
 
 
+def remember_written_list(location: str, length: int, manifests: Sequence[ManifestFile]) -> None:
+    """Keep the manifests of the list this process just wrote at ``location`` (``length`` bytes),
+    as a reader decodes them (``ManifestListResult.as_read``): the next commit, whose parent is
+    usually this snapshot, then reads its parent's list without decoding it. Keyed as decoded lists
+    are (location and length): a list written by anyone else has another location, so it is read."""
+    _keep_decoded((location, length), tuple(manifests))
+
+
+def _keep_decoded(key: tuple[str, int], manifests: tuple[ManifestFile, ...]) -> None:
+    with _manifest_lists_lock:
+        _manifest_lists[key] = manifests
+        _manifest_lists.move_to_end(key)
+        while len(_manifest_lists) > MANIFEST_LIST_CACHE_SIZE:
+            _manifest_lists.popitem(last=False)
+
+
 def _cached_manifest_list(io: FileIO, location: str, snapshot_id: int) -> list[ManifestFile]:
     """``read_manifest_list``, remembered by location and size for repeated plans of a snapshot."""
     written = written_lists.take(location)
@@ -110,10 +126,7 @@ def _cached_manifest_list(io: FileIO, location: str, snapshot_id: int) -> list[M
             _manifest_lists.move_to_end(key)
             return list(cached)
     manifests = _read_list(source, location, snapshot_id)
-    with _manifest_lists_lock:
-        _manifest_lists[key] = tuple(manifests)
-        while len(_manifest_lists) > MANIFEST_LIST_CACHE_SIZE:
-            _manifest_lists.popitem(last=False)
+    _keep_decoded(key, tuple(manifests))
     return manifests
 
 

@@ -49,6 +49,7 @@ from icefloe.tree.v3_read import (
     may_have_live_entries,
     read_entries,
     read_entries_many,
+    remember_written_list,
     with_counts,
     written_lists,
 )
@@ -386,10 +387,13 @@ def write_v3_tree(request: TreeWriteRequest) -> TreeResult:
             parent.snapshot_id if parent is not None else None,
             request.sequence_number,
             row_start,
+            decoded=parents if parent is not None and parent.manifest_list is not None else (),
         )
         io.new_output(list_path, fresh_name=True).write_bytes(buffer.getvalue())
         w.written.append(list_path)
-        written_lists.remember(list_path, buffer.getvalue())  # the next commit's parent list
+        # the next commit's parent list: its bytes (a remote store is not asked) and its entries
+        written_lists.remember(list_path, buffer.getvalue())
+        remember_written_list(list_path, listed.length, listed.as_read)
     except BaseException:
         for path in w.written:
             try:

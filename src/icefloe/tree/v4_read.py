@@ -65,7 +65,7 @@ from icefloe.spec.content import (
 from icefloe.spec.schema import Schema
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
-from icefloe.spec.types import IcebergType
+from icefloe.spec.types import IcebergType, StructType
 from icefloe.tree import v3_read
 from icefloe.tree.changes import EntrySelection, ManifestFilter
 from icefloe.tree.integrity import check_manifest_counts, entry_counts
@@ -108,6 +108,10 @@ written_roots = RecentWrites()
 _layouts: OrderedDict[tuple[str, int, int], StatsLayout] = OrderedDict()
 _partition_type_cache: OrderedDict[tuple[str, int, int], dict[int, IcebergType]] = OrderedDict()
 _cache_lock = threading.Lock()
+_DECODED_ROWS_KEPT = 4096
+_decoded_rows: OrderedDict[int, tuple[ManifestEntry, StructType]] = OrderedDict()
+"""Inline rows of roots decoded lately, by identity, with the content-stats type they were decoded
+with (see :func:`decoded_stats_types`)."""
 
 
 def table_location(metadata: TableMetadata) -> str | None:
@@ -131,7 +135,30 @@ def clear_root_cache() -> None:
     """Forget every decoded or remembered root manifest (tests that rewrite files in place need this)."""
     with _cache_lock:
         _cache.clear()
+        _decoded_rows.clear()
     written_roots.clear()
+
+
+def decoded_stats_types(entries: Sequence[ManifestEntry]) -> list[StructType | None]:
+    """For each entry, the content-stats type it was decoded with when it is an inline row of a
+    root this process decoded lately, else None.
+
+    A decoded row holds what its root stores, and only that: written again with the same stats
+    layout, it is stored as it is (``tree.v4_written_root`` keeps it without converting it again;
+    ``tests/tree/test_v4_written_root.py`` checks roots carried on from decoded parents).
+    """
+    with _cache_lock:
+        hits = [_decoded_rows.get(id(e)) for e in entries]
+    return [hit[1] if hit is not None and hit[0] is e else None for e, hit in zip(entries, hits, strict=True)]
+
+
+def _note_decoded(entries: Sequence[ManifestEntry], stats_type: StructType) -> None:
+    with _cache_lock:
+        for e in entries:
+            _decoded_rows[id(e)] = (e, stats_type)
+            _decoded_rows.move_to_end(id(e))
+        while len(_decoded_rows) > _DECODED_ROWS_KEPT:
+            _decoded_rows.popitem(last=False)
 
 
 def _root_key(metadata: TableMetadata, location: str) -> tuple[str, str, int, int, str]:
@@ -206,6 +233,7 @@ def _parse_root(metadata: TableMetadata, location: str, data: bytes) -> RootCont
     )
     inline_rows = _decode(table.filter(pc.invert(is_ref)), metadata, location)
     inline = tuple(_dv_snapshot_fallback(e) for _, e in inline_rows)
+    _note_decoded(inline, _layout(metadata).stats_type)
     return RootContents(location, len(data), tuple(refs), inline, footer)
 
 

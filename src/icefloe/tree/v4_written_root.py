@@ -32,7 +32,7 @@ from icefloe.spec.content import ManifestEntry, ManifestFile
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.types import StructType
 from icefloe.tree.v4_policy import manifest_dv_encoding
-from icefloe.tree.v4_read import RootContents, remember_written_root
+from icefloe.tree.v4_read import RootContents, decoded_stats_types, remember_written_root
 
 
 def stored_entry(e: ManifestEntry, layout: StatsLayout) -> ManifestEntry:
@@ -62,11 +62,12 @@ class _StoredRows:
         """:func:`stored_entry` of each entry (the entry itself when it is such a form)."""
         with self._lock:
             known = [self._rows.get(id(e)) for e in entries]
+        decoded = decoded_stats_types(entries)  # rows of a decoded root are stored forms too
         same_layout: dict[int, bool] = {}
         out: list[ManifestEntry] = []
-        for e, hit in zip(entries, known, strict=True):
-            if hit is not None and hit[0] is e:
-                tag = hit[1]
+        for e, hit, decoded_as in zip(entries, known, decoded, strict=True):
+            tag = hit[1] if hit is not None and hit[0] is e else decoded_as
+            if tag is not None:
                 same = same_layout.get(id(tag))
                 if same is None:
                     same = same_layout[id(tag)] = tag == layout.stats_type

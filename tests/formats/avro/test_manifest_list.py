@@ -137,6 +137,57 @@ def test_round_trip_and_header(format_version: int) -> None:
         ]
 
 
+def _list_manifests(format_version: int) -> list[ManifestFile]:
+    return [
+        manifest("s3://b/m0.avro", min_sequence_number=2, partitions=(PartitionFieldSummary(True, None),)),
+        manifest("s3://b/m1.avro", sequence_number=2, min_sequence_number=1, first_row_id=40),
+        manifest(
+            "s3://b/m2.avro",
+            content=ManifestContent.DELETES if format_version > 1 else ManifestContent.DATA,
+            partitions=None,
+            key_metadata=b"key",
+            added_files_count=None if format_version == 1 else 1,
+        ),
+    ]
+
+
+@pytest.mark.parametrize("format_version", [1, 2, 3])
+def test_as_read_is_what_the_reader_decodes(format_version: int) -> None:
+    """``as_read`` equals decoding the bytes written, field by field, in every format version."""
+    buf = io.BytesIO()
+    first_row_id = 100 if format_version >= 3 else None
+    manifests = _list_manifests(format_version)
+    result = write_manifest_list(buf, manifests, format_version, 77, 66, 5, first_row_id)
+    got = read_manifest_list(buf.getvalue())
+    assert list(result.as_read) == got
+    assert [m.format_version for m in result.as_read] == [format_version] * 3
+
+
+@pytest.mark.parametrize(("parent_version", "format_version"), [(1, 1), (2, 2), (3, 3), (1, 2), (2, 3)])
+def test_as_read_keeps_decoded_manifests_of_the_same_version(
+    parent_version: int, format_version: int
+) -> None:
+    """A child list carrying its parent's manifests (as read) on: those read from a list of the same
+    format version are kept as they are; after an upgrade they are decoded again. Either way
+    ``as_read`` is what reading the child's bytes gives."""
+    buf = io.BytesIO()
+    write_manifest_list(
+        buf, _list_manifests(parent_version), parent_version, 77, 66, 5, 100 if parent_version >= 3 else None
+    )
+    parents = read_manifest_list(buf.getvalue())
+    if format_version >= 2:
+        parents = [m.with_changes(added_files_count=1) if m.added_files_count is None else m for m in parents]
+    new = manifest("s3://b/m3.avro", added_snapshot_id=78)
+    child = io.BytesIO()
+    first_row_id = 200 if format_version >= 3 else None
+    result = write_manifest_list(
+        child, [new, *parents], format_version, 78, 77, 6, first_row_id, decoded=parents
+    )
+    assert list(result.as_read) == read_manifest_list(child.getvalue())
+    kept = [a is p for a, p in zip(result.as_read[1:], parents, strict=True)]
+    assert kept == [p.format_version == format_version for p in parents]
+
+
 def test_first_snapshot_header_says_null_parent() -> None:
     buf = io.BytesIO()
     write_manifest_list(buf, [], 2, 1, None, 1)

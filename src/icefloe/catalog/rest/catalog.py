@@ -375,9 +375,12 @@ class RestCatalog(Catalog):
         return super().load_for_commit(identifier, None)
 
     def committed_metadata(self, location: str, proposed: TableMetadata) -> TableMetadata:
-        """The metadata the service committed at ``location`` (its own last-updated, metadata-log)."""
+        """The metadata the service committed at ``location`` (its own last-updated, metadata-log).
+
+        Its snapshots that ``proposed`` holds unchanged (all but the new ones, unless the service
+        rebased the commit) are taken from ``proposed`` instead of parsed again."""
         data = self._committed.pop(location, None)
-        return table_metadata_from_json(data) if data is not None else proposed
+        return table_metadata_from_json(data, known=proposed) if data is not None else proposed
 
 
 def _warehouse_param(properties: dict[str, str]) -> dict[str, str]:

@@ -9,7 +9,7 @@ Reading resolves fields by id and defaults v1 lists to content DATA and sequence
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,12 +21,15 @@ from icefloe.spec.content import ManifestContent, ManifestFile, PartitionFieldSu
 
 @dataclass(frozen=True)
 class ManifestListResult:
-    """What writing a manifest list produced: the entries as written and the row-id counter."""
+    """What writing a manifest list produced: the entries as written, the row-id counter, and the
+    entries exactly as :func:`read_manifest_list` will decode them from the bytes written
+    (``as_read``: the reader's defaults applied, so a reader may take them instead of decoding)."""
 
     manifests: list[ManifestFile]
     length: int
     first_row_id: int | None = None
     next_row_id: int | None = None
+    as_read: tuple[ManifestFile, ...] = ()
 
     @property
     def added_rows(self) -> int | None:
@@ -136,12 +139,15 @@ def write_manifest_list(
     first_row_id: int | None = None,
     *,
     codec: str = avs.DEFAULT_CODEC,
+    decoded: Iterable[ManifestFile] = (),
 ) -> ManifestListResult:
     """Write a v1–v3 manifest list to an ``OutputFile`` or binary stream.
 
     Unassigned sequence numbers become ``sequence_number``; in v3, data manifests without a
     ``first_row_id`` are assigned one starting at ``first_row_id``. The result carries the
     manifests as written and the counter end, so ``added_rows`` is the snapshot's ``added-rows``.
+    ``decoded`` may name manifests that are what :func:`read_manifest_list` returned for a list
+    (e.g. the parent's): those of this format version are their own ``as_read`` form.
     """
     if format_version not in (1, 2, 3):
         raise ValidationError(f"manifest lists are written for format versions 1-3, not {format_version}")
@@ -156,14 +162,31 @@ def write_manifest_list(
     if format_version >= 3:
         meta["first-row-id"] = str(first_row_id)
     records = [_record(m, format_version) for m in assigned]
-    data = avs.avro_bytes(avs.manifest_list_schema(format_version), records, meta, codec)
+    schema = avs.manifest_list_schema(format_version)
+    data = avs.avro_bytes(schema, records, meta, codec)
     avs.write_to(output, data)
     return ManifestListResult(
         manifests=assigned,
         length=len(data),
         first_row_id=first_row_id if format_version >= 3 else None,
         next_row_id=next_row_id,
+        as_read=_as_read(assigned, records, schema, format_version, decoded),
     )
+
+
+def _as_read(
+    written: Sequence[ManifestFile],
+    records: Sequence[dict[str, Any]],
+    schema: dict,
+    format_version: int,
+    decoded: Iterable[ManifestFile],
+) -> tuple[ManifestFile, ...]:
+    """The written manifests as the reader decodes their records. A manifest the reader made from
+    a list of this format version is that already (decoding its record gives it back), so it is
+    kept as it is; the others are decoded from the records written."""
+    same_form = {id(m) for m in decoded if m.format_version == format_version}
+    decode = _record_decoder(schema, format_version, None)
+    return tuple(m if id(m) in same_form else decode(rec) for m, rec in zip(written, records, strict=True))
 
 
 def read_manifest_list_header(source: Any) -> ManifestListHeader:
@@ -193,9 +216,19 @@ def read_manifest_list(source: Any) -> list[ManifestFile]:
     location = avs.source_location(source)
     data = avs.source_bytes(source)
     schema, metadata, records = avs.open_avro(data, location)
-    header = _list_header(schema, metadata)
+    decode = _record_decoder(schema, _list_header(schema, metadata).format_version, location)
+    with reading(location, "decode manifest list entries"):
+        return [decode(rec) for rec in records]
+
+
+def _record_decoder(
+    schema: dict, format_version: int, location: str | None
+) -> Callable[[dict[str, Any]], ManifestFile]:
+    """Turns one record of a manifest list written with ``schema`` into its ``ManifestFile``
+    (fields resolved by id; v1 lists default to content DATA and sequence numbers 0)."""
     n = {fid: avs.field_name(schema, fid, default) for fid, default in _LIST_FIELDS.items()}
-    if n[500] is None:
+    path_name = n[500]
+    if path_name is None:
         raise CorruptMetadata(f"{location}: manifest list has no manifest_path field", location=location)
     part_type = n[507] and avs.non_null_branch(avs.fields_by_id(schema).get(507, {}).get("type"))
     summary_record = None
@@ -210,46 +243,43 @@ def read_manifest_list(source: Any) -> list[ManifestFile]:
         name = n[fid]
         return None if name is None else rec.get(name)
 
-    out: list[ManifestFile] = []
-    with reading(location, "decode manifest list entries"):
-        for rec in records:
-            parts = get(rec, 507)
-            summaries = None
-            if parts is not None:
-                summaries = tuple(
-                    PartitionFieldSummary(
-                        contains_null=bool(p.get(s_null)),
-                        contains_nan=p.get(s_nan) if s_nan else None,
-                        lower_bound=p.get(s_lo) if s_lo else None,
-                        upper_bound=p.get(s_hi) if s_hi else None,
-                    )
-                    for p in parts
+    def decode(rec: dict[str, Any]) -> ManifestFile:
+        parts = get(rec, 507)
+        summaries = None
+        if parts is not None:
+            summaries = tuple(
+                PartitionFieldSummary(
+                    contains_null=bool(p.get(s_null)),
+                    contains_nan=p.get(s_nan) if s_nan else None,
+                    lower_bound=p.get(s_lo) if s_lo else None,
+                    upper_bound=p.get(s_hi) if s_hi else None,
                 )
-            seq = get(rec, 515)
-            min_seq = get(rec, 516)
-            content = get(rec, 517)
-            out.append(
-                ManifestFile(
-                    manifest_path=rec[n[500]],
-                    manifest_length=get(rec, 501) or 0,
-                    partition_spec_id=get(rec, 502) or 0,
-                    content=ManifestContent(content or 0),
-                    sequence_number=seq if seq is not None else 0,
-                    min_sequence_number=min_seq if min_seq is not None else 0,
-                    added_snapshot_id=get(rec, 503) or 0,
-                    added_files_count=get(rec, 504),
-                    existing_files_count=get(rec, 505),
-                    deleted_files_count=get(rec, 506),
-                    added_rows_count=get(rec, 512),
-                    existing_rows_count=get(rec, 513),
-                    deleted_rows_count=get(rec, 514),
-                    partitions=summaries,
-                    key_metadata=get(rec, 519),
-                    first_row_id=get(rec, 520),
-                    format_version=header.format_version,
-                )
+                for p in parts
             )
-    return out
+        seq = get(rec, 515)
+        min_seq = get(rec, 516)
+        content = get(rec, 517)
+        return ManifestFile(
+            manifest_path=rec[path_name],
+            manifest_length=get(rec, 501) or 0,
+            partition_spec_id=get(rec, 502) or 0,
+            content=ManifestContent(content or 0),
+            sequence_number=seq if seq is not None else 0,
+            min_sequence_number=min_seq if min_seq is not None else 0,
+            added_snapshot_id=get(rec, 503) or 0,
+            added_files_count=get(rec, 504),
+            existing_files_count=get(rec, 505),
+            deleted_files_count=get(rec, 506),
+            added_rows_count=get(rec, 512),
+            existing_rows_count=get(rec, 513),
+            deleted_rows_count=get(rec, 514),
+            partitions=summaries,
+            key_metadata=get(rec, 519),
+            first_row_id=get(rec, 520),
+            format_version=format_version,
+        )
+
+    return decode
 
 
 _LIST_FIELDS: dict[int, str] = {
