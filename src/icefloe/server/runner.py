@@ -31,6 +31,9 @@ def _uvicorn_config(
         access_log=False,
         lifespan="off",
         timeout_keep_alive=30,
+        # httptools and uvloop when installed (the ``rest`` extra), else h11 and asyncio
+        http="auto",
+        loop="auto",
     )
 
 
