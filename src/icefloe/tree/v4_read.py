@@ -247,7 +247,10 @@ def inline_entries_added(
                     pc.equal(tracked_to, pa.scalar(snapshot.snapshot_id, tracked_to.type)),
                 ),
             )
-            rows = _decode(table.filter(pc.fill_null(keep, False)), metadata, location)
+            keep = pc.fill_null(keep, False)
+            if not pc.all(keep).as_py():  # a root made on an empty table holds just its own rows
+                table = table.filter(keep)
+            rows = _decode(table, metadata, location)
         found = [_dv_snapshot_fallback(e) for _, e in rows]
     summary = snapshot.summary
     data_files = [e for e in found if e.data_file.content == FileContent.DATA]
