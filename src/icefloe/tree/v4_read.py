@@ -29,8 +29,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, cast
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -70,7 +72,7 @@ from icefloe.tree import v3_read
 from icefloe.tree.changes import EntrySelection, ManifestFilter
 from icefloe.tree.integrity import check_manifest_counts, entry_counts
 from icefloe.tree.recent_writes import RecentWrites
-from icefloe.tree.summary import ADDED_DATA_FILES, ADDED_DELETE_FILES
+from icefloe.tree.summary import ADDED_DATA_FILES, ADDED_DELETE_FILES, TOTAL_DATA_FILES
 from icefloe.tree.v4_columnar import decode_leaf_rows
 from icefloe.tree.v4_leaf_columns import LeafColumns
 from icefloe.tree.v4_policy import manifest_dv_encoding
@@ -228,28 +230,25 @@ def inline_entries_added(
         found = [e for e in cached.inline if _added_by(e, snapshot.snapshot_id)]
     else:
         with reading(location, "read the root manifest"):
-            table = read_content_entries(
-                io.new_input(location).read(),
+            data = io.new_input(location).read()
+            read = partial(
+                read_content_entries,
+                data,
                 table_schema=metadata.schema(),
                 specs=metadata.specs_by_id(),
                 table_location=table_location(metadata),
                 source=location,
                 kind="root",
             )
-            check_deletion_vectors(table, location)
-            content = _column(table, ce.CONTENT_TYPE)
-            status = _tracking_member(table, ce.STATUS)
-            tracked_to = _tracking_member(table, ce.SNAPSHOT_ID)
-            keep = pc.and_(
-                pc.invert(pc.is_in(content, value_set=_REFERENCE_CONTENTS.cast(content.type))),
-                pc.and_(
-                    pc.equal(status, pa.scalar(int(EntryStatus.ADDED), status.type)),
-                    pc.equal(tracked_to, pa.scalar(snapshot.snapshot_id, tracked_to.type)),
-                ),
-            )
-            keep = pc.fill_null(keep, False)
-            if not pc.all(keep).as_py():  # a root made on an empty table holds just its own rows
-                table = table.filter(keep)
+            if _carries_many_rows(snapshot):  # find the added rows first, then project only them
+                keep = _added_rows(read(columns={ce.TRACKING}), snapshot.snapshot_id)
+                table = read(rows=np.flatnonzero(keep.to_numpy(zero_copy_only=False)).tolist())
+            else:
+                table = read()
+                keep = _added_rows(table, snapshot.snapshot_id)
+                if not pc.all(keep).as_py():  # a root made on an empty table holds just its own rows
+                    table = table.filter(keep)
+            check_deletion_vectors(table, location)  # the rows taken; the others are never read
             rows = _decode(table, metadata, location)
         found = [_dv_snapshot_fallback(e) for _, e in rows]
     summary = snapshot.summary
@@ -260,6 +259,31 @@ def inline_entries_added(
         and summary.get(ADDED_DELETE_FILES, "0") == "0"
     )
     return found if complete else None
+
+
+CARRIED_ROWS_TO_PROBE = 64
+"""A root whose snapshot counts more data files than this is probed for its added rows first."""
+
+
+def _carries_many_rows(snapshot: Snapshot) -> bool:
+    """Whether the snapshot's root likely carries many rows from its parent (by its summary)."""
+    total = snapshot.summary.get(TOTAL_DATA_FILES, "")
+    return total.isdigit() and int(total) > CARRIED_ROWS_TO_PROBE
+
+
+def _added_rows(table: pa.Table, snapshot_id: int) -> pa.ChunkedArray:
+    """Which rows of a root's table are inline entries ADDED by the snapshot (never null)."""
+    content = _column(table, ce.CONTENT_TYPE)
+    status = _tracking_member(table, ce.STATUS)
+    tracked_to = _tracking_member(table, ce.SNAPSHOT_ID)
+    keep = pc.and_(
+        pc.invert(pc.is_in(content, value_set=_REFERENCE_CONTENTS.cast(content.type))),
+        pc.and_(
+            pc.equal(status, pa.scalar(int(EntryStatus.ADDED), status.type)),
+            pc.equal(tracked_to, pa.scalar(snapshot_id, tracked_to.type)),
+        ),
+    )
+    return pc.fill_null(keep, False)
 
 
 def _added_by(e: ManifestEntry, snapshot_id: int) -> bool:
