@@ -16,7 +16,6 @@ from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from icefloe.errors import CorruptMetadata
 from icefloe.formats.arrow_schema import arrow_type_to_iceberg, field_id_of

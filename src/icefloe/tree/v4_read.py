@@ -72,7 +72,7 @@ from icefloe.tree import v3_read
 from icefloe.tree.changes import EntrySelection, ManifestFilter
 from icefloe.tree.integrity import check_manifest_counts, entry_counts
 from icefloe.tree.recent_writes import RecentWrites
-from icefloe.tree.summary import ADDED_DATA_FILES, ADDED_DELETE_FILES, TOTAL_DATA_FILES
+from icefloe.tree.summary import ADDED_DATA_FILES, ADDED_DELETE_FILES
 from icefloe.tree.v4_columnar import decode_leaf_rows
 from icefloe.tree.v4_leaf_columns import LeafColumns
 from icefloe.tree.v4_policy import manifest_dv_encoding
@@ -240,14 +240,8 @@ def inline_entries_added(
                 source=location,
                 kind="root",
             )
-            if _carries_many_rows(snapshot):  # find the added rows first, then project only them
-                keep = _added_rows(read(columns={ce.TRACKING}), snapshot.snapshot_id)
-                table = read(rows=np.flatnonzero(keep.to_numpy(zero_copy_only=False)).tolist())
-            else:
-                table = read()
-                keep = _added_rows(table, snapshot.snapshot_id)
-                if not pc.all(keep).as_py():  # a root made on an empty table holds just its own rows
-                    table = table.filter(keep)
+            # the rows carried from the parent (most of a root over a long head) are not projected
+            table = read(rows=partial(_added_positions, snapshot_id=snapshot.snapshot_id))
             check_deletion_vectors(table, location)  # the rows taken; the others are never read
             rows = _decode(table, metadata, location)
         found = [_dv_snapshot_fallback(e) for _, e in rows]
@@ -261,18 +255,8 @@ def inline_entries_added(
     return found if complete else None
 
 
-CARRIED_ROWS_TO_PROBE = 64
-"""A root whose snapshot counts more data files than this is probed for its added rows first."""
-
-
-def _carries_many_rows(snapshot: Snapshot) -> bool:
-    """Whether the snapshot's root likely carries many rows from its parent (by its summary)."""
-    total = snapshot.summary.get(TOTAL_DATA_FILES, "")
-    return total.isdigit() and int(total) > CARRIED_ROWS_TO_PROBE
-
-
-def _added_rows(table: pa.Table, snapshot_id: int) -> pa.ChunkedArray:
-    """Which rows of a root's table are inline entries ADDED by the snapshot (never null)."""
+def _added_positions(table: pa.Table, snapshot_id: int) -> list[int]:
+    """Positions of the rows of a root's table that are inline entries ADDED by the snapshot."""
     content = _column(table, ce.CONTENT_TYPE)
     status = _tracking_member(table, ce.STATUS)
     tracked_to = _tracking_member(table, ce.SNAPSHOT_ID)
@@ -283,7 +267,7 @@ def _added_rows(table: pa.Table, snapshot_id: int) -> pa.ChunkedArray:
             pc.equal(tracked_to, pa.scalar(snapshot_id, tracked_to.type)),
         ),
     )
-    return pc.fill_null(keep, False)
+    return np.flatnonzero(pc.fill_null(keep, False).to_numpy(zero_copy_only=False)).tolist()
 
 
 def _added_by(e: ManifestEntry, snapshot_id: int) -> bool:
