@@ -1,19 +1,23 @@
 """Table routes of the REST server: a staged create answers the new table's metadata, creates nothing;
-a commit's relative v4 root manifest resolves against the table's location."""
+a commit's relative v4 root manifest resolves against the table's location; a result's JSON is
+encoded once per metadata."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pyarrow as pa
 import requests
 
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.server import RunningServer
-from icefloe.spec.json_codec import snapshot_to_dict
+from icefloe.server.tables import table_result
+from icefloe.spec.json_codec import snapshot_to_dict, table_metadata_to_json
 from icefloe.spec.json_structures import schema_to_dict
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField
+from icefloe.spec.updates import new_table_metadata
 
 
 def test_stage_create_answers_default_metadata_without_creating(
@@ -77,3 +81,24 @@ def test_a_relative_v4_root_manifest_is_committed_under_the_tables_location(
     assert reply.status_code == 200, reply.text
     stored = backing_catalog.load_table("db.t").metadata.snapshot_by_id(child.snapshot_id)
     assert stored is not None and stored.root_manifest == parent.root_manifest
+
+
+def test_a_table_result_is_encoded_once_per_metadata_not_once_per_reply() -> None:
+    """Every commit of a coalesced batch is answered with the same metadata: one encoding serves all;
+    other metadata under the same location (a reused name) is encoded afresh."""
+    schema = Schema(NestedField(1, "id", LongType(), required=True))
+    md = new_table_metadata(schema, None, None, "file:/warehouse/db/t", {})
+    location = "file:/warehouse/db/t/metadata/v1.metadata.json"
+    first = table_result(location, md)
+    assert first.json_text is not None
+    assert table_result(location, md).json_text is first.json_text
+    changed = dataclasses.replace(md, properties={"owner": "me"})
+    other = table_result(location, changed)
+    assert other.json_text is not None
+    assert json.loads(other.json_text)["metadata"]["properties"] == {"owner": "me"}
+    assert json.loads(first.json_text) == {
+        "metadata-location": location,
+        "config": {},
+        "metadata": json.loads(table_metadata_to_json(md)),
+    }
+    assert json.loads(table_result(None, md).json_text or "")["metadata-location"] is None
