@@ -1,19 +1,24 @@
 """Table routes of the REST server: a staged create answers the new table's metadata, creates nothing;
-a commit's relative v4 root manifest resolves against the table's location."""
+a commit's relative v4 root manifest resolves against the table's location; a result's JSON is
+encoded once per metadata; a commit made beside the server is seen by its next commits."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pyarrow as pa
 import requests
 
+from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.server import RunningServer
-from icefloe.spec.json_codec import snapshot_to_dict
+from icefloe.server.tables import table_result
+from icefloe.spec.json_codec import snapshot_to_dict, table_metadata_to_json
 from icefloe.spec.json_structures import schema_to_dict
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField
+from icefloe.spec.updates import new_table_metadata
 
 
 def test_stage_create_answers_default_metadata_without_creating(
@@ -77,3 +82,63 @@ def test_a_relative_v4_root_manifest_is_committed_under_the_tables_location(
     assert reply.status_code == 200, reply.text
     stored = backing_catalog.load_table("db.t").metadata.snapshot_by_id(child.snapshot_id)
     assert stored is not None and stored.root_manifest == parent.root_manifest
+
+
+def test_a_table_result_is_encoded_once_per_metadata_not_once_per_reply() -> None:
+    """Every commit of a coalesced batch is answered with the same metadata: one encoding serves all;
+    other metadata under the same location (a reused name) is encoded afresh."""
+    schema = Schema(NestedField(1, "id", LongType(), required=True))
+    md = new_table_metadata(schema, None, None, "file:/warehouse/db/t", {})
+    location = "file:/warehouse/db/t/metadata/v1.metadata.json"
+    first = table_result(location, md)
+    assert first.json_text is not None
+    assert table_result(location, md).json_text is first.json_text
+    changed = dataclasses.replace(md, properties={"owner": "me"})
+    other = table_result(location, changed)
+    assert other.json_text is not None
+    assert json.loads(other.json_text)["metadata"]["properties"] == {"owner": "me"}
+    assert json.loads(first.json_text) == {
+        "metadata-location": location,
+        "config": {},
+        "metadata": json.loads(table_metadata_to_json(md)),
+    }
+    assert json.loads(table_result(None, md).json_text or "")["metadata-location"] is None
+
+
+def test_a_commit_made_beside_the_server_is_seen_by_its_next_commits(
+    rest_server: RunningServer, backing_catalog: SqlCatalog
+) -> None:
+    """Another catalog client moves the pointer in the SQL catalog between two REST commits: the
+    server checks requirements against that commit and answers metadata that includes it."""
+    backing_catalog.create_namespace("db")
+    schema = Schema(NestedField(1, "id", LongType(), required=True))
+    backing_catalog.create_table("db.t", schema, properties={"format-version": "4"})
+    client = RestCatalog("c", uri=rest_server.uri)
+    try:
+        table = client.load_table("db.t")
+        table.append(pa.table({"id": pa.array([1], pa.int64())}))
+        served_head = table.metadata.current_snapshot()
+        assert served_head is not None
+        beside = backing_catalog.load_table("db.t")
+        beside.append(pa.table({"id": pa.array([2], pa.int64())}))
+        beside_head = beside.metadata.current_snapshot()
+        assert beside_head is not None and beside_head.parent_snapshot_id == served_head.snapshot_id
+
+        stale = {
+            "requirements": [
+                {"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": served_head.snapshot_id}
+            ],
+            "updates": [{"action": "set-properties", "updates": {"k": "v"}}],
+        }
+        reply = requests.post(rest_server.uri + "/v1/namespaces/db/tables/t", json=stale, timeout=30)
+        assert reply.status_code == 409, reply.text
+
+        table.append(pa.table({"id": pa.array([3], pa.int64())}))  # from a stale head: lands on top
+        head = table.metadata.current_snapshot()
+        assert head is not None and head.parent_snapshot_id == beside_head.snapshot_id
+        loaded = requests.get(rest_server.uri + "/v1/namespaces/db/tables/t", timeout=30).json()
+        assert loaded["metadata-location"] == backing_catalog.load_table("db.t").metadata_location
+        assert loaded["metadata"]["current-snapshot-id"] == head.snapshot_id
+    finally:
+        client.close()
+    assert sorted(backing_catalog.load_table("db.t").scan().to_arrow().column("id").to_pylist()) == [1, 2, 3]

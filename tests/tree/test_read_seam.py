@@ -303,6 +303,21 @@ def test_inline_entries_added_decodes_only_the_snapshots_rows(tmp_path: Path) ->
     assert all(e.snapshot_id == snap.snapshot_id for e in found)
 
 
+def test_inline_entries_added_probes_a_root_that_carries_many_rows(tmp_path: Path) -> None:
+    """Of a root over a long head, only the rows the snapshot added are taken."""
+    io = FileIO()
+    md = new_metadata(tmp_path, 4, {"write.v4.root.max-inline-entries": "1000"})
+    carried = [data_file(f"c{i}") for i in range(40)]
+    md, _ = commit4(io, md, TreeChange(added_data_files=carried))
+    md, _ = commit4(io, md, TreeChange(added_data_files=[data_file("x"), data_file("y")]))
+    snap = md.current_snapshot()
+    assert snap is not None
+    clear_caches()
+    found = v4_read.inline_entries_added(io, md, snap)
+    assert found == _added_by_full_read(io, md, snap)
+    assert found is not None and len(found) == 2
+
+
 @pytest.mark.parametrize("max_inline", ["0", "100"])
 def test_inline_entries_added_defers_to_the_full_read_when_rows_are_elsewhere(
     tmp_path: Path, max_inline: str

@@ -19,8 +19,17 @@ from icefloe.server.config import ServerConfig
 STARTUP_TIMEOUT_S = 30.0
 
 
+HTTP_AUTO = "auto"
+"""uvicorn's choice: httptools and uvloop when installed (the ``rest`` extra), else h11 and asyncio."""
+
+
 def _uvicorn_config(
-    config: ServerConfig, host: str, port: int, wrap: Callable[[Any], Any] | None = None
+    config: ServerConfig,
+    host: str,
+    port: int,
+    wrap: Callable[[Any], Any] | None = None,
+    http: str = HTTP_AUTO,
+    loop: str = HTTP_AUTO,
 ) -> uvicorn.Config:
     app: Any = create_app(config)
     return uvicorn.Config(
@@ -31,6 +40,8 @@ def _uvicorn_config(
         access_log=False,
         lifespan="off",
         timeout_keep_alive=30,
+        http=http,
+        loop=loop,
     )
 
 
@@ -77,16 +88,20 @@ def start_server(
     host: str = "127.0.0.1",
     port: int = 0,
     wrap: Callable[[Any], Any] | None = None,
+    http: str = HTTP_AUTO,
+    loop: str = HTTP_AUTO,
 ) -> RunningServer:
     """Start serving in a daemon thread; ``port=0`` picks a free port. Returns once it accepts.
 
-    ``wrap`` may wrap the ASGI application (middleware, fault injection in tests).
+    ``wrap`` may wrap the ASGI application (middleware, fault injection in tests). ``http`` and
+    ``loop`` pick uvicorn's HTTP implementation and event loop (``h11`` / ``asyncio`` are the
+    pure-Python fallbacks used when httptools / uvloop are not installed).
     """
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     bound_port = sock.getsockname()[1]
-    server = uvicorn.Server(_uvicorn_config(config, host, bound_port, wrap))
+    server = uvicorn.Server(_uvicorn_config(config, host, bound_port, wrap, http, loop))
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name=f"icefloe-rest-{bound_port}", daemon=True
     )

@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from icefloe.catalog.base import warehouse_location
@@ -37,6 +39,40 @@ def _body(call: Call) -> dict[str, Any]:
     return call.body
 
 
+class _RecentResults:
+    """The JSON text of the last few table results, by metadata location and metadata object.
+
+    Every commit of a coalesced batch is answered with the batch's metadata, and loads follow
+    commits: the text (which grows with the table's history) is built once, not once per reply.
+    """
+
+    def __init__(self, size: int = 4) -> None:
+        self._texts: OrderedDict[str, tuple[TableMetadata, str]] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def text(self, location: str, md: TableMetadata) -> str:
+        with self._lock:
+            found = self._texts.get(location)
+        if found is not None and found[0] is md:
+            return found[1]
+        text = _result_text(location, md)
+        with self._lock:
+            self._texts[location] = (md, text)
+            self._texts.move_to_end(location)
+            while len(self._texts) > self._size:
+                self._texts.popitem(last=False)
+        return text
+
+
+def _result_text(location: str | None, md: TableMetadata) -> str:
+    head = json.dumps({"metadata-location": location, "config": {}})
+    return head[:-1] + ', "metadata": ' + table_metadata_to_json(md) + "}"
+
+
+_RECENT = _RecentResults()
+
+
 def table_etag(location: str, snapshots: str = "all") -> str:
     """The ETag of a table's answer: its metadata file and the snapshot mode (``all`` / ``refs``)."""
     return '"' + hashlib.sha256(f"{location},snapshots={snapshots}".encode()).hexdigest()[:32] + '"'
@@ -45,9 +81,10 @@ def table_etag(location: str, snapshots: str = "all") -> str:
 def table_result(location: str | None, md: TableMetadata, snapshots: str = "all") -> Reply:
     """A ``LoadTableResult`` / ``CommitTableResponse`` (metadata JSON embedded as written), with
     its ``ETag`` once the table has a metadata file."""
-    head = json.dumps({"metadata-location": location, "config": {}})
-    text = head[:-1] + ', "metadata": ' + table_metadata_to_json(md) + "}"
-    return Reply(json_text=text, headers={"ETag": table_etag(location, snapshots)} if location else None)
+    if location is None:  # a staged create: nothing to share
+        return Reply(json_text=_result_text(None, md))
+    text = _RECENT.text(location, md) if snapshots == "all" else _result_text(location, md)
+    return Reply(json_text=text, headers={"ETag": table_etag(location, snapshots)})
 
 
 def _table(call: Call, level: str) -> tuple[tuple[str, ...], str]:

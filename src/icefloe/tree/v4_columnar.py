@@ -16,7 +16,6 @@ from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from icefloe.errors import CorruptMetadata
 from icefloe.formats.arrow_schema import arrow_type_to_iceberg, field_id_of
@@ -65,9 +64,11 @@ def struct_members(arr: pa.Array | None) -> dict[int, pa.Array]:
     if arr is None:
         return {}
     struct = cast(pa.StructArray, arr)
+    # one flatten (parent nulls applied) instead of a compute call per member: a stats struct
+    # has several members per column, and a small root is read once per rebased commit
     return {
-        fid: pc.struct_field(struct, [i])
-        for i in range(struct.type.num_fields)
+        fid: child
+        for i, child in enumerate(struct.flatten())
         if (fid := field_id_of(struct.type.field(i))) is not None
     }
 

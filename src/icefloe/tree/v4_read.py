@@ -29,8 +29,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, cast
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -256,26 +258,20 @@ def inline_entries_added(
         found = [e for e in cached.inline if _added_by(e, snapshot.snapshot_id)]
     else:
         with reading(location, "read the root manifest"):
-            table = read_content_entries(
-                io.new_input(location).read(),
+            data = io.new_input(location).read()
+            read = partial(
+                read_content_entries,
+                data,
                 table_schema=metadata.schema(),
                 specs=metadata.specs_by_id(),
                 table_location=table_location(metadata),
                 source=location,
                 kind="root",
             )
-            check_deletion_vectors(table, location)
-            content = _column(table, ce.CONTENT_TYPE)
-            status = _tracking_member(table, ce.STATUS)
-            tracked_to = _tracking_member(table, ce.SNAPSHOT_ID)
-            keep = pc.and_(
-                pc.invert(pc.is_in(content, value_set=_REFERENCE_CONTENTS.cast(content.type))),
-                pc.and_(
-                    pc.equal(status, pa.scalar(int(EntryStatus.ADDED), status.type)),
-                    pc.equal(tracked_to, pa.scalar(snapshot.snapshot_id, tracked_to.type)),
-                ),
-            )
-            rows = _decode(table.filter(pc.fill_null(keep, False)), metadata, location)
+            # the rows carried from the parent (most of a root over a long head) are not projected
+            table = read(rows=partial(_added_positions, snapshot_id=snapshot.snapshot_id))
+            check_deletion_vectors(table, location)  # the rows taken; the others are never read
+            rows = _decode(table, metadata, location)
         found = [_dv_snapshot_fallback(e) for _, e in rows]
     summary = snapshot.summary
     data_files = [e for e in found if e.data_file.content == FileContent.DATA]
@@ -285,6 +281,21 @@ def inline_entries_added(
         and summary.get(ADDED_DELETE_FILES, "0") == "0"
     )
     return found if complete else None
+
+
+def _added_positions(table: pa.Table, snapshot_id: int) -> list[int]:
+    """Positions of the rows of a root's table that are inline entries ADDED by the snapshot."""
+    content = _column(table, ce.CONTENT_TYPE)
+    status = _tracking_member(table, ce.STATUS)
+    tracked_to = _tracking_member(table, ce.SNAPSHOT_ID)
+    keep = pc.and_(
+        pc.invert(pc.is_in(content, value_set=_REFERENCE_CONTENTS.cast(content.type))),
+        pc.and_(
+            pc.equal(status, pa.scalar(int(EntryStatus.ADDED), status.type)),
+            pc.equal(tracked_to, pa.scalar(snapshot_id, tracked_to.type)),
+        ),
+    )
+    return np.flatnonzero(pc.fill_null(keep, False).to_numpy(zero_copy_only=False)).tolist()
 
 
 def _added_by(e: ManifestEntry, snapshot_id: int) -> bool:

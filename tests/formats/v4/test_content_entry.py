@@ -555,6 +555,33 @@ def test_positions_survive_filtering() -> None:
     assert live.num_rows == 5
 
 
+def test_row_subset_read_keeps_file_positions() -> None:
+    rows: list[ContentRow] = [entry(data_file(str(i))) for i in range(6)]
+    data = leaf(rows)
+    picked = read(data, rows=[1, 4, 5])
+    assert picked.column("_pos").to_pylist() == [1, 4, 5]
+    assert picked.equals(read(data).take([1, 4, 5]))
+    positioned = to_positioned_rows(picked, specs=SPECS)
+    assert positioned == [(1, rows[1]), (4, rows[4]), (5, rows[5])]
+    assert read(data, rows=[]).num_rows == 0
+
+
+def test_rows_chosen_from_the_content_type_and_tracking_columns() -> None:
+    rows: list[ContentRow] = [
+        entry(data_file(str(i)), EntryStatus.EXISTING if i % 2 else EntryStatus.ADDED) for i in range(5)
+    ]
+    probed: list[pa.Table] = []
+
+    def added(probe: pa.Table) -> list[int]:
+        probed.append(probe)
+        statuses = pc.struct_field(probe.column("tracking"), [0]).to_pylist()
+        return [i for i, status in enumerate(statuses) if status == EntryStatus.ADDED]
+
+    picked = read(leaf(rows), rows=added)
+    assert {field_id_of(f) for f in probed[0].schema} == {ce.CONTENT_TYPE, ce.TRACKING}
+    assert to_positioned_rows(picked, specs=SPECS) == [(0, rows[0]), (2, rows[2]), (4, rows[4])]
+
+
 def test_column_subset_read() -> None:
     t = read(leaf([entry(data_file())]), columns=[100, 147])
     assert {field_id_of(f) for f in t.schema} == {100, 147, 134, 157, 2147483645}

@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import io
 import os
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import fields as dataclass_fields
 from typing import Any, Literal, TypeAlias, TypedDict, Unpack, cast
 
@@ -534,6 +534,10 @@ def _kind_from_footer(footer: Mapping[str, str]) -> Kind | None:
     return None
 
 
+SMALL_FILE_ROWS = 4096
+"""Content-entry files with at most this many rows are decoded without Arrow's thread pool."""
+
+
 def read_content_entries(
     data: Any,
     *,
@@ -544,6 +548,7 @@ def read_content_entries(
     kind: Kind | None = None,
     columns: Collection[int] | None = None,
     row_lineage: bool = True,
+    rows: Sequence[int] | Callable[[pa.Table], Sequence[int]] | None = None,
 ) -> pa.Table:
     """The rows of a content-entry file as a pyarrow Table, projected by field id.
 
@@ -553,7 +558,10 @@ def read_content_entries(
     in the file. Relative ``location`` and ``deletion_vector.location`` values are resolved
     against ``table_location`` when it is given. ``columns`` limits the top-level field ids read
     (content_type, format_version and ``_pos`` are always kept). ``kind`` (else the footer's
-    ``content`` key) enables the leaf check. No inheritance is applied.
+    ``content`` key) enables the leaf check. ``rows`` keeps only the rows at those ascending
+    0-based positions, or the positions a function returns when given every row's content_type
+    and tracking columns (projected): the other rows are not projected, resolved or checked, and
+    ``_pos`` stays each kept row's position in the file. No inheritance is applied.
 
     Raises CorruptMetadata naming ``source`` on unreadable input, content_type 1,
     format_version > 4, or manifest references inside a leaf.
@@ -569,19 +577,41 @@ def read_content_entries(
     file_names = {field_id_of(f): f.name for f in pf.schema_arrow}
     wanted = [file_names[fid] for f in target_fields if (fid := field_id_of(f)) in file_names]
     try:
-        raw = pf.read(columns=list(dict.fromkeys(wanted)))
+        # a small file (a root) is read faster by this thread than by handing each column to
+        # the pool: a one-row root took 1.1 ms with threads, 0.7 ms without
+        threads = pf.metadata.num_rows > SMALL_FILE_ROWS
+        raw = pf.read(columns=list(dict.fromkeys(wanted)), use_threads=threads)
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise CorruptMetadata(f"{name}: cannot read content entries: {exc}") from exc
+    kept = rows(_probe(raw, target_fields, file_names, name)) if callable(rows) else rows
+    if kept is not None:
+        raw = raw.take(pa.array(kept, pa.int64()))
     required = [i for i in _REQUIRED_IDS if keep is None or i in keep]
     table = project_by_field_id(raw, pa.schema(target_fields), source=name, required_ids=required)
     every_field = schema if row_lineage else content_entry_schema(table_schema, specs, row_lineage=True)
     _check_top_level_ids(pf.schema_arrow, every_field.read_arrow, name)
     validate_entries(table, name, kind)
     pos_field = schema.read_arrow.field(POS_COLUMN)
-    table = table.append_column(pos_field, pa.array(range(table.num_rows), pa.int64()))
+    positions = range(table.num_rows) if kept is None else kept
+    table = table.append_column(pos_field, pa.array(positions, pa.int64()))
     if table_location:
         table = resolve_table_locations(table, table_location)
     return table
+
+
+_PROBED_IDS = (ce.CONTENT_TYPE, ce.TRACKING)
+
+
+def _probe(
+    raw: pa.Table, target_fields: list[pa.Field], file_names: dict[int | None, str], name: str
+) -> pa.Table:
+    """The content_type and tracking columns of a raw content-entry table, projected by field id."""
+    fields = [f for f in target_fields if field_id_of(f) in _PROBED_IDS]
+    present = [file_names[fid] for f in fields if (fid := field_id_of(f)) in file_names]
+    required = [i for i in _REQUIRED_IDS if i in _PROBED_IDS]
+    return project_by_field_id(
+        raw.select(list(dict.fromkeys(present))), pa.schema(fields), source=name, required_ids=required
+    )
 
 
 def _check_top_level_ids(found: pa.Schema, expected: pa.Schema, name: str) -> None:
