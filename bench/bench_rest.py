@@ -35,6 +35,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from queue import Empty
 from typing import Any
 
 import pyarrow as pa
@@ -218,13 +219,39 @@ def _run_processes(uri: str, writers: int, per_writer: int) -> tuple[float, list
     ]
     for p in processes:
         p.start()
-    ready.wait()  # every process has imported icefloe and loaded the table
+    while ready.n_waiting < writers:  # each imports icefloe and loads the table first
+        _fail_if_an_appender_died(processes)
+        time.sleep(0.1)
+    ready.wait()  # then all start together
     t0 = time.perf_counter()
-    reports = [queue.get() for _ in processes]
+    reports = [_next_report(queue, processes) for _ in processes]
     elapsed = time.perf_counter() - t0
     for p in processes:
         p.join()
     return elapsed, reports, sum(r.cpu_s for r in reports)
+
+
+_POLL_S = 5.0
+"""How often the benchmark looks for an appender process that died instead of waiting forever."""
+
+
+def _fail_if_an_appender_died(processes: list[Any]) -> None:
+    dead = [p for p in processes if p.exitcode not in (None, 0)]
+    if dead:
+        for p in processes:
+            p.kill()
+        codes = ", ".join(f"{p.name}: exit code {p.exitcode}" for p in dead)
+        raise RuntimeError(f"an appender process died before reporting ({codes})")
+
+
+def _next_report(queue: Any, processes: list[Any]) -> WriterReport:
+    """The next appender's report; an appender that died is an error, not an endless wait."""
+    while True:
+        try:
+            report: WriterReport = queue.get(timeout=_POLL_S)
+            return report
+        except Empty:
+            _fail_if_an_appender_died(processes)
 
 
 def _prepare_commits(uri: str, writers: int, per_writer: int) -> list[list[bytes]]:
