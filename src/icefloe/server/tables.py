@@ -227,7 +227,10 @@ def register_table(state: ServerState, call: Call) -> Reply:
     check_inside(location, state.catalog.warehouse)
     md = read_table_metadata(state.catalog._file_io(None, location), location)
     check_inside(md.location, state.catalog.warehouse)
-    table = state.catalog.register_table((*namespace, name), location)
+    overwrite = body.get("overwrite", False)
+    if not isinstance(overwrite, bool):
+        raise bad_request("'overwrite' must be a boolean")
+    table = state.catalog.register_table((*namespace, name), location, overwrite=overwrite)
     return table_result(table.metadata_location, table.metadata)
 
 

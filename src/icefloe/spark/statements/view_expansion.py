@@ -19,18 +19,22 @@ from icefloe.spark.statements.names import SPARK_CATALOG, SqlContext
 from icefloe.spark.statements.parse import parse_statement
 
 if TYPE_CHECKING:
-    from icefloe.catalog.sql_views import SqlViews
+    from icefloe.catalog.views import ViewStore
     from icefloe.spec.view_metadata import ViewMetadata
 
 MAX_VIEW_DEPTH = 32
 DIALECT = "spark"
 
 
-def view_store(ctx: SqlContext) -> SqlViews | None:
+def view_store(ctx: SqlContext) -> ViewStore | None:
     """The views of the session's icefloe catalog (None when the catalog cannot hold views)."""
+    from icefloe.catalog.rest.catalog import RestCatalog
+    from icefloe.catalog.rest.views import RestViews
     from icefloe.catalog.sql import SqlCatalog
     from icefloe.catalog.sql_views import SqlViews
 
+    if isinstance(ctx.catalog, RestCatalog):
+        return RestViews(ctx.catalog)
     if not isinstance(ctx.catalog, SqlCatalog):
         return None
     try:
