@@ -58,15 +58,17 @@ class RestViews:
         return sorted((*item["namespace"], item["name"]) for item in found)
 
     def create(self, identifier: str | Iterable[str], metadata: ViewMetadata) -> str:
-        """Create the view from its first version; returns the metadata location."""
+        """Create the view from its first version (an empty ``metadata.location`` lets the service
+        choose); returns the metadata location."""
         namespace, name = parse_table_identifier(identifier)
-        body = {
+        body: dict[str, Any] = {
             "name": name,
-            "location": metadata.location,
             "schema": schema_to_dict(metadata.schema()),
             "view-version": view_version_to_dict(metadata.current_version()),
             "properties": dict(metadata.properties),
         }
+        if metadata.location:  # else the service chooses, as for a table created without one
+            body["location"] = metadata.location
         result = self._http.request("POST", self._routes.views(namespace), body=body, mutation=True).json()
         return _from_result(result)[1]
 

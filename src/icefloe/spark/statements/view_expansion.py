@@ -43,6 +43,16 @@ def view_store(ctx: SqlContext) -> ViewStore | None:
         return None
 
 
+def new_view_location(ctx: SqlContext, ident: tuple[str, ...]) -> str:
+    """Where a new view's metadata goes: the catalog's default location for that name, or ``""`` on
+    a REST catalog, whose service chooses it (as for a table created without a location)."""
+    from icefloe.catalog.rest.catalog import RestCatalog
+
+    if isinstance(ctx.catalog, RestCatalog):
+        return ""
+    return ctx.catalog.default_table_location(ident[:-1], ident[-1])
+
+
 def view_identifier(ctx: SqlContext, node: exp.Table) -> tuple[str, ...] | None:
     """namespace + name when ``node`` names something in icefloe's catalog (None: Spark's name)."""
     parts = node.parts

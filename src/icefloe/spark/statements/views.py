@@ -23,7 +23,13 @@ from icefloe.spark.statements.names import SPARK_CATALOG, SqlContext, namespace_
 from icefloe.spark.statements.parse import Statement, TokenCursor, to_sql
 from icefloe.spark.statements.query import run_query
 from icefloe.spark.statements.results import empty
-from icefloe.spark.statements.view_expansion import DIALECT, load_view, view_identifier, view_store
+from icefloe.spark.statements.view_expansion import (
+    DIALECT,
+    load_view,
+    new_view_location,
+    view_identifier,
+    view_store,
+)
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import NestedField
 from icefloe.spec.view_metadata import SqlRepresentation, ViewMetadata, ViewVersion
@@ -83,7 +89,7 @@ def _create(ctx: SqlContext, store: ViewStore, tree: exp.Create) -> DataFrame | 
     properties[QUERY_COLUMN_NAMES] = ",".join(query_columns)
     version = _version(ctx, query)
     if existing is None:
-        location = ctx.catalog.default_table_location(ident[:-1], ident[-1])
+        location = new_view_location(ctx, ident)
         store.create(ident, ViewMetadata.new(location, version, schema, properties))
     else:
         md, at = existing
