@@ -18,12 +18,13 @@ from icefloe.server.checks import (
     check_inside,
     check_location_properties,
     namespace_from_path,
+    rename_from_json,
     table_from_json,
     table_from_path,
 )
 from icefloe.server.context import Call, Reply, ServerState
 from icefloe.server.errors import bad_request
-from icefloe.server.paging import page
+from icefloe.server.paging import identifiers_page
 from icefloe.spec.json_structures import schema_from_dict
 from icefloe.spec.view_changes import apply_view_updates, check_view_requirements
 from icefloe.spec.view_metadata import ViewMetadata, view_metadata_to_dict, view_version_from_dict
@@ -73,13 +74,7 @@ def list_views(state: ServerState, call: Call) -> Reply:
     namespace = namespace_from_path(call.path["namespace"])
     call.principal.require(namespace, READ)
     state.catalog._require_namespace(namespace)
-    items, token = page(_views(state).names(namespace), call.query)
-    payload: dict[str, Any] = {
-        "identifiers": [{"namespace": list(ident[:-1]), "name": ident[-1]} for ident in items]
-    }
-    if token is not None:
-        payload["next-page-token"] = token
-    return Reply(payload=payload)
+    return Reply(payload=identifiers_page(_views(state).names(namespace), call.query))
 
 
 def create_view(state: ServerState, call: Call) -> Reply:
@@ -142,10 +137,8 @@ def drop_view(state: ServerState, call: Call) -> Reply:
 
 def rename_view(state: ServerState, call: Call) -> Reply:
     """POST /views/rename (``RenameTableRequest``)"""
-    body = _body(call)
-    source = table_from_json(body.get("source"))
-    destination = table_from_json(body.get("destination"))
-    call.principal.require(source[0], WRITE)
-    call.principal.require(destination[0], WRITE)
-    _views(state).rename((*source[0], source[1]), (*destination[0], destination[1]))
+    source, destination = rename_from_json(call.body)
+    call.principal.require(source[:-1], WRITE)
+    call.principal.require(destination[:-1], WRITE)
+    _views(state).rename(source, destination)
     return Reply(status=204)
