@@ -76,8 +76,12 @@ def test_create_load_exists_and_replace(wire: JavaWire, backing_catalog: SqlCata
     assert new["properties"] == {"comment": "ids", "owner": "x"}
     assert wire.ok("GET", "namespaces/db/views/v") == replaced
 
-    # back to the first definition: Java's builder reuses the equal schema and version
-    again = replace_view_updates(md["view-uuid"], IDS | {"schema-id": 2}, version | {"version-id": 3}, {})
+    # back to the first definition: Java's builder finds the equal schema and version, so it only
+    # sets the current version by id
+    again = {
+        "requirements": [{"type": "assert-view-uuid", "uuid": md["view-uuid"]}],
+        "updates": [{"action": "set-current-view-version", "view-version-id": 1}],
+    }
     back = wire.ok("POST", "namespaces/db/views/v", again)["metadata"]
     assert back["current-version-id"] == 1
     assert [v["version-id"] for v in back["versions"]] == [1, 2]

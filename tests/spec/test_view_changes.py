@@ -68,6 +68,9 @@ def test_equal_schemas_and_versions_are_reused_and_minus_one_is_the_last_added()
     assert [(v.version_id, v.schema_id) for v in md.versions] == [(1, 0), (2, 1)]
     assert md.current_version_id == 2 and md.version_log == ((1000, 1), (5000, 2))
     assert md.location == "file:///wh/db/v2"
+    own_id = view_version_to_dict(_version("SELECT 5", 6000)) | {"version-id": 5}
+    kept = apply_view_updates(md, [{"action": "add-view-version", "view-version": own_id}])
+    assert [v.version_id for v in kept.versions] == [1, 2, 5]  # a free id is kept, as Java does
     back = apply_view_updates(md, [{"action": "set-current-view-version", "view-version-id": 1}])
     assert back.current_version_id == 1 and [vid for _, vid in back.version_log] == [1, 2, 1]
 

@@ -4,7 +4,10 @@ A view commit is a list of updates (``assign-uuid``, ``upgrade-format-version``,
 ``set-location``, ``set-properties``, ``remove-properties``, ``add-view-version``,
 ``set-current-view-version``) under requirements (``assert-view-uuid``). ``apply_view_updates``
 applies them as Iceberg Java's ``ViewMetadata.Builder`` does: an added schema or version equal to
-an existing one reuses its id, otherwise it gets the next id, and ``-1`` names the one added last.
+an existing one reuses its id, otherwise a schema gets the next id and a version keeps its own
+unless taken, and ``-1`` names the one added last (the server also takes ``-1`` for a version the
+request re-added, which Java's builder names by id). Not done: Java's expiry of versions beyond
+``version.history.num-entries`` and its refusal to drop a SQL dialect on replace.
 ``view_update_dicts`` is the other direction: the updates that turn one metadata into another.
 """
 
@@ -72,7 +75,10 @@ class _Builder:
         if same:
             self.last_version = same[0]
             return
-        version_id = max((v.version_id for v in self.md.versions), default=0) + 1
+        version_id = version.version_id  # kept unless taken: then past the highest id
+        for existing in self.md.versions:
+            if existing.version_id >= version_id:
+                version_id = existing.version_id + 1
         self.md = replace(self.md, versions=(*self.md.versions, replace(version, version_id=version_id)))
         self.last_version = version_id
         self.added_versions.add(version_id)
@@ -178,9 +184,10 @@ def _same_schema(a: Schema, b: Schema) -> bool:
 
 
 def _same_version(a: ViewVersion, b: ViewVersion) -> bool:
-    """Java's ``sameViewVersion``: same SQL, schema and defaults (timestamp and summary aside)."""
+    """Java's ``sameViewVersion``: same summary, SQL, schema and defaults (id and timestamp aside)."""
     return (
-        a.representations == b.representations
+        a.summary == b.summary
+        and a.representations == b.representations
         and a.schema_id == b.schema_id
         and a.default_namespace == b.default_namespace
         and a.default_catalog == b.default_catalog
