@@ -204,3 +204,18 @@ def test_grants_apply_to_views(granted_server: RunningServer, backing_catalog: S
         401,
         "NotAuthorizedException",
     )
+
+
+def test_nested_namespaces_and_spaces_arrive_as_java_encodes_them(
+    wire: JavaWire, backing_catalog: SqlCatalog
+) -> None:
+    backing_catalog.create_namespace(("db", "sub"))
+    request = create_view_request("my view", IDS, view_version(1, 0, "SELECT 1", ["db", "sub"]))
+    created = wire.ok("POST", "namespaces/db%1Fsub/views", request)
+    assert created["metadata"]["location"].endswith("/db/sub/my view")
+    assert SqlViews(backing_catalog).names(("db", "sub")) == [("db", "sub", "my view")]
+    assert wire.send("HEAD", "namespaces/db%1Fsub/views/my+view").status_code == 204  # URLEncoder
+    assert wire.ok("GET", "namespaces/db%1Fsub/views/my%20view") == created
+    assert wire.ok("GET", "namespaces/db%1Fsub/views", pageToken="") == {
+        "identifiers": [{"namespace": ["db", "sub"], "name": "my view"}]
+    }
