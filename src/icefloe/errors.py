@@ -86,6 +86,10 @@ class NoSuchTable(NotFound):
     """The table does not exist."""
 
 
+class NoSuchView(NotFound):
+    """The catalog holds no view of that name."""
+
+
 class TableGoneDuringCommit(CleanableFailure, NoSuchTable):
     """The compare-and-swap found no table row (dropped concurrently): nothing was committed."""
 

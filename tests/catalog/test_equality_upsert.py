@@ -339,9 +339,7 @@ def test_upserted_rows_get_new_row_ids(catalog: Catalog, fv: int) -> None:
     table.append(_arrow([(i, "a", i) for i in range(5)]))
     before = {
         r["id"]: r
-        for r in table.scan(columns=("id", "_row_id", "_last_updated_sequence_number"))
-        .to_arrow()
-        .to_pylist()
+        for r in table.scan(columns=("id", "_row_id", "_last_updated_sequence_number")).to_arrow().to_pylist()
     }
     next_row_id = table.metadata.next_row_id
     assert next_row_id == 5
@@ -350,9 +348,7 @@ def test_upserted_rows_get_new_row_ids(catalog: Catalog, fv: int) -> None:
     assert snap is not None
     after = {
         r["id"]: r
-        for r in table.scan(columns=("id", "_row_id", "_last_updated_sequence_number"))
-        .to_arrow()
-        .to_pylist()
+        for r in table.scan(columns=("id", "_row_id", "_last_updated_sequence_number")).to_arrow().to_pylist()
     }
     for i in (0, 2, 4):  # untouched rows keep their lineage
         assert after[i] == before[i]

@@ -177,17 +177,13 @@ def test_row_lineage_survives_copy_on_write(catalog: Catalog, format_version: in
     assert first is not None and first.first_row_id == 10 and first.added_rows == 10
     before = {
         r["id"]: (r["_row_id"], r["_last_updated_sequence_number"])
-        for r in table.scan(columns=("id", "_row_id", "_last_updated_sequence_number"))
-        .to_arrow()
-        .to_pylist()
+        for r in table.scan(columns=("id", "_row_id", "_last_updated_sequence_number")).to_arrow().to_pylist()
     }
     assert before == {i: (i, 1 if i < 10 else 2) for i in range(20)}
     table.delete("id = 3 or id = 15")
     after = {
         r["id"]: (r["_row_id"], r["_last_updated_sequence_number"])
-        for r in table.scan(columns=("id", "_row_id", "_last_updated_sequence_number"))
-        .to_arrow()
-        .to_pylist()
+        for r in table.scan(columns=("id", "_row_id", "_last_updated_sequence_number")).to_arrow().to_pylist()
     }
     # Unmodified rows moved to new files keep both their row id and their sequence number.
     assert after == {i: v for i, v in before.items() if i not in (3, 15)}

@@ -289,9 +289,7 @@ def test_java_v3_table_upgraded_to_v4(catalog: Catalog, tmp_path: Path, name: st
     assert any(m.format_version < 4 for m in refs)
     ids = sorted(table.scan(columns=("id",)).to_arrow()["id"].to_pylist())
     assert ids == sorted([*expected_ids, 10_000, 10_001, 10_002])
-    got = {
-        r["id"]: r["_row_id"] for r in table.scan(columns=("id", "_row_id")).to_arrow().to_pylist()
-    }
+    got = {r["id"]: r["_row_id"] for r in table.scan(columns=("id", "_row_id")).to_arrow().to_pylist()}
     assert {i: got[i] for i in lineage_before} == lineage_before  # row ids survive the upgrade
     assert sorted(got[i] for i in (10_000, 10_001, 10_002)) == [next_row_id, next_row_id + 1, next_row_id + 2]
 

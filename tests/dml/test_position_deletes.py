@@ -38,7 +38,6 @@ pytestmark = pytest.mark.catalog_namespaces("db")
 SCHEMA = Schema(NestedField(1, "id", LongType(), True), NestedField(2, "tag", StringType(), False))
 
 
-
 def _table(catalog: Catalog, fv: int, properties: dict[str, str] | None = None) -> Table:
     """Two data files: ids 0..9 (first append) and 10..19 (second append)."""
     props = {"format-version": str(fv), **(properties or {})}

@@ -20,6 +20,7 @@ import requests
 
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.server import Grants, OAuthClient, RunningServer, ServerConfig, start_server
+from tests.support.java_rest_views import JAVA_VIEW_ENDPOINTS
 from tests.support.java_rest_wire import (
     BUCKET_SPEC,
     ID_ORDER,
@@ -74,12 +75,12 @@ def test_config_with_warehouse_advertises_every_endpoint_java_checks(
     assert config["idempotency-key-lifetime"] == "PT30M"  # Java then sends Idempotency-Key
     endpoints = config["endpoints"]
     assert len(endpoints) == len(set(endpoints))
-    assert set(endpoints) == JAVA_TABLE_AND_NAMESPACE_ENDPOINTS | JAVA_SCAN_PLANNING_ENDPOINTS
+    assert set(endpoints) == (
+        JAVA_TABLE_AND_NAMESPACE_ENDPOINTS | JAVA_SCAN_PLANNING_ENDPOINTS | JAVA_VIEW_ENDPOINTS
+    )
     for endpoint in endpoints:  # Endpoint.fromString: exactly "<METHOD> <path>"
         method, path = endpoint.split(" ")
         assert method in ("GET", "HEAD", "POST", "DELETE") and path.startswith("/v1/{prefix}/")
-    # no view endpoints: with a non-empty list Java calls none of them (listViews answers [])
-    assert not any("/views" in e for e in endpoints)
 
 
 def test_a_prefix_is_an_override_and_serves_every_route_under_it(backing_catalog: SqlCatalog) -> None:
@@ -293,8 +294,6 @@ def test_rename_register_exists_drop_and_purge(wire: JavaWire, backing_catalog: 
     assert registered["metadata-location"] == created["metadata-location"]
     assert registered["metadata"]["table-uuid"] == created["metadata"]["table-uuid"]
     assert_error(wire.send("POST", "namespaces/db/register", register), 409, "AlreadyExistsException")
-    overwrite = register | {"overwrite": True}  # not served: registration never replaces a table
-    assert_error(wire.send("POST", "namespaces/db/register", overwrite), 409, "AlreadyExistsException")
 
     assert wire.send("DELETE", "namespaces/db/tables/again", purgeRequested="true").status_code == 204
     assert_error(wire.send("GET", "namespaces/db/tables/again", snapshots="all"), 404, "NoSuchTableException")
@@ -303,6 +302,33 @@ def test_rename_register_exists_drop_and_purge(wire: JavaWire, backing_catalog: 
     assert wire.ok("GET", "namespaces/db/tables", pageToken="", pageSize="10") == {"identifiers": []}
     assert not backing_catalog.table_exists("db.again")
     assert not Path(created["metadata-location"].removeprefix("file://")).exists()  # purged
+
+
+def test_register_with_overwrite_points_the_table_at_another_metadata_file(
+    wire: JavaWire, backing_catalog: SqlCatalog
+) -> None:
+    created = wire.create_table("db", "t")
+    first = created["metadata-location"]
+    update = [{"action": "set-properties", "updates": {"k": "v"}}]
+    assert wire.commit("namespaces/db/tables/t", [], update).status_code == 200
+    second = backing_catalog._table_metadata_location(("db",), "t")
+    assert second != first
+    register = {"name": "t", "metadata-location": first, "overwrite": True}
+    registered = wire.ok("POST", "namespaces/db/register", register)
+    assert_java_readable_table(registered, 2)
+    assert registered["metadata-location"] == first
+    assert registered["metadata"]["properties"] == created["metadata"]["properties"]
+    assert wire.ok("GET", "namespaces/db/tables/t")["metadata-location"] == first
+    assert backing_catalog._table_metadata_location(("db",), "t") == first
+    # the same checks as a plain registration: no second table over t's files, nothing outside
+    twin = register | {"name": "u", "metadata-location": second}
+    assert_error(wire.send("POST", "namespaces/db/register", twin), 400, "BadRequestException")
+    other = wire.create_table("db", "other")["metadata-location"]
+    steal = register | {"metadata-location": other}
+    assert_error(wire.send("POST", "namespaces/db/register", steal), 400, "BadRequestException")
+    outside = register | {"metadata-location": "file:///etc/passwd"}
+    assert_error(wire.send("POST", "namespaces/db/register", outside), 400, "BadRequestException")
+    assert wire.ok("GET", "namespaces/db/tables/t")["metadata-location"] == first
 
 
 def test_a_metadata_table_load_falls_back_to_its_base_table(wire: JavaWire) -> None:

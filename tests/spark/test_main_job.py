@@ -39,4 +39,3 @@ def test_main_job_small(spark: Any, catalog: Catalog) -> None:
     assert report["  silver"].startswith("600 trips in 3 snapshots")
     changelog = next(v for k, v in report.items() if k.startswith("  silver changelog"))
     assert changelog == "200 INSERT, 20 UPDATE_BEFORE, 20 UPDATE_AFTER, 0 DELETE"
-

@@ -373,17 +373,26 @@ class Catalog(ABC):
             self._rename_table_row(src, dst)
         return self.load_table((*dst[0], dst[1]))
 
-    def register_table(self, identifier: str | Iterable[str], metadata_location: str) -> Table:
-        """Add an existing table to the catalog by the location of its metadata file."""
+    def register_table(
+        self, identifier: str | Iterable[str], metadata_location: str, overwrite: bool = False
+    ) -> Table:
+        """Add an existing table to the catalog by the location of its metadata file; with
+        ``overwrite`` an existing table of that name is pointed at it instead (AlreadyExists without)."""
         namespace, name = parse_table_identifier(identifier)
         self._require_namespace(namespace)
-        if self.table_exists((*namespace, name)):
+        current = (
+            self._table_metadata_location(namespace, name) if self.table_exists((*namespace, name)) else None
+        )
+        if current is not None and not overwrite:
             raise AlreadyExists(f"table {identifier_to_string((*namespace, name))!r} already exists")
         checked_location(metadata_location, "metadata location")
         md = read_table_metadata(self._file_io(None, metadata_location), metadata_location)
         check_not_owned(metadata_location, self.other_tables((*namespace, name)))
         self._check_table_roots(namespace, name, md)
-        self._insert_table_row(namespace, name, metadata_location)
+        if current is None:
+            self._insert_table_row(namespace, name, metadata_location)
+        elif current != metadata_location:
+            self._swap_metadata_location(namespace, name, current, metadata_location)
         return self._table(namespace, name, metadata_location, md)
 
     def _write_first_metadata(self, namespace: Namespace, name: str, md: TableMetadata) -> str:

@@ -234,7 +234,9 @@ class HadoopCatalog(Catalog):
                 logger.warning("purge of %s: cannot read its metadata: %s", location, exc)
         self._delete_table_row(namespace, name)
 
-    def register_table(self, identifier: str | Iterable[str], metadata_location: str) -> Table:
+    def register_table(
+        self, identifier: str | Iterable[str], metadata_location: str, overwrite: bool = False
+    ) -> Table:
         """Not part of this layout."""
         raise Unsupported("the Hadoop catalog cannot register existing metadata files")
 

@@ -23,7 +23,7 @@ from icefloe.catalog.identifiers import (
     parse_namespace,
     parse_table_identifier,
 )
-from icefloe.errors import AlreadyExists, CommitConflict, NotFound, Unsupported
+from icefloe.errors import AlreadyExists, CommitConflict, NoSuchView, Unsupported
 from icefloe.formats.metadata.files import new_metadata_location, parse_metadata_version
 from icefloe.spec.view_metadata import ViewMetadata, view_metadata_from_dict, view_metadata_to_dict
 
@@ -31,10 +31,7 @@ if TYPE_CHECKING:
     from icefloe.catalog.sql import SqlCatalog
 
 VIEW_TYPE = "VIEW"
-
-
-class NoSuchView(NotFound):
-    """The catalog holds no view of that name."""
+__all__ = ["VIEW_TYPE", "NoSuchView", "SqlViews"]
 
 
 class SqlViews:

@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from icefloe.server import namespaces, planning, tables
+from icefloe.server import namespaces, planning, tables, views
 from icefloe.server.auth import TokenStore, basic_credentials
 from icefloe.server.config import ServerConfig
 from icefloe.server.context import Call, IdempotencyCache, Reply, ServerState
@@ -49,7 +49,14 @@ ROUTES: tuple[tuple[str, str, Handler, bool], ...] = (
     ("GET", "/namespaces/{namespace}/tables/{table}/plan/{plan_id}", planning.unknown_plan, False),
     ("DELETE", "/namespaces/{namespace}/tables/{table}/plan/{plan_id}", planning.unknown_plan, False),
     ("POST", "/namespaces/{namespace}/tables/{table}/tasks", planning.unknown_plan_task, False),
+    ("GET", "/namespaces/{namespace}/views", views.list_views, False),
+    ("POST", "/namespaces/{namespace}/views", views.create_view, True),
+    ("GET", "/namespaces/{namespace}/views/{view}", views.load_view, False),
+    ("HEAD", "/namespaces/{namespace}/views/{view}", views.view_exists, False),
+    ("POST", "/namespaces/{namespace}/views/{view}", views.replace_view, True),
+    ("DELETE", "/namespaces/{namespace}/views/{view}", views.drop_view, True),
     ("POST", "/tables/rename", tables.rename_table, True),
+    ("POST", "/views/rename", views.rename_view, True),
     ("POST", "/transactions/commit", tables.commit_many, True),
 )
 ENDPOINTS = [

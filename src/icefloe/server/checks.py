@@ -53,6 +53,15 @@ def table_from_json(value: object) -> tuple[Namespace, str]:
     return parse_table_identifier((*namespace_from_json(value.get("namespace")), value["name"]))
 
 
+def rename_from_json(body: object) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The full source and destination identifiers of a ``RenameTableRequest`` (tables and views)."""
+    if not isinstance(body, Mapping):
+        raise ValidationError("the request body must be a JSON object")
+    source = table_from_json(body.get("source"))
+    destination = table_from_json(body.get("destination"))
+    return (*source[0], source[1]), (*destination[0], destination[1])
+
+
 def _normalised(location: str) -> str:
     if "\x00" in location:
         raise ValidationError("locations may not contain NUL")

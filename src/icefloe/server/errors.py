@@ -19,6 +19,7 @@ from icefloe.errors import (
     NamespaceNotEmpty,
     NoSuchNamespace,
     NoSuchTable,
+    NoSuchView,
     NotFound,
     Unsupported,
     ValidationError,
@@ -59,6 +60,7 @@ def not_found(message: str, error_type: str = "NotFoundException") -> HttpError:
 _MAPPING: tuple[tuple[type[IcefloeError], int, str], ...] = (
     (NoSuchTable, 404, "NoSuchTableException"),
     (NoSuchNamespace, 404, "NoSuchNamespaceException"),
+    (NoSuchView, 404, "NoSuchViewException"),
     (NotFound, 404, "NotFoundException"),
     (NamespaceNotEmpty, 409, "NamespaceNotEmptyException"),
     (AlreadyExists, 409, "AlreadyExistsException"),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from icefloe.server.errors import bad_request
 
@@ -26,3 +26,14 @@ def page(items: Sequence[T], query: Mapping[str, str]) -> tuple[list[T], str | N
     size = min(size, MAX_PAGE_SIZE)
     end = start + size
     return list(items[start:end]), (str(end) if end < len(items) else None)
+
+
+def identifiers_page(identifiers: Sequence[tuple[str, ...]], query: Mapping[str, str]) -> dict[str, Any]:
+    """A ``ListTablesResponse`` (tables or views): one page of identifiers and the next token."""
+    items, token = page(identifiers, query)
+    payload: dict[str, Any] = {
+        "identifiers": [{"namespace": list(ident[:-1]), "name": ident[-1]} for ident in items]
+    }
+    if token is not None:
+        payload["next-page-token"] = token
+    return payload

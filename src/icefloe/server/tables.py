@@ -18,13 +18,14 @@ from icefloe.server.checks import (
     check_inside,
     check_location_properties,
     namespace_from_path,
+    rename_from_json,
     table_from_json,
     table_from_path,
 )
 from icefloe.server.commits import TableChange, commit_table, commit_transaction, current_state
 from icefloe.server.context import Call, Reply, ServerState
 from icefloe.server.errors import bad_request
-from icefloe.server.paging import page
+from icefloe.server.paging import identifiers_page
 from icefloe.spec.commit_json import requirements_from_list, updates_from_list
 from icefloe.spec.json_codec import is_relative_location, table_metadata_to_json
 from icefloe.spec.json_structures import schema_from_dict, sort_order_from_dict, spec_from_dict
@@ -98,13 +99,7 @@ def list_tables(state: ServerState, call: Call) -> Reply:
     """GET /namespaces/{namespace}/tables"""
     namespace = namespace_from_path(call.path["namespace"])
     call.principal.require(namespace, READ)
-    items, token = page(state.catalog.list_tables(namespace), call.query)
-    payload: dict[str, Any] = {
-        "identifiers": [{"namespace": list(ident[:-1]), "name": ident[-1]} for ident in items]
-    }
-    if token is not None:
-        payload["next-page-token"] = token
-    return Reply(payload=payload)
+    return Reply(payload=identifiers_page(state.catalog.list_tables(namespace), call.query))
 
 
 def load_table(state: ServerState, call: Call) -> Reply:
@@ -264,18 +259,19 @@ def register_table(state: ServerState, call: Call) -> Reply:
     check_inside(location, state.catalog.warehouse)
     md = read_table_metadata(state.catalog._file_io(None, location), location)
     check_inside(md.location, state.catalog.warehouse)
-    table = state.catalog.register_table((*namespace, name), location)
+    overwrite = body.get("overwrite", False)
+    if not isinstance(overwrite, bool):
+        raise bad_request("'overwrite' must be a boolean")
+    table = state.catalog.register_table((*namespace, name), location, overwrite=overwrite)
     return table_result(table.metadata_location, table.metadata)
 
 
 def rename_table(state: ServerState, call: Call) -> Reply:
     """POST /tables/rename"""
-    body = _body(call)
-    source = table_from_json(body.get("source"))
-    destination = table_from_json(body.get("destination"))
-    call.principal.require(source[0], WRITE)
-    call.principal.require(destination[0], WRITE)
-    state.catalog.rename_table((*source[0], source[1]), (*destination[0], destination[1]))
+    source, destination = rename_from_json(call.body)
+    call.principal.require(source[:-1], WRITE)
+    call.principal.require(destination[:-1], WRITE)
+    state.catalog.rename_table(source, destination)
     return Reply(status=204)
 
 

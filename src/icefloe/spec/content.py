@@ -157,9 +157,7 @@ class ColumnFile:
         return self if kept == self.field_ids else replace(self, field_ids=kept)
 
 
-def stack_column_files(
-    current: tuple[ColumnFile, ...] | None, new: ColumnFile
-) -> tuple[ColumnFile, ...]:
+def stack_column_files(current: tuple[ColumnFile, ...] | None, new: ColumnFile) -> tuple[ColumnFile, ...]:
     """The column files of a data file once ``new`` is added: at most one per field id, so the
     fields ``new`` holds stop being live in the older files (files left with none are dropped)."""
     taken = frozenset(new.field_ids)

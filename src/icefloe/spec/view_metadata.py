@@ -67,7 +67,7 @@ class ViewMetadata:
     ) -> ViewMetadata:
         """A view's first metadata: version 1 with schema 0."""
         first = replace(version, version_id=1, schema_id=0)
-        schema = _with_id(schema, 0)
+        schema = with_schema_id(schema, 0)
         return cls(
             str(uuid.uuid4()), location, 1, (first,), ((first.timestamp_ms, 1),), (schema,), properties
         )
@@ -97,7 +97,7 @@ class ViewMetadata:
             current_version_id=version_id,
             versions=(*self.versions, added),
             version_log=(*self.version_log, (added.timestamp_ms, version_id)),
-            schemas=(*self.schemas, _with_id(schema, schema_id)),
+            schemas=(*self.schemas, with_schema_id(schema, schema_id)),
         )
 
     def with_properties(self, properties: dict[str, str]) -> ViewMetadata:
@@ -105,7 +105,8 @@ class ViewMetadata:
         return replace(self, properties=dict(properties))
 
 
-def _with_id(schema: Schema, schema_id: int) -> Schema:
+def with_schema_id(schema: Schema, schema_id: int) -> Schema:
+    """The same columns under another schema id."""
     return Schema(*schema.fields, schema_id=schema_id, identifier_field_ids=schema.identifier_field_ids)
 
 
@@ -117,7 +118,7 @@ def view_metadata_to_dict(md: ViewMetadata) -> dict[str, Any]:
         "location": md.location,
         "current-version-id": md.current_version_id,
         "properties": dict(md.properties),
-        "versions": [_version_to_dict(v) for v in md.versions],
+        "versions": [view_version_to_dict(v) for v in md.versions],
         "version-log": [{"timestamp-ms": ts, "version-id": vid} for ts, vid in md.version_log],
         "schemas": [schema_to_dict(s) for s in md.schemas],
     }
@@ -134,7 +135,7 @@ def view_metadata_from_dict(data: Any) -> ViewMetadata:
         location=str(required(data, "location", what)),
         current_version_id=required_int(data, "current-version-id", what),
         versions=tuple(
-            _version_from_dict(v) for v in as_list(required(data, "versions", what), "versions", what)
+            view_version_from_dict(v) for v in as_list(required(data, "versions", what), "versions", what)
         ),
         version_log=tuple(
             (as_int(e["timestamp-ms"], "timestamp-ms", what), as_int(e["version-id"], "version-id", what))
@@ -145,7 +146,8 @@ def view_metadata_from_dict(data: Any) -> ViewMetadata:
     )
 
 
-def _version_to_dict(v: ViewVersion) -> dict[str, Any]:
+def view_version_to_dict(v: ViewVersion) -> dict[str, Any]:
+    """The JSON object of a view version (``ViewVersionParser``)."""
     out: dict[str, Any] = {
         "version-id": v.version_id,
         "timestamp-ms": v.timestamp_ms,
@@ -159,7 +161,8 @@ def _version_to_dict(v: ViewVersion) -> dict[str, Any]:
     return out
 
 
-def _version_from_dict(data: Any) -> ViewVersion:
+def view_version_from_dict(data: Any) -> ViewVersion:
+    """Parse a view version JSON object."""
     what = "view version"
     representations = tuple(
         SqlRepresentation(str(r["sql"]), str(r["dialect"]))

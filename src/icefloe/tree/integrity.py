@@ -161,8 +161,6 @@ def check_manifest_content(header_content: ManifestContent | None, manifest: Man
         )
 
 
-
-
 def tree_totals(data: Iterable[ManifestEntry], deletes: Iterable[ManifestEntry]) -> dict[str, int]:
     """The summary totals of a snapshot's live entries (v4 colocated DVs count as delete files)."""
     out = dict.fromkeys(

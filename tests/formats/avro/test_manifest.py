@@ -378,6 +378,7 @@ def test_awkward_partition_names_are_sanitised() -> None:
 
 # -- manifests written by other implementations -------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def acceptance() -> Path:
     return install_acceptance_fixtures()

@@ -1,6 +1,4 @@
-"""formats/metadata/files.py: naming, exclusive writes, gzip, errors and the metadata-log.
-
-"""
+"""formats/metadata/files.py: naming, exclusive writes, gzip, errors and the metadata-log."""
 
 from __future__ import annotations
 

@@ -261,10 +261,14 @@ class RestCatalog(Catalog):
         self.http.request("POST", self.routes.rename(), body=body, mutation=True)
         return self.load_table((*dst[0], dst[1]))
 
-    def register_table(self, identifier: str | Iterable[str], metadata_location: str) -> Table:
-        """Register an existing metadata file under a name."""
+    def register_table(
+        self, identifier: str | Iterable[str], metadata_location: str, overwrite: bool = False
+    ) -> Table:
+        """Register an existing metadata file under a name (``overwrite``: replace the table's)."""
         namespace, name = parse_table_identifier(identifier)
-        body = {"name": name, "metadata-location": metadata_location}
+        body: dict[str, Any] = {"name": name, "metadata-location": metadata_location}
+        if overwrite:
+            body["overwrite"] = True
         result = self.http.request("POST", self.routes.register(namespace), body=body, mutation=True).json()
         return self._table_from_result((*namespace, name), result)
 

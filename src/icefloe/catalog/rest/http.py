@@ -29,6 +29,7 @@ from icefloe.errors import (
     NamespaceNotEmpty,
     NoSuchNamespace,
     NoSuchTable,
+    NoSuchView,
     NotFound,
     Unsupported,
     ValidationError,
@@ -79,7 +80,7 @@ class ServiceError(IcefloeError):
 _BY_TYPE: dict[str, type[IcefloeError]] = {
     "NoSuchTableException": NoSuchTable,
     "NoSuchNamespaceException": NoSuchNamespace,
-    "NoSuchViewException": NotFound,
+    "NoSuchViewException": NoSuchView,
     "NotFoundException": NotFound,
     "NoSuchWarehouseException": NotFound,
     "AlreadyExistsException": AlreadyExists,

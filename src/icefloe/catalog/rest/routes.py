@@ -43,6 +43,18 @@ class Routes:
         """``/namespaces/{namespace}/tables/{table}``"""
         return f"{self.tables(namespace)}/{quote(name, safe='')}"
 
+    def views(self, namespace: Namespace) -> str:
+        """``/namespaces/{namespace}/views``"""
+        return self.namespace(namespace) + "/views"
+
+    def view(self, namespace: Namespace, name: str) -> str:
+        """``/namespaces/{namespace}/views/{view}``"""
+        return f"{self.views(namespace)}/{quote(name, safe='')}"
+
+    def view_rename(self) -> str:
+        """``/views/rename``"""
+        return self.base + "views/rename"
+
     def register(self, namespace: Namespace) -> str:
         """``/namespaces/{namespace}/register``"""
         return self.namespace(namespace) + "/register"

@@ -19,24 +19,38 @@ from icefloe.spark.statements.names import SPARK_CATALOG, SqlContext
 from icefloe.spark.statements.parse import parse_statement
 
 if TYPE_CHECKING:
-    from icefloe.catalog.sql_views import SqlViews
+    from icefloe.catalog.views import ViewStore
     from icefloe.spec.view_metadata import ViewMetadata
 
 MAX_VIEW_DEPTH = 32
 DIALECT = "spark"
 
 
-def view_store(ctx: SqlContext) -> SqlViews | None:
+def view_store(ctx: SqlContext) -> ViewStore | None:
     """The views of the session's icefloe catalog (None when the catalog cannot hold views)."""
+    from icefloe.catalog.rest.catalog import RestCatalog
+    from icefloe.catalog.rest.views import RestViews
     from icefloe.catalog.sql import SqlCatalog
     from icefloe.catalog.sql_views import SqlViews
 
+    if isinstance(ctx.catalog, RestCatalog):
+        return RestViews(ctx.catalog)
     if not isinstance(ctx.catalog, SqlCatalog):
         return None
     try:
         return SqlViews(ctx.catalog)
     except Unsupported:
         return None
+
+
+def new_view_location(ctx: SqlContext, ident: tuple[str, ...]) -> str:
+    """Where a new view's metadata goes: the catalog's default location for that name, or ``""`` on
+    a REST catalog, whose service chooses it (as for a table created without a location)."""
+    from icefloe.catalog.rest.catalog import RestCatalog
+
+    if isinstance(ctx.catalog, RestCatalog):
+        return ""
+    return ctx.catalog.default_table_location(ident[:-1], ident[-1])
 
 
 def view_identifier(ctx: SqlContext, node: exp.Table) -> tuple[str, ...] | None:

@@ -23,7 +23,13 @@ from icefloe.spark.statements.names import SPARK_CATALOG, SqlContext, namespace_
 from icefloe.spark.statements.parse import Statement, TokenCursor, to_sql
 from icefloe.spark.statements.query import run_query
 from icefloe.spark.statements.results import empty
-from icefloe.spark.statements.view_expansion import DIALECT, load_view, view_identifier, view_store
+from icefloe.spark.statements.view_expansion import (
+    DIALECT,
+    load_view,
+    new_view_location,
+    view_identifier,
+    view_store,
+)
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import NestedField
 from icefloe.spec.view_metadata import SqlRepresentation, ViewMetadata, ViewVersion
@@ -31,7 +37,7 @@ from icefloe.spec.view_metadata import SqlRepresentation, ViewMetadata, ViewVers
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from icefloe.catalog.sql_views import SqlViews
+    from icefloe.catalog.views import ViewStore
 
 COMMENT = "comment"
 QUERY_COLUMN_NAMES = "spark.query-column-names"
@@ -63,7 +69,7 @@ def handle(ctx: SqlContext, stmt: Statement, tree: exp.Expr) -> DataFrame | None
 # ------------------------------------------------------------------------------------------ create
 
 
-def _create(ctx: SqlContext, store: SqlViews, tree: exp.Create) -> DataFrame | None:
+def _create(ctx: SqlContext, store: ViewStore, tree: exp.Create) -> DataFrame | None:
     target = tree.this
     columns = list(target.expressions) if isinstance(target, exp.Schema) else []
     table = target.this if isinstance(target, exp.Schema) else target
@@ -83,7 +89,7 @@ def _create(ctx: SqlContext, store: SqlViews, tree: exp.Create) -> DataFrame | N
     properties[QUERY_COLUMN_NAMES] = ",".join(query_columns)
     version = _version(ctx, query)
     if existing is None:
-        location = ctx.catalog.default_table_location(ident[:-1], ident[-1])
+        location = new_view_location(ctx, ident)
         store.create(ident, ViewMetadata.new(location, version, schema, properties))
     else:
         md, at = existing
@@ -91,7 +97,7 @@ def _create(ctx: SqlContext, store: SqlViews, tree: exp.Create) -> DataFrame | N
     return empty(ctx)
 
 
-def _existing(store: SqlViews, ident: tuple[str, ...]) -> tuple[ViewMetadata, str] | None:
+def _existing(store: ViewStore, ident: tuple[str, ...]) -> tuple[ViewMetadata, str] | None:
     try:
         return store.load(ident)
     except NotFound:
@@ -160,7 +166,7 @@ def _text(node: exp.Expr) -> str:
 # ------------------------------------------------------------------------------------------ drop / alter
 
 
-def _drop(ctx: SqlContext, store: SqlViews, tree: exp.Drop) -> DataFrame | None:
+def _drop(ctx: SqlContext, store: ViewStore, tree: exp.Drop) -> DataFrame | None:
     targets = tree.args.get("tables") or []
     ident = view_identifier(ctx, targets[0]) if targets and isinstance(targets[0], exp.Table) else None
     if ident is None:
@@ -174,7 +180,7 @@ def _drop(ctx: SqlContext, store: SqlViews, tree: exp.Drop) -> DataFrame | None:
     return empty(ctx)
 
 
-def _alter(ctx: SqlContext, store: SqlViews, tree: exp.Alter) -> DataFrame | None:
+def _alter(ctx: SqlContext, store: ViewStore, tree: exp.Alter) -> DataFrame | None:
     ident = view_identifier(ctx, tree.this) if isinstance(tree.this, exp.Table) else None
     if ident is None:
         return None
@@ -204,7 +210,7 @@ def _alter(ctx: SqlContext, store: SqlViews, tree: exp.Alter) -> DataFrame | Non
 # ------------------------------------------------------------------------------------------ commands
 
 
-def _command(ctx: SqlContext, store: SqlViews, stmt: Statement) -> DataFrame | None:
+def _command(ctx: SqlContext, store: ViewStore, stmt: Statement) -> DataFrame | None:
     """SHOW VIEWS [IN ns], SHOW CREATE TABLE <view>, ALTER VIEW v UNSET TBLPROPERTIES [IF EXISTS] (...)."""
     cursor = TokenCursor(stmt.text)
     if cursor.accept("SHOW", "VIEWS"):
@@ -258,7 +264,7 @@ def _string_list(cursor: TokenCursor) -> list[str]:
         cursor.expect(",")
 
 
-def _show_views(ctx: SqlContext, store: SqlViews, cursor: TokenCursor) -> DataFrame | None:
+def _show_views(ctx: SqlContext, store: ViewStore, cursor: TokenCursor) -> DataFrame | None:
     if cursor.accept("IN") or cursor.accept("FROM"):
         ns = namespace_parts(ctx, cursor.dotted())
     else:

@@ -1,0 +1,206 @@
+"""Changes to a view as the REST protocol sends them: ``CommitViewRequest`` requirements and updates.
+
+A view commit is a list of updates (``assign-uuid``, ``upgrade-format-version``, ``add-schema``,
+``set-location``, ``set-properties``, ``remove-properties``, ``add-view-version``,
+``set-current-view-version``) under requirements (``assert-view-uuid``). ``apply_view_updates``
+applies them as Iceberg Java's ``ViewMetadata.Builder`` does: an added schema or version equal to
+an existing one reuses its id, otherwise a schema gets the next id and a version keeps its own
+unless taken, and ``-1`` names the one added last (the server also takes ``-1`` for a version the
+request re-added, which Java's builder names by id). Not done: Java's expiry of versions beyond
+``version.history.num-entries`` and its refusal to drop a SQL dialect on replace.
+``view_update_dicts`` is the other direction: the updates that turn one metadata into another.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from icefloe.errors import CommitConflict, Unsupported, ValidationError
+from icefloe.spec.json_structures import schema_from_dict, schema_to_dict
+from icefloe.spec.schema import Schema
+from icefloe.spec.view_metadata import (
+    VIEW_FORMAT_VERSION,
+    ViewMetadata,
+    ViewVersion,
+    view_version_from_dict,
+    view_version_to_dict,
+    with_schema_id,
+)
+
+LAST_ADDED = -1
+ASSERT_VIEW_UUID = "assert-view-uuid"
+
+
+def check_view_requirements(md: ViewMetadata, requirements: list[Any]) -> None:
+    """CommitConflict unless every requirement holds for ``md`` (only ``assert-view-uuid`` exists)."""
+    for requirement in requirements:
+        if not isinstance(requirement, Mapping) or requirement.get("type") != ASSERT_VIEW_UUID:
+            raise ValidationError(f"unknown view requirement {requirement!r}")
+        if requirement.get("uuid") != md.view_uuid:
+            raise CommitConflict(
+                f"requirement failed: the view's UUID is {md.view_uuid}, not {requirement.get('uuid')}"
+            )
+
+
+@dataclass
+class _Builder:
+    md: ViewMetadata
+    last_schema: int | None = None
+    last_version: int | None = None
+    schema_ids: dict[int, int] = field(default_factory=dict)  # schema id in the request -> id assigned
+    added_versions: set[int] = field(default_factory=set)
+
+    def add_schema(self, schema: Schema) -> None:
+        same = [s.schema_id for s in self.md.schemas if _same_schema(s, schema)]
+        assigned = same[0] if same else max((s.schema_id for s in self.md.schemas), default=-1) + 1
+        if not same:
+            self.md = replace(self.md, schemas=(*self.md.schemas, with_schema_id(schema, assigned)))
+        self.schema_ids[schema.schema_id] = assigned
+        self.last_schema = assigned
+
+    def add_version(self, version: ViewVersion) -> None:
+        schema_id = version.schema_id
+        if schema_id == LAST_ADDED:
+            if self.last_schema is None:
+                raise ValidationError("add-view-version names the last added schema, but none was added")
+            schema_id = self.last_schema
+        schema_id = self.schema_ids.get(schema_id, schema_id)
+        if all(s.schema_id != schema_id for s in self.md.schemas):
+            raise ValidationError(f"view version {version.version_id} names unknown schema {schema_id}")
+        version = replace(version, schema_id=schema_id)
+        same = [v.version_id for v in self.md.versions if _same_version(v, version)]
+        if same:
+            self.last_version = same[0]
+            return
+        version_id = version.version_id  # kept unless taken: then past the highest id
+        for existing in self.md.versions:
+            if existing.version_id >= version_id:
+                version_id = existing.version_id + 1
+        self.md = replace(self.md, versions=(*self.md.versions, replace(version, version_id=version_id)))
+        self.last_version = version_id
+        self.added_versions.add(version_id)
+
+    def set_current(self, version_id: int) -> None:
+        if version_id == LAST_ADDED:
+            if self.last_version is None:
+                raise ValidationError("set-current-view-version -1, but no version was added")
+            version_id = self.last_version
+        found = [v for v in self.md.versions if v.version_id == version_id]
+        if not found:
+            raise ValidationError(f"the view has no version {version_id}")
+        if version_id != self.md.current_version_id:
+            added = version_id in self.added_versions
+            entry = (found[0].timestamp_ms if added else int(time.time() * 1000), version_id)
+            self.md = replace(
+                self.md, current_version_id=version_id, version_log=(*self.md.version_log, entry)
+            )
+
+
+def apply_view_updates(md: ViewMetadata, updates: list[Any]) -> ViewMetadata:
+    """``md`` with the REST view updates applied (ValidationError on a malformed one)."""
+    builder = _Builder(md)
+    for update in updates:
+        if not isinstance(update, Mapping):
+            raise ValidationError("a view update must be an object")
+        _apply(builder, update)
+    return builder.md
+
+
+def _apply(builder: _Builder, update: Mapping[str, Any]) -> None:
+    action = update.get("action")
+    md = builder.md
+    if action == "assign-uuid":
+        if update.get("uuid") != md.view_uuid:
+            raise ValidationError("a view's UUID cannot be reassigned")
+    elif action == "upgrade-format-version":
+        if update.get("format-version") != VIEW_FORMAT_VERSION:
+            raise Unsupported(f"view format version {update.get('format-version')} is not supported")
+    elif action == "add-schema":
+        builder.add_schema(schema_from_dict(_field(update, "schema")))
+    elif action == "set-location":
+        builder.md = replace(md, location=_text(_field(update, "location"), "location"))
+    elif action == "set-properties":
+        values = _field(update, "updates")
+        if not isinstance(values, Mapping):
+            raise ValidationError("set-properties needs an 'updates' object")
+        builder.md = md.with_properties({**md.properties, **{str(k): str(v) for k, v in values.items()}})
+    elif action == "remove-properties":
+        removals = _field(update, "removals")
+        if not isinstance(removals, list):
+            raise ValidationError("remove-properties needs a 'removals' list")
+        builder.md = md.with_properties({k: v for k, v in md.properties.items() if k not in removals})
+    elif action == "add-view-version":
+        builder.add_version(view_version_from_dict(_field(update, "view-version")))
+    elif action == "set-current-view-version":
+        version_id = _field(update, "view-version-id")
+        if not isinstance(version_id, int) or isinstance(version_id, bool):
+            raise ValidationError("set-current-view-version needs an integer 'view-version-id'")
+        builder.set_current(version_id)
+    else:
+        raise ValidationError(f"unknown view update {action!r}")
+
+
+def view_update_dicts(base: ViewMetadata, new: ViewMetadata) -> list[dict[str, Any]]:
+    """The REST view updates that turn ``base`` into ``new`` (as Java's builder records them)."""
+    updates: list[dict[str, Any]] = []
+    if new.location != base.location:
+        updates.append({"action": "set-location", "location": new.location})
+    changed = {k: v for k, v in new.properties.items() if base.properties.get(k) != v}
+    if changed:
+        updates.append({"action": "set-properties", "updates": changed})
+    removed = sorted(k for k in base.properties if k not in new.properties)
+    if removed:
+        updates.append({"action": "remove-properties", "removals": removed})
+    known_schemas = {s.schema_id for s in base.schemas}
+    for schema in new.schemas:
+        if schema.schema_id not in known_schemas:
+            updates.append(
+                {
+                    "action": "add-schema",
+                    "schema": schema_to_dict(schema),
+                    "last-column-id": schema.highest_field_id,
+                }
+            )
+    known_versions = {v.version_id for v in base.versions}
+    added = [v for v in new.versions if v.version_id not in known_versions]
+    for version in added:
+        updates.append({"action": "add-view-version", "view-version": view_version_to_dict(version)})
+    if new.current_version_id != base.current_version_id:
+        last = added and added[-1].version_id == new.current_version_id
+        updates.append(
+            {
+                "action": "set-current-view-version",
+                "view-version-id": LAST_ADDED if last else new.current_version_id,
+            }
+        )
+    return updates
+
+
+def _same_schema(a: Schema, b: Schema) -> bool:
+    return a.fields == b.fields and a.identifier_field_ids == b.identifier_field_ids
+
+
+def _same_version(a: ViewVersion, b: ViewVersion) -> bool:
+    """Java's ``sameViewVersion``: same summary, SQL, schema and defaults (id and timestamp aside)."""
+    return (
+        a.summary == b.summary
+        and a.representations == b.representations
+        and a.schema_id == b.schema_id
+        and a.default_namespace == b.default_namespace
+        and a.default_catalog == b.default_catalog
+    )
+
+
+def _field(update: Mapping[str, Any], key: str) -> Any:
+    if key not in update:
+        raise ValidationError(f"view update {update.get('action')!r} needs {key!r}")
+    return update[key]
+
+
+def _text(value: Any, key: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValidationError(f"{key!r} must be a non-empty string")
+    return value
