@@ -5,7 +5,8 @@ from __future__ import annotations
 import uuid
 from decimal import Decimal
 
-from icefloe.formats.v4.content_entry import encode_content_entries, read_content_entries, to_positioned_rows
+from icefloe.formats.v4.content_entry import encode_content_entries, read_content_entries
+from icefloe.formats.v4.content_rows import to_positioned_rows
 from icefloe.formats.v4.content_stats import (
     StatsLayout,
     aggregate_content_stats,

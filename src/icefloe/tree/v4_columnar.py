@@ -1,6 +1,6 @@
 """Fast decoding of v4 leaf rows: column at a time instead of one dict per row.
 
-``formats.content_entry.to_positioned_rows`` turns each row into a dict by field id and then
+``formats.v4.content_rows.to_positioned_rows`` turns each row into a dict by field id and then
 into objects, which costs tens of microseconds per entry. Planning over millions of files reads
 leaves on the hot path, so this module builds the same ``ManifestEntry`` objects from whole
 columns: every member is converted once per column (bounds serialised with the column's codec),
@@ -21,8 +21,8 @@ from icefloe.errors import CorruptMetadata
 from icefloe.formats.arrow_schema import arrow_type_to_iceberg, field_id_of
 from icefloe.formats.frozen_builders import fast_constructor
 from icefloe.formats.v4 import content_entry_schema as ce
-from icefloe.formats.v4.content_entry import column_files_from_values
 from icefloe.formats.v4.content_entry_schema import POS_COLUMN, to_python_values
+from icefloe.formats.v4.content_rows import column_files_from_values
 from icefloe.formats.v4.content_stats import (
     LOWER_BOUND,
     NAN_VALUE_COUNT,

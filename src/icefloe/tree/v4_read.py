@@ -46,9 +46,9 @@ from icefloe.formats.v4.content_entry import (
     ROOT_CONTENT,
     read_content_entries,
     read_footer_metadata,
-    to_positioned_rows,
 )
 from icefloe.formats.v4.content_entry_schema import POS_COLUMN, column_by_field_id, union_partition_type
+from icefloe.formats.v4.content_rows import to_positioned_rows
 from icefloe.formats.v4.content_stats import (
     ContentStats,
     StatsLayout,

@@ -25,8 +25,6 @@ from icefloe.formats.v4.content_entry import (
     read_footer_metadata,
     relativize_location,
     resolve_location,
-    to_content_rows,
-    to_positioned_rows,
     write_content_entries,
 )
 from icefloe.formats.v4.content_entry_schema import (
@@ -35,6 +33,7 @@ from icefloe.formats.v4.content_entry_schema import (
     prune_null_columns,
     union_partition_type,
 )
+from icefloe.formats.v4.content_rows import to_content_rows, to_positioned_rows
 from icefloe.formats.v4.content_stats import ColumnStats
 from icefloe.spec.content import (
     DataFile,
