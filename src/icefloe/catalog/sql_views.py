@@ -5,7 +5,9 @@ without the column has no room for views and the operations say so) whose ``meta
 names a view metadata file (``spec.view_metadata``) under ``<view location>/metadata/``. Tables
 and views share the name space: the primary key keeps a view from taking a table's name. Each
 change writes a new metadata file and moves the pointer with a compare-and-swap, as table
-commits do.
+commits do. A replacement is first rebuilt on the metadata it replaces as Iceberg Java's
+``ViewMetadata.Builder`` builds it (``spec.view_changes.rebuild_view``), so what the SQL catalog
+commits is what the REST server commits for the same change.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from icefloe.catalog.identifiers import (
 )
 from icefloe.errors import AlreadyExists, CommitConflict, NoSuchView, Unsupported
 from icefloe.formats.metadata.files import new_metadata_location, parse_metadata_version
+from icefloe.spec.view_changes import check_new_view, rebuild_view
 from icefloe.spec.view_metadata import ViewMetadata, view_metadata_from_dict, view_metadata_to_dict
 
 if TYPE_CHECKING:
@@ -58,8 +61,7 @@ class SqlViews:
         if location is None:
             ns, name = _split(identifier)
             raise NoSuchView(f"view {identifier_to_string((*ns, name))!r} does not exist")
-        io = self._catalog._file_io(None, location)
-        return view_metadata_from_dict(json.loads(io.new_input(location).read())), location
+        return self._read(location), location
 
     def names(self, namespace: str | Iterable[str]) -> list[tuple[str, ...]]:
         """The views of a namespace, by name."""
@@ -77,6 +79,7 @@ class SqlViews:
     def create(self, identifier: str | Iterable[str], metadata: ViewMetadata) -> str:
         """Write the view's first metadata file and add its row; AlreadyExists when the name is taken."""
         ns, name = _split(identifier)
+        check_new_view(metadata)
         self._catalog._require_namespace(ns)
         location = self._write(metadata, None)
         values = {
@@ -96,7 +99,20 @@ class SqlViews:
         return location
 
     def replace(self, identifier: str | Iterable[str], expected_location: str, metadata: ViewMetadata) -> str:
-        """Write new metadata and move the view's pointer from ``expected_location`` to it."""
+        """Commit ``metadata`` as Java's builder builds it on the metadata at ``expected_location``
+        (``rebuild_view``; ValidationError when it refuses) and move the view's pointer to it; no new
+        file when nothing changes. CommitConflict when the view moved on."""
+        base = self._read(expected_location)
+        rebuilt = rebuild_view(base, metadata)
+        if rebuilt != base:
+            return self.swap(identifier, expected_location, rebuilt)
+        if self._location(identifier) != expected_location:
+            raise _moved_on(identifier)
+        return expected_location
+
+    def swap(self, identifier: str | Iterable[str], expected_location: str, metadata: ViewMetadata) -> str:
+        """Write ``metadata`` as it is and move the view's pointer from ``expected_location`` to it
+        (CommitConflict when the view moved on); for callers that built it on that file themselves."""
         ns, name = _split(identifier)
         location = self._write(metadata, expected_location)
         stmt = (
@@ -107,9 +123,7 @@ class SqlViews:
 
         def work(conn: Connection) -> None:
             if conn.execute(stmt).rowcount != 1:
-                raise CommitConflict(
-                    f"view {identifier_to_string((*ns, name))!r} was changed or dropped meanwhile"
-                )
+                raise _moved_on(identifier)
 
         self._catalog._run(work, write=True)
         return location
@@ -151,6 +165,10 @@ class SqlViews:
         row = self._catalog._run(lambda conn: conn.execute(query).first(), write=False)
         return None if row is None else str(row[0])
 
+    def _read(self, location: str) -> ViewMetadata:
+        io = self._catalog._file_io(None, location)
+        return view_metadata_from_dict(json.loads(io.new_input(location).read()))
+
     def _write(self, metadata: ViewMetadata, previous: str | None) -> str:
         previous_version = parse_metadata_version(previous)
         version = 0 if previous_version is None else previous_version + 1
@@ -164,3 +182,8 @@ class SqlViews:
 def _split(identifier: str | Iterable[str]) -> tuple[tuple[str, ...], str]:
     ns, name = parse_table_identifier(identifier)
     return tuple(ns), name
+
+
+def _moved_on(identifier: str | Iterable[str]) -> CommitConflict:
+    ns, name = _split(identifier)
+    return CommitConflict(f"view {identifier_to_string((*ns, name))!r} was changed or dropped meanwhile")

@@ -32,7 +32,11 @@ class ViewStore(Protocol):
         ...
 
     def replace(self, identifier: str | Iterable[str], expected_location: str, metadata: ViewMetadata) -> str:
-        """Make ``metadata`` current if the view is still at ``expected_location`` (else CommitConflict)."""
+        """Commit ``metadata`` if the view is still at ``expected_location`` (else CommitConflict), as
+        Iceberg Java's ``ViewMetadata.Builder`` builds it on that file: equal schemas and versions
+        reused, versions beyond ``version.history.num-entries`` expired, a SQL dialect dropped
+        refused (ValidationError) unless ``replace.drop-dialect.allowed``; returns the view's
+        metadata location (unchanged when nothing changes)."""
         ...
 
     def drop(self, identifier: str | Iterable[str]) -> None:

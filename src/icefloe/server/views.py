@@ -3,7 +3,10 @@
 Views are kept by ``SqlViews`` in the served SQL catalog (SQLite or PostgreSQL), in the name space
 tables use: creating a view where a table or view of that name exists is ``AlreadyExistsException``.
 Identifiers, grants and locations are checked as for tables; a failed ``assert-view-uuid`` or a
-concurrent change is ``CommitFailedException``.
+concurrent change is ``CommitFailedException``. A replace applies its updates as Iceberg Java's
+``ViewMetadata.Builder`` does (``spec.view_changes``: a commit the builder refuses is
+``BadRequestException``) and, as Java's ``CatalogHandlers``, writes no new file when they change
+nothing.
 """
 
 from __future__ import annotations
@@ -125,8 +128,10 @@ def replace_view(state: ServerState, call: Call) -> Reply:
     base, location = views.load(ident)
     check_view_requirements(base, requirements)
     md = _parsed(lambda u: apply_view_updates(base, u), updates, "view updates")
+    if md == base:
+        return view_result(location, base)
     _check_locations(state, md)
-    return view_result(views.replace(ident, location, md), md)
+    return view_result(views.swap(ident, location, md), md)
 
 
 def drop_view(state: ServerState, call: Call) -> Reply:

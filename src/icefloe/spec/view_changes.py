@@ -6,13 +6,24 @@ A view commit is a list of updates (``assign-uuid``, ``upgrade-format-version``,
 applies them as Iceberg Java's ``ViewMetadata.Builder`` does: an added schema or version equal to
 an existing one reuses its id, otherwise a schema gets the next id and a version keeps its own
 unless taken, and ``-1`` names the one added last (the server also takes ``-1`` for a version the
-request re-added, which Java's builder names by id). Not done: Java's expiry of versions beyond
-``version.history.num-entries`` and its refusal to drop a SQL dialect on replace.
+request re-added, which Java's builder names by id). A version may hold one SQL text per dialect.
+The version log gets one entry per commit, for the version current at its end. Then, as Java's
+``build()``: a commit whose current version lacks a SQL dialect the previous current version had is
+refused unless ``replace.drop-dialect.allowed`` is true, and versions beyond
+``version.history.num-entries`` (default 10, at least 1) are expired, oldest id first, never the
+current one nor one the commit added; the version log keeps only its entries after the last one
+naming an expired version.
+
 ``view_update_dicts`` is the other direction: the updates that turn one metadata into another.
+``rebuild_view`` is what a catalog commits when a caller replaces a view's metadata by another:
+the changes between them applied by the builder, so the SQL catalog, the REST server and the REST
+client commit the same metadata; ``check_new_view`` is the builder's checks of a view's first
+metadata.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -32,6 +43,10 @@ from icefloe.spec.view_metadata import (
 
 LAST_ADDED = -1
 ASSERT_VIEW_UUID = "assert-view-uuid"
+HISTORY_SIZE = "version.history.num-entries"
+HISTORY_SIZE_DEFAULT = 10
+DROP_DIALECT_ALLOWED = "replace.drop-dialect.allowed"
+APPEND_DIALECT_ALLOWED = "replace.append-dialect.allowed"
 
 
 def check_view_requirements(md: ViewMetadata, requirements: list[Any]) -> None:
@@ -47,11 +62,13 @@ def check_view_requirements(md: ViewMetadata, requirements: list[Any]) -> None:
 
 @dataclass
 class _Builder:
+    base: ViewMetadata
     md: ViewMetadata
     last_schema: int | None = None
     last_version: int | None = None
     schema_ids: dict[int, int] = field(default_factory=dict)  # schema id in the request -> id assigned
     added_versions: set[int] = field(default_factory=set)
+    log_entry: tuple[int, int] | None = None  # (timestamp ms, version id) the commit adds to the log
 
     def add_schema(self, schema: Schema) -> None:
         same = [s.schema_id for s in self.md.schemas if _same_schema(s, schema)]
@@ -70,6 +87,7 @@ class _Builder:
         schema_id = self.schema_ids.get(schema_id, schema_id)
         if all(s.schema_id != schema_id for s in self.md.schemas):
             raise ValidationError(f"view version {version.version_id} names unknown schema {schema_id}")
+        check_one_sql_per_dialect(version)
         version = replace(version, schema_id=schema_id)
         same = [v.version_id for v in self.md.versions if _same_version(v, version)]
         if same:
@@ -93,20 +111,103 @@ class _Builder:
             raise ValidationError(f"the view has no version {version_id}")
         if version_id != self.md.current_version_id:
             added = version_id in self.added_versions
-            entry = (found[0].timestamp_ms if added else int(time.time() * 1000), version_id)
-            self.md = replace(
-                self.md, current_version_id=version_id, version_log=(*self.md.version_log, entry)
+            self.log_entry = (found[0].timestamp_ms if added else int(time.time() * 1000), version_id)
+            self.md = replace(self.md, current_version_id=version_id)
+
+    def build(self) -> ViewMetadata:
+        """The metadata at the end of the commit: logged, its dialects checked, old versions expired."""
+        md = self.md
+        if self.log_entry is not None:
+            md = replace(md, version_log=(*md.version_log, self.log_entry))
+        drop_allowed = _flag(md.properties, DROP_DIALECT_ALLOWED)
+        if drop_allowed and _flag(md.properties, APPEND_DIALECT_ALLOWED):
+            raise ValidationError(
+                f"cannot set both {DROP_DIALECT_ALLOWED} and {APPEND_DIALECT_ALLOWED} to true"
             )
+        if not drop_allowed:
+            _check_no_dialect_dropped(self.base.current_version(), md.current_version())
+        keep = max(len(self.added_versions | {md.current_version_id}), history_size(md.properties))
+        return _expire_versions(md, keep) if len(md.versions) > keep else md
 
 
 def apply_view_updates(md: ViewMetadata, updates: list[Any]) -> ViewMetadata:
-    """``md`` with the REST view updates applied (ValidationError on a malformed one)."""
-    builder = _Builder(md)
+    """``md`` with the REST view updates applied (ValidationError on a malformed one or a commit
+    Java's builder refuses)."""
+    builder = _Builder(md, md)
     for update in updates:
         if not isinstance(update, Mapping):
             raise ValidationError("a view update must be an object")
         _apply(builder, update)
-    return builder.md
+    return builder.build()
+
+
+def rebuild_view(base: ViewMetadata, new: ViewMetadata) -> ViewMetadata:
+    """What a catalog commits when ``new`` replaces ``base``: the updates from one to the other
+    applied as Java's builder applies them (equal schemas and versions reused, the log given one
+    entry, old versions expired; ValidationError when a SQL dialect would be dropped). ``base`` when
+    nothing changes."""
+    return apply_view_updates(base, view_update_dicts(base, new))
+
+
+def check_new_view(md: ViewMetadata) -> None:
+    """ValidationError unless Java's builder would build ``md`` as a view's first metadata."""
+    for version in md.versions:
+        check_one_sql_per_dialect(version)
+    if _flag(md.properties, DROP_DIALECT_ALLOWED) and _flag(md.properties, APPEND_DIALECT_ALLOWED):
+        raise ValidationError(f"cannot set both {DROP_DIALECT_ALLOWED} and {APPEND_DIALECT_ALLOWED} to true")
+    history_size(md.properties)
+
+
+def check_one_sql_per_dialect(version: ViewVersion) -> None:
+    """ValidationError when the version has two SQL texts for one dialect (case-insensitive)."""
+    dialects = [r.dialect.lower() for r in version.representations]
+    repeated = sorted({d for d in dialects if dialects.count(d) > 1})
+    if repeated:
+        raise ValidationError(f"view version {version.version_id} has more than one SQL text for {repeated}")
+
+
+def history_size(properties: Mapping[str, str]) -> int:
+    """How many versions the view keeps (``version.history.num-entries``; ValidationError unless a
+    positive integer)."""
+    text = properties.get(HISTORY_SIZE)
+    if text is None:
+        return HISTORY_SIZE_DEFAULT
+    size = int(text) if re.fullmatch(r"[+-]?[0-9]+", text) else 0
+    if size < 1:
+        raise ValidationError(f"{HISTORY_SIZE} must be a positive integer, not {text!r}")
+    return size
+
+
+def _flag(properties: Mapping[str, str], key: str) -> bool:
+    """A boolean view property as Java reads one: true only when it says ``true`` (any case)."""
+    return properties.get(key, "").lower() == "true"
+
+
+def _dialects(version: ViewVersion) -> set[str]:
+    return {r.dialect.lower() for r in version.representations}
+
+
+def _check_no_dialect_dropped(previous: ViewVersion, current: ViewVersion) -> None:
+    dropped = _dialects(previous) - _dialects(current)
+    if dropped:
+        raise ValidationError(
+            f"cannot replace the view: its new version drops the SQL dialect(s) {sorted(dropped)} "
+            f"(set {DROP_DIALECT_ALLOWED}=true to allow it); previous dialects "
+            f"{sorted(_dialects(previous))}, new dialects {sorted(_dialects(current))}"
+        )
+
+
+def _expire_versions(md: ViewMetadata, keep: int) -> ViewMetadata:
+    """``md`` with its ``keep`` newest versions by id (the current one always among them), in their
+    order, and the version log after its last entry naming a version dropped."""
+    newest = sorted(
+        (v.version_id for v in md.versions if v.version_id != md.current_version_id), reverse=True
+    )
+    kept = {md.current_version_id, *newest[: keep - 1]}
+    log: list[tuple[int, int]] = []
+    for entry in md.version_log:
+        log = [*log, entry] if entry[1] in kept else []
+    return replace(md, versions=tuple(v for v in md.versions if v.version_id in kept), version_log=tuple(log))
 
 
 def _apply(builder: _Builder, update: Mapping[str, Any]) -> None:
@@ -155,18 +256,21 @@ def view_update_dicts(base: ViewMetadata, new: ViewMetadata) -> list[dict[str, A
     if removed:
         updates.append({"action": "remove-properties", "removals": removed})
     known_schemas = {s.schema_id for s in base.schemas}
-    for schema in new.schemas:
-        if schema.schema_id not in known_schemas:
-            updates.append(
-                {
-                    "action": "add-schema",
-                    "schema": schema_to_dict(schema),
-                    "last-column-id": schema.highest_field_id,
-                }
-            )
+    added_schemas = [s for s in new.schemas if s.schema_id not in known_schemas]
+    for schema in added_schemas:
+        updates.append(
+            {
+                "action": "add-schema",
+                "schema": schema_to_dict(schema),
+                "last-column-id": schema.highest_field_id,
+            }
+        )
+    last_schema = added_schemas[-1].schema_id if added_schemas else None
     known_versions = {v.version_id for v in base.versions}
     added = [v for v in new.versions if v.version_id not in known_versions]
     for version in added:
+        if version.schema_id == last_schema:  # named as the schema added last, as Java's client does
+            version = replace(version, schema_id=LAST_ADDED)
         updates.append({"action": "add-view-version", "view-version": view_version_to_dict(version)})
     if new.current_version_id != base.current_version_id:
         last = added and added[-1].version_id == new.current_version_id

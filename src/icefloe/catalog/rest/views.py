@@ -1,9 +1,11 @@
 """RestViews: the views of a ``RestCatalog``, with the method names and shapes of ``SqlViews``.
 
 Create sends a ``CreateViewRequest`` (the service assigns the view's UUID, as Iceberg Java's
-catalogs do); replace loads the view, checks it is still at the expected metadata file, and sends
-a ``CommitViewRequest``: ``assert-view-uuid`` plus the updates from the loaded metadata to the new
-one (``spec.view_changes``).
+catalogs do); replace loads the view, checks it is still at the expected metadata file, rebuilds
+the new metadata on it as Iceberg Java's client does with ``ViewMetadata.Builder``
+(``spec.view_changes.rebuild_view``: a dialect dropped is refused before any request, an equal
+schema or version is named by its id) and sends a ``CommitViewRequest``: ``assert-view-uuid`` plus
+the updates from the loaded metadata to the rebuilt one; nothing when there are none.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from icefloe.catalog.identifiers import identifier_to_string, parse_namespace, parse_table_identifier
 from icefloe.errors import CommitConflict, NoSuchView, NotFound
 from icefloe.spec.json_structures import schema_to_dict
-from icefloe.spec.view_changes import ASSERT_VIEW_UUID, view_update_dicts
+from icefloe.spec.view_changes import ASSERT_VIEW_UUID, check_new_view, rebuild_view, view_update_dicts
 from icefloe.spec.view_metadata import ViewMetadata, view_metadata_from_dict, view_version_to_dict
 
 if TYPE_CHECKING:
@@ -61,6 +63,7 @@ class RestViews:
         """Create the view from its first version (an empty ``metadata.location`` lets the service
         choose); returns the metadata location."""
         namespace, name = parse_table_identifier(identifier)
+        check_new_view(metadata)
         body: dict[str, Any] = {
             "name": name,
             "schema": schema_to_dict(metadata.schema()),
@@ -73,8 +76,9 @@ class RestViews:
         return _from_result(result)[1]
 
     def replace(self, identifier: str | Iterable[str], expected_location: str, metadata: ViewMetadata) -> str:
-        """Commit the changes from the view's current metadata to ``metadata``; CommitConflict when the
-        view is no longer at ``expected_location``."""
+        """Commit the changes from the view's current metadata to ``metadata`` (rebuilt on it as
+        Java's builder builds it; ValidationError when it refuses); CommitConflict when the view is no
+        longer at ``expected_location``."""
         namespace, name, path = self._path(identifier)
         base, location = self.load(identifier)
         if location != expected_location:
@@ -82,10 +86,13 @@ class RestViews:
                 f"view {identifier_to_string((*namespace, name))!r} was changed meanwhile "
                 f"(now at {location}, expected {expected_location})"
             )
+        updates = view_update_dicts(base, rebuild_view(base, metadata))
+        if not updates:
+            return location
         body = {
             "identifier": {"namespace": list(namespace), "name": name},
             "requirements": [{"type": ASSERT_VIEW_UUID, "uuid": base.view_uuid}],
-            "updates": view_update_dicts(base, metadata),
+            "updates": updates,
         }
         return _from_result(self._http.request("POST", path, body=body, mutation=True).json())[1]
 
