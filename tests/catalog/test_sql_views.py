@@ -12,7 +12,7 @@ from sqlalchemy import create_engine, text
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.catalog.sql_engine import catalog_tables
 from icefloe.catalog.sql_views import NoSuchView, SqlViews
-from icefloe.errors import AlreadyExists, CommitConflict, Unsupported
+from icefloe.errors import AlreadyExists, CommitConflict, Unsupported, ValidationError
 from icefloe.spec.schema import Schema
 from icefloe.spec.view_metadata import SqlRepresentation, ViewMetadata, ViewVersion
 
@@ -104,3 +104,30 @@ def test_a_database_without_iceberg_type_has_no_room_for_views(tmp_path: Path) -
             SqlViews(catalog).names("db")
     finally:
         catalog.close()
+
+
+def test_a_replace_is_built_as_javas_builder_builds_it(sql_catalog: SqlCatalog, schema: Schema) -> None:
+    sql_catalog.create_namespace("db")
+    views = SqlViews(sql_catalog)
+    first = views.create("db.v", new_view(f"{sql_catalog.warehouse}/db/v", schema))
+    md, _ = views.load("db.v")
+    # the same definition again (another timestamp, a new schema id for the same columns): no file
+    assert (
+        views.replace("db.v", first, md.with_version(version("SELECT id, name FROM db.t", 5000), schema))
+        == first
+    )
+    # two versions kept: the oldest goes, and the log entries before the last one naming it
+    at = views.replace(
+        "db.v", first, md.with_properties({"comment": "c", "version.history.num-entries": "2"})
+    )
+    for n, ts in ((2, 2000), (3, 3000)):
+        md, _ = views.load("db.v")
+        at = views.replace("db.v", at, md.with_version(version(f"SELECT {n}", ts), schema))
+    md, _ = views.load("db.v")
+    assert [v.version_id for v in md.versions] == [2, 3] and md.version_log == ((2000, 2), (3000, 3))
+    assert [s.schema_id for s in md.schemas] == [0]  # equal columns: the first schema, reused
+    # a new version that loses the view's only dialect is refused, and nothing is written
+    trino = ViewVersion(0, 4000, 0, (SqlRepresentation("SELECT 4", "trino"),), ("db",))
+    with pytest.raises(ValidationError, match="drops"):
+        views.replace("db.v", at, md.with_version(trino, schema))
+    assert views.load("db.v") == (md, at)

@@ -5,6 +5,7 @@ catalog on the same database, and the other way round) and PyIceberg's ``RestCat
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 from pyiceberg.catalog.rest import RestCatalog as PyIcebergRestCatalog
@@ -20,10 +21,11 @@ from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.rest.views import RestViews
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.catalog.sql_views import SqlViews
-from icefloe.errors import AlreadyExists, CommitConflict, NoSuchView
+from icefloe.errors import AlreadyExists, CommitConflict, NoSuchView, ValidationError
 from icefloe.server import RunningServer
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField, StringType
+from icefloe.spec.view_changes import view_update_dicts
 from icefloe.spec.view_metadata import SqlRepresentation, ViewMetadata, ViewVersion
 
 IDS = Schema(NestedField(1, "id", LongType()))
@@ -143,3 +145,84 @@ def test_register_with_overwrite_through_the_client(client: RestCatalog, backing
     assert again.metadata_location == first
     assert "k" not in again.metadata.properties
     assert client.load_table("db.t").metadata_location == first
+
+
+def _replaced(md: ViewMetadata, n: int, *dialects: str) -> ViewMetadata:
+    """What Spark's ``ALTER VIEW ... AS`` builds: a new version (and schema id) made current."""
+    sql = f"SELECT {n}"
+    version = replace(
+        _version(sql, 1_700_000_000_000 + n),
+        representations=tuple(SqlRepresentation(sql, d) for d in dialects or ("spark",)),
+    )
+    return md.with_version(version, IDS)
+
+
+def _shape(md: ViewMetadata) -> tuple[object, ...]:
+    """A view's metadata apart from what names its own file (UUID, location)."""
+    return md.current_version_id, md.versions, md.version_log, md.schemas, md.properties
+
+
+def test_the_kept_versions_through_every_client(
+    client: RestCatalog, backing_catalog: SqlCatalog, rest_server: RunningServer
+) -> None:
+    rest, sql = RestViews(client), SqlViews(backing_catalog)
+    rest.create("db.r", _metadata(backing_catalog, "r", "SELECT 1"))
+    sql.create("db.s", _metadata(backing_catalog, "s", "SELECT 1"))
+    for n in range(2, 12):  # ten replaces: eleven versions made, ten kept
+        for store, name in ((rest, "db.r"), (sql, "db.s")):
+            md, at = store.load(name)
+            store.replace(name, at, _replaced(md, n))
+    over_rest, _ = sql.load("db.r")
+    over_sql, _ = sql.load("db.s")
+    assert [v.version_id for v in over_rest.versions] == list(range(2, 12))
+    assert [(ts, vid) for ts, vid in over_rest.version_log] == [
+        (1_700_000_000_000 + n, n) for n in range(2, 12)
+    ]
+    assert over_rest.current_version().sql_for("spark") == "SELECT 11"
+    assert over_rest.schemas == (IDS,)  # every replace named the same columns: one schema
+    assert _shape(over_rest) == _shape(over_sql)  # the SQL catalog commits what the server does
+    assert rest.load("db.r")[0] == over_rest
+
+    pyiceberg = PyIcebergRestCatalog("rest", uri=rest_server.uri).load_view("db.r").metadata
+    assert [v.version_id for v in pyiceberg.versions] == list(range(2, 12))
+    assert [e.version_id for e in pyiceberg.version_log] == list(range(2, 12))
+    assert pyiceberg.current_version_id == 11
+
+
+def test_a_dropped_dialect_is_refused_by_every_client(
+    client: RestCatalog, backing_catalog: SqlCatalog
+) -> None:
+    rest, sql = RestViews(client), SqlViews(backing_catalog)
+    for store, name in ((rest, "db.r"), (sql, "db.s")):
+        first = replace(
+            _version("SELECT 1"),
+            representations=(SqlRepresentation("SELECT 1", "spark"), SqlRepresentation("SELECT 1", "trino")),
+        )
+        location = backing_catalog.default_table_location(("db",), name[3:])
+        store.create(name, ViewMetadata.new(location, first, IDS, {}))
+        md, at = store.load(name)
+        with pytest.raises(ValidationError, match=r"drops the SQL dialect\(s\) \['trino'\]"):
+            store.replace(name, at, _replaced(md, 3))
+        assert store.load(name) == (md, at)  # nothing committed
+        allowed = _replaced(md, 3).with_properties({"replace.drop-dialect.allowed": "true"})
+        moved = store.replace(name, at, allowed)
+        now, now_at = store.load(name)
+        assert now_at == moved != at
+        assert now.current_version().representations == (SqlRepresentation("SELECT 3", "spark"),)
+    # the server refuses it from a client that does not check (the updates sent as they are)
+    md, at = rest.load("db.r")
+    body = {
+        "requirements": [{"type": "assert-view-uuid", "uuid": md.view_uuid}],
+        "updates": [{"action": "remove-properties", "removals": ["replace.drop-dialect.allowed"]}],
+    }
+    client.http.request("POST", client.routes.view(("db",), "r"), body=body, mutation=True)
+    md, at = rest.load("db.r")
+    dropping = view_update_dicts(md, _replaced(md, 4, "hive"))
+    with pytest.raises(ValidationError, match="drops"):
+        client.http.request(
+            "POST",
+            client.routes.view(("db",), "r"),
+            body={"requirements": [], "updates": dropping},
+            mutation=True,
+        )
+    assert rest.load("db.r") == (md, at)
