@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -131,3 +132,24 @@ def test_a_replace_is_built_as_javas_builder_builds_it(sql_catalog: SqlCatalog, 
     with pytest.raises(ValidationError, match="drops"):
         views.replace("db.v", at, md.with_version(trino, schema))
     assert views.load("db.v") == (md, at)
+
+
+def test_metadata_path_and_gzip_as_javas_view_operations(
+    sql_catalog: SqlCatalog, schema: Schema, warehouse: Path
+) -> None:
+    sql_catalog.create_namespace("db")
+    views = SqlViews(sql_catalog)
+    elsewhere = f"{sql_catalog.warehouse}/view-metadata/"
+    properties = {"write.metadata.path": elsewhere, "write.metadata.compression-codec": "gzip"}
+    md = new_view(f"{sql_catalog.warehouse}/db/v", schema).with_properties(properties)
+    first = views.create("db.v", md)
+    assert first.startswith(f"{sql_catalog.warehouse}/view-metadata/00000-")
+    assert first.endswith(".gz.metadata.json")
+    written = Path(first.removeprefix("file://")).read_bytes()
+    assert json.loads(gzip.decompress(written))["view-uuid"] == md.view_uuid
+    assert views.load("db.v") == (md, first)
+    plain = md.with_properties({"comment": "c"})  # back to the defaults: plain JSON under the view
+    second = views.replace("db.v", first, plain)
+    assert second.startswith(f"{sql_catalog.warehouse}/db/v/metadata/00001-")
+    assert not second.endswith(".gz.metadata.json")
+    assert views.load("db.v") == (plain, second)

@@ -2,7 +2,9 @@
 
 A view is a row of ``iceberg_tables`` with ``iceberg_type = 'VIEW'`` (the "V1" layout; a database
 without the column has no room for views and the operations say so) whose ``metadata_location``
-names a view metadata file (``spec.view_metadata``) under ``<view location>/metadata/``. Tables
+names a view metadata file (``spec.view_metadata``) under ``<view location>/metadata/`` (or
+``write.metadata.path``; gzip JSON when ``write.metadata.compression-codec=gzip``, and gzip files
+Iceberg Java writes by default are read too). Tables
 and views share the name space: the primary key keeps a view from taking a table's name. Each
 change writes a new metadata file and moves the pointer with a compare-and-swap, as table
 commits do. A replacement is first rebuilt on the metadata it replaces as Iceberg Java's
@@ -12,6 +14,7 @@ commits is what the REST server commits for the same change.
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -34,6 +37,8 @@ if TYPE_CHECKING:
     from icefloe.catalog.sql import SqlCatalog
 
 VIEW_TYPE = "VIEW"
+_GZIP_MAGIC = b"\x1f\x8b"
+_GZIP_SUFFIX = ".gz.metadata.json"
 __all__ = ["VIEW_TYPE", "NoSuchView", "SqlViews"]
 
 
@@ -166,15 +171,22 @@ class SqlViews:
         return None if row is None else str(row[0])
 
     def _read(self, location: str) -> ViewMetadata:
-        io = self._catalog._file_io(None, location)
-        return view_metadata_from_dict(json.loads(io.new_input(location).read()))
+        """The view metadata file at ``location``, plain or gzip JSON (Iceberg Java writes gzip)."""
+        data = self._catalog._file_io(None, location).new_input(location).read()
+        if data[:2] == _GZIP_MAGIC:
+            data = gzip.decompress(data)
+        return view_metadata_from_dict(json.loads(data))
 
     def _write(self, metadata: ViewMetadata, previous: str | None) -> str:
+        """A new metadata file where Java's view operations put it: under ``write.metadata.path``
+        or ``<location>/metadata``, gzip when ``write.metadata.compression-codec`` says so."""
         previous_version = parse_metadata_version(previous)
         version = 0 if previous_version is None else previous_version + 1
-        location = new_metadata_location(metadata.location, {}, version)
+        location = new_metadata_location(metadata.location, metadata.properties, version)
         io = self._catalog._file_io(None, location)
         data = json.dumps(view_metadata_to_dict(metadata), indent=2).encode("utf-8")
+        if location.endswith(_GZIP_SUFFIX):
+            data = gzip.compress(data, mtime=0)
         io.new_output(location, fresh_name=True).write_bytes(data, overwrite=False)
         return location
 
