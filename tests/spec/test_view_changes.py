@@ -250,3 +250,17 @@ def test_rebuild_reuses_equal_schemas_and_versions_as_javas_builder() -> None:
     assert (updates[0]["schema"]["schema-id"], updates[1]["view-version"]["schema-id"]) == (2, -1)
     with pytest.raises(ValidationError, match="drops"):
         rebuild_view(base, base.with_version(replace(_version("x", 1), representations=()), IDS))
+
+
+def test_a_view_may_append_the_dialects_a_replace_lacks() -> None:
+    md = apply_view_updates(_base(), _replace("SELECT 2", 2000, "spark", "trino"))
+    appending = apply_view_updates(md, [_props(**{APPEND: "true"})])
+    new = appending.with_version(_version("SELECT 3", 3000), IDS)  # spark only
+    rebuilt = rebuild_view(appending, new)
+    assert rebuilt.current_version().representations == (
+        SqlRepresentation("SELECT 3", "spark"),
+        SqlRepresentation("SELECT 2", "trino"),  # the replaced version's, after the new ones
+    )
+    assert rebuild_view(appending, appending) == appending
+    with pytest.raises(ValidationError, match="drops"):  # without the property
+        rebuild_view(md, md.with_version(_version("SELECT 3", 3000), IDS))

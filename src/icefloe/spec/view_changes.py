@@ -9,7 +9,8 @@ unless taken, and ``-1`` names the one added last (the server also takes ``-1`` 
 request re-added, which Java's builder names by id). A version may hold one SQL text per dialect.
 The version log gets one entry per commit, for the version current at its end. Then, as Java's
 ``build()``: a commit whose current version lacks a SQL dialect the previous current version had is
-refused unless ``replace.drop-dialect.allowed`` is true, and versions beyond
+refused unless ``replace.drop-dialect.allowed`` is true (both it and ``replace.append-dialect.allowed``
+true is refused too), and versions beyond
 ``version.history.num-entries`` (default 10, at least 1) are expired, oldest id first, never the
 current one nor one the commit added; the version log keeps only its entries after the last one
 naming an expired version.
@@ -144,9 +145,22 @@ def apply_view_updates(md: ViewMetadata, updates: list[Any]) -> ViewMetadata:
 def rebuild_view(base: ViewMetadata, new: ViewMetadata) -> ViewMetadata:
     """What a catalog commits when ``new`` replaces ``base``: the updates from one to the other
     applied as Java's builder applies them (equal schemas and versions reused, the log given one
-    entry, old versions expired; ValidationError when a SQL dialect would be dropped). ``base`` when
+    entry, old versions expired; ValidationError when a SQL dialect would be dropped). A new current
+    version of a view with ``replace.append-dialect.allowed`` gets the SQL texts of the dialects it
+    lacks from the version it replaces, as Java's ``setCurrentVersion`` appends them. ``base`` when
     nothing changes."""
+    known = {v.version_id for v in base.versions}
+    if _flag(new.properties, APPEND_DIALECT_ALLOWED) and new.current_version_id not in known:
+        new = _with_previous_dialects(new, base.current_version())
     return apply_view_updates(base, view_update_dicts(base, new))
+
+
+def _with_previous_dialects(md: ViewMetadata, previous: ViewVersion) -> ViewMetadata:
+    current = md.current_version()
+    have = _dialects(current)
+    kept = tuple(r for r in previous.representations if r.dialect.lower() not in have)
+    appended = replace(current, representations=(*current.representations, *kept))
+    return replace(md, versions=tuple(appended if v is current else v for v in md.versions))
 
 
 def check_new_view(md: ViewMetadata) -> None:
