@@ -6,6 +6,8 @@ a commit that changes nothing. Bodies from ``tests.support.java_rest_views`` (``
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from icefloe.catalog.sql import SqlCatalog
@@ -113,3 +115,31 @@ def test_a_commit_that_changes_nothing_writes_no_file(wire: JavaWire) -> None:
     }
     assert wire.ok("POST", "namespaces/db/views/v", current) == created
     assert wire.ok("GET", "namespaces/db/views/v")["metadata-location"] == created["metadata-location"]
+
+
+def test_concurrent_replaces_are_applied_one_after_another(wire: JavaWire) -> None:
+    """As Java's ``CatalogHandlers``, a replace that loses the race is applied again on the new
+    metadata (under its requirements): each of four concurrent replaces loses at most three times,
+    within the server's five attempts, so all of them land."""
+    created = wire.ok("POST", "namespaces/db/views", create_view_request("v", IDS, _version(1, "SELECT 1")))
+    uuid = created["metadata"]["view-uuid"]
+    start = threading.Barrier(4)
+
+    def replace(n: int) -> int:
+        client = JavaWire(wire.base)
+        start.wait()
+        return int(_replace(client, uuid, f"SELECT {n}").status_code)
+
+    with ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(replace, range(2, 6))) == [200] * 4
+    md = wire.ok("GET", "namespaces/db/views/v")["metadata"]
+    assert [v["version-id"] for v in md["versions"]] == [1, 2, 3, 4, 5]
+    assert sorted(v["representations"][0]["sql"] for v in md["versions"]) == [
+        f"SELECT {n}" for n in range(1, 6)
+    ]
+    assert [e["version-id"] for e in md["version-log"]] == [1, 2, 3, 4, 5]
+    assert md["current-version-id"] == 5
+    # a requirement that fails is not retried: the view's UUID does not change by waiting
+    assert_error(
+        _replace(wire, "00000000-0000-0000-0000-000000000000", "SELECT 9"), 409, "CommitFailedException"
+    )

@@ -6,16 +6,19 @@ Identifiers, grants and locations are checked as for tables; a failed ``assert-v
 concurrent change is ``CommitFailedException``. A replace applies its updates as Iceberg Java's
 ``ViewMetadata.Builder`` does (``spec.view_changes``: a commit the builder refuses is
 ``BadRequestException``) and, as Java's ``CatalogHandlers``, writes no new file when they change
-nothing.
+nothing and, when another commit lands first, checks the requirements and applies the updates
+again on the new metadata (up to ``COMMIT_ATTEMPTS`` times) before answering
+``CommitFailedException``.
 """
 
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 from icefloe.catalog.sql_views import SqlViews
-from icefloe.errors import AlreadyExists, Unsupported, ValidationError
+from icefloe.errors import AlreadyExists, CommitConflict, Unsupported, ValidationError
 from icefloe.server.auth import READ, WRITE
 from icefloe.server.checks import (
     check_inside,
@@ -31,6 +34,8 @@ from icefloe.server.paging import identifiers_page
 from icefloe.spec.json_structures import schema_from_dict
 from icefloe.spec.view_changes import apply_view_updates, check_view_requirements
 from icefloe.spec.view_metadata import ViewMetadata, view_metadata_to_dict, view_version_from_dict
+
+COMMIT_ATTEMPTS = 5  # Java's CatalogHandlers: the first try and COMMIT_NUM_RETRIES_DEFAULT (4) retries
 
 
 def _views(state: ServerState) -> SqlViews:
@@ -125,13 +130,20 @@ def replace_view(state: ServerState, call: Call) -> Reply:
     if not isinstance(requirements, list) or not isinstance(updates, list):
         raise bad_request("'requirements' and 'updates' must be lists")
     views = _views(state)
-    base, location = views.load(ident)
-    check_view_requirements(base, requirements)
-    md = _parsed(lambda u: apply_view_updates(base, u), updates, "view updates")
-    if md == base:
-        return view_result(location, base)
-    _check_locations(state, md)
-    return view_result(views.swap(ident, location, md), md)
+    attempt = 1
+    while True:
+        base, location = views.load(ident)
+        check_view_requirements(base, requirements)
+        md = _parsed(partial(apply_view_updates, base), updates, "view updates")
+        if md == base:
+            return view_result(location, base)
+        _check_locations(state, md)
+        try:
+            return view_result(views.swap(ident, location, md), md)
+        except CommitConflict:  # another commit landed first: apply the request on it
+            if attempt == COMMIT_ATTEMPTS:
+                raise
+            attempt += 1
 
 
 def drop_view(state: ServerState, call: Call) -> Reply:
