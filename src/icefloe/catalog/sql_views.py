@@ -3,13 +3,13 @@
 A view is a row of ``iceberg_tables`` with ``iceberg_type = 'VIEW'`` (the "V1" layout; a database
 without the column has no room for views and the operations say so) whose ``metadata_location``
 names a view metadata file (``spec.view_metadata``) under ``<view location>/metadata/`` (or
-``write.metadata.path``; gzip JSON when ``write.metadata.compression-codec=gzip``, and gzip files
-Iceberg Java writes by default are read too). Tables
-and views share the name space: the primary key keeps a view from taking a table's name. Each
-change writes a new metadata file and moves the pointer with a compare-and-swap, as table
-commits do. A replacement is first rebuilt on the metadata it replaces as Iceberg Java's
-``ViewMetadata.Builder`` builds it (``spec.view_changes.rebuild_view``), so what the SQL catalog
-commits is what the REST server commits for the same change.
+``write.metadata.path``; gzip JSON when ``write.metadata.compression-codec=gzip``, and the gzip
+files Iceberg Java writes by default are read too). Tables and views share the name space: the
+primary key keeps a view from taking a table's name. Each change writes a new metadata file and
+moves the pointer with a compare-and-swap, as table commits do. A replacement is first rebuilt on
+the metadata it replaces as Iceberg Java's ``ViewMetadata.Builder`` builds it
+(``spec.view_changes.rebuild_view``), so what the SQL catalog commits is what the REST server
+commits for the same change.
 """
 
 from __future__ import annotations

@@ -9,11 +9,10 @@ unless taken, and ``-1`` names the one added last (the server also takes ``-1`` 
 request re-added, which Java's builder names by id). A version may hold one SQL text per dialect.
 The version log gets one entry per commit, for the version current at its end. Then, as Java's
 ``build()``: a commit whose current version lacks a SQL dialect the previous current version had is
-refused unless ``replace.drop-dialect.allowed`` is true (both it and ``replace.append-dialect.allowed``
-true is refused too), and versions beyond
-``version.history.num-entries`` (default 10, at least 1) are expired, oldest id first, never the
-current one nor one the commit added; the version log keeps only its entries after the last one
-naming an expired version.
+refused unless ``replace.drop-dialect.allowed`` is true (and refused when
+``replace.append-dialect.allowed`` is true too), and versions beyond ``version.history.num-entries``
+(default 10, at least 1) are expired, oldest id first, never the current one nor one the commit
+added; the version log keeps only its entries after the last one naming an expired version.
 
 ``view_update_dicts`` is the other direction: the updates that turn one metadata into another.
 ``rebuild_view`` is what a catalog commits when a caller replaces a view's metadata by another:
@@ -120,12 +119,7 @@ class _Builder:
         md = self.md
         if self.log_entry is not None:
             md = replace(md, version_log=(*md.version_log, self.log_entry))
-        drop_allowed = _flag(md.properties, DROP_DIALECT_ALLOWED)
-        if drop_allowed and _flag(md.properties, APPEND_DIALECT_ALLOWED):
-            raise ValidationError(
-                f"cannot set both {DROP_DIALECT_ALLOWED} and {APPEND_DIALECT_ALLOWED} to true"
-            )
-        if not drop_allowed:
+        if not _drop_dialect_allowed(md.properties):
             _check_no_dialect_dropped(self.base.current_version(), md.current_version())
         keep = max(len(self.added_versions | {md.current_version_id}), history_size(md.properties))
         return _expire_versions(md, keep) if len(md.versions) > keep else md
@@ -167,8 +161,7 @@ def check_new_view(md: ViewMetadata) -> None:
     """ValidationError unless Java's builder would build ``md`` as a view's first metadata."""
     for version in md.versions:
         check_one_sql_per_dialect(version)
-    if _flag(md.properties, DROP_DIALECT_ALLOWED) and _flag(md.properties, APPEND_DIALECT_ALLOWED):
-        raise ValidationError(f"cannot set both {DROP_DIALECT_ALLOWED} and {APPEND_DIALECT_ALLOWED} to true")
+    _drop_dialect_allowed(md.properties)
     history_size(md.properties)
 
 
@@ -190,6 +183,15 @@ def history_size(properties: Mapping[str, str]) -> int:
     if size < 1:
         raise ValidationError(f"{HISTORY_SIZE} must be a positive integer, not {text!r}")
     return size
+
+
+def _drop_dialect_allowed(properties: Mapping[str, str]) -> bool:
+    """``replace.drop-dialect.allowed`` (ValidationError when ``replace.append-dialect.allowed`` is
+    true as well, as Java's builder refuses)."""
+    allowed = _flag(properties, DROP_DIALECT_ALLOWED)
+    if allowed and _flag(properties, APPEND_DIALECT_ALLOWED):
+        raise ValidationError(f"cannot set both {DROP_DIALECT_ALLOWED} and {APPEND_DIALECT_ALLOWED} to true")
+    return allowed
 
 
 def _flag(properties: Mapping[str, str], key: str) -> bool:
