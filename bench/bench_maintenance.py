@@ -202,8 +202,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_table(
             f"(a) expire {history - args.keep:,} of {history:,} snapshots, median of {runs} "
             "(fresh table per run)",
-            ["format", "snapshots", "icefloe", "PyIceberg 0.12", "PyIceberg / icefloe",
-             "icefloe + files", "files deleted"],
+            [
+                "format",
+                "snapshots",
+                "icefloe",
+                "PyIceberg 0.12",
+                "PyIceberg / icefloe",
+                "icefloe + files",
+                "files deleted",
+            ],
             bench_expiry(work, (2, 3, 4), history, args.keep, runs),
         )
         log("(b) what it buys ...")
