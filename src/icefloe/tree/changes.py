@@ -6,7 +6,7 @@ Every tree module (the dispatchers ``read_seam`` / ``write_seam`` and the versio
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from icefloe.errors import ValidationError
@@ -116,7 +116,7 @@ class TreeResult:
 
     manifest_list_location: str | None
     root_manifest_location: str | None
-    manifests: list[ManifestFile]
+    manifests: Sequence[ManifestFile]  # v4: the new root's live references
     first_row_id: int | None
     added_rows: int | None
     summary: dict[str, str]
