@@ -38,6 +38,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import cast, overload
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -64,8 +65,8 @@ from icefloe.tree.v4_policy import V4Policy, manifest_dv_encoding
 from icefloe.tree.v4_read import RootTableKey, read_root, root_table
 from icefloe.tree.v4_root_checks import MDV_ENCODING_KEY
 
-_LIVE = pa.array([int(s) for s in EntryStatus if s.is_live], pa.int32())
-_REFERENCES = pa.array([int(FileContent.DATA_MANIFEST), int(FileContent.DELETE_MANIFEST)], pa.int32())
+_LIVE = np.array([int(s) for s in EntryStatus if s.is_live], np.int32)
+_REFERENCES = np.array([int(FileContent.DATA_MANIFEST), int(FileContent.DELETE_MANIFEST)], np.int32)
 _ENTRY_CONTENTS = {int(FileContent.DATA), int(FileContent.EQUALITY_DELETES)}
 _REF_CONTENT = {
     int(FileContent.DATA_MANIFEST): ManifestContent.DATA,
@@ -109,14 +110,17 @@ def fast_append(request: TreeWriteRequest, policy: V4Policy) -> TreeResult | Non
     key = files.entry_key
     parent_rows = _parent_rows(request.io, cast(str, parent.root_manifest), key)
     n_added = len(request.change.added_data_files)
-    carried = None if parent_rows is None else _carried(parent_rows, policy, n_added, key[1])
+    carried = None
+    if parent_rows is not None:
+        carried = _carried(parent_rows[0], parent_rows[1], policy, n_added, key[1])
     if carried is None:
         FAST_APPENDS.general += 1
         return None
     start = request.first_row_id if request.first_row_id is not None else (md.next_row_id or 0)
     added, end = _added_entries(request, start)
     try:
-        table = pa.concat_tables([carried, files.root_table(added)])
+        # one chunk per column: the next commit's parent, not a chain of one chunk per commit
+        table = pa.concat_tables([carried, files.root_table(added)]).combine_chunks()
         path, _ = files.write_root_table(table, parent.snapshot_id, request.attempt, keep_bytes=True)
     except BaseException:
         files.cleanup()
@@ -181,11 +185,12 @@ def _append_only(request: TreeWriteRequest, policy: V4Policy) -> bool:
     return manifest_dv_encoding(request.metadata.properties) == policy.mdv_encoding
 
 
-def _parent_rows(io: FileIO, location: str, key: RootTableKey) -> pa.Table | None:
-    """The parent root's rows in the encoder's types: as this process wrote them, else read."""
+def _parent_rows(io: FileIO, location: str, key: RootTableKey) -> tuple[pa.Table, bool] | None:
+    """The parent root's rows in the encoder's types, and whether this process encoded them (else
+    they were read from the file)."""
     table = root_table(location, key)
     if table is not None:
-        return table
+        return table, True
     schema, _, mdv_encoding = key
     stored = read_stored_table(io.new_input(location).read(), schema.write_arrow, source=location)
     if stored is None:
@@ -193,7 +198,7 @@ def _parent_rows(io: FileIO, location: str, key: RootTableKey) -> pa.Table | Non
     table, footer = stored
     if footer.get("content") != ROOT_CONTENT or footer.get(MDV_ENCODING_KEY, mdv_encoding) != mdv_encoding:
         return None
-    return table
+    return table, False
 
 
 class _Columns:
@@ -205,6 +210,10 @@ class _Columns:
         tracking = table.column(self.names[ce.TRACKING])
         self.tracking = cast(pa.StructArray, tracking.combine_chunks())
         self.tracking_index = {field_id_of(f): i for i, f in enumerate(self.tracking.type)}
+
+    def slice(self, offset: int, length: int | None) -> _Columns:
+        """The columns of rows ``offset`` on (``length`` of them, None: all)."""
+        return _Columns(self.table.slice(offset, length))
 
     def column(self, fid: int) -> pa.Array:
         return self.table.column(self.names[fid]).combine_chunks()
@@ -236,32 +245,43 @@ def _same_validity(a: pa.Array, b: pa.Array) -> bool:
     return _all(pc.equal(a.is_valid(), b.is_valid()))
 
 
-def _carried(parent: pa.Table, policy: V4Policy, n_added: int, table_location: str | None) -> pa.Table | None:
-    """The parent's live rows as the new root carries them (None: the general path decides)."""
+def _carried(
+    parent: pa.Table, encoded_here: bool, policy: V4Policy, n_added: int, table_location: str | None
+) -> pa.Table | None:
+    """The parent's live rows as the new root carries them (None: the general path decides).
+
+    ``encoded_here``: the parent's rows are this process's encoder output (checked already).
+    """
     cols = _Columns(parent)
-    is_ref = pc.is_in(cols.column(ce.CONTENT_TYPE), value_set=_REFERENCES)
-    live = pc.is_in(cols.member(ce.STATUS), value_set=_LIVE)
-    refs = _Columns(parent.filter(pc.and_(live, is_ref)))
-    inline = _Columns(parent.filter(pc.and_(live, pc.invert(is_ref))))
-    n_data = pc.sum(pc.equal(inline.column(ce.CONTENT_TYPE), int(FileContent.DATA))).as_py() or 0
+    content = cols.column(ce.CONTENT_TYPE).to_numpy(zero_copy_only=False)
+    status = cols.member(ce.STATUS).to_numpy(zero_copy_only=False)
+    is_ref = np.isin(content, _REFERENCES)
+    live = np.isin(status, _LIVE)
+    n_data = int(np.count_nonzero(live & (content == int(FileContent.DATA))))
     if not (policy.max_inline_entries > 0 and n_data + n_added <= policy.max_inline_entries):
         return None  # the root-level entries are flushed into leaves
-    if not (_entries_reencode_as_stored(inline) and _references_reencode_as_stored(refs, policy)):
+    refs_first = np.concatenate([np.flatnonzero(live & is_ref), np.flatnonzero(live & ~is_ref)])
+    n_refs = int(np.count_nonzero(live & is_ref))
+    if len(refs_first) == parent.num_rows and bool((refs_first == np.arange(parent.num_rows)).all()):
+        carried = cols
+    else:
+        carried = _Columns(parent.take(pa.array(refs_first, pa.int64())))
+    refs, inline = carried.slice(0, n_refs), carried.slice(n_refs, None)
+    if not encoded_here:
+        if not (_entries_reencode_as_stored(inline) and _references_reencode_as_stored(refs, policy)):
+            return None
+        if not _locations_stay(carried.table, cols.names, table_location):
+            return None
+    if n_refs and _compaction_due(refs, inline, policy):
         return None
-    if not _locations_stay(parent, cols.names, table_location):
-        return None
-    if _compaction_due(refs, inline, policy):
-        return None
-    existing = pa.array([int(EntryStatus.EXISTING)] * parent.num_rows, pa.int32())
-    carried_refs = refs.with_tracking(
+    n = carried.table.num_rows
+    return carried.with_tracking(
         {
-            ce.STATUS: existing.slice(0, refs.table.num_rows),
-            ce.DELETED_POSITIONS: pa.nulls(refs.table.num_rows, pa.binary()),
-            ce.REPLACED_POSITIONS: pa.nulls(refs.table.num_rows, pa.binary()),
+            ce.STATUS: pa.array(np.full(n, int(EntryStatus.EXISTING), np.int32)),
+            ce.DELETED_POSITIONS: pa.nulls(n, pa.binary()),  # a reference's deltas: its snapshot's only
+            ce.REPLACED_POSITIONS: pa.nulls(n, pa.binary()),
         }
     )
-    carried_inline = inline.with_tracking({ce.STATUS: existing.slice(0, inline.table.num_rows)})
-    return pa.concat_tables([carried_refs, carried_inline])
 
 
 def _entries_reencode_as_stored(inline: _Columns) -> bool:

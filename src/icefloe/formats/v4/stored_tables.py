@@ -15,6 +15,7 @@ writer, another schema or partition specs, a column the table no longer has) giv
 
 from __future__ import annotations
 
+import functools
 from typing import cast
 
 import pyarrow as pa
@@ -62,8 +63,7 @@ def widen_table(table: pa.Table, target: pa.Schema) -> pa.Table | None:
         widened = _widen(arr, table.schema.field(i), want)
         if widened is None:
             return None
-        # Parquet reads a required member under a null parent as null: filled as the encoder does
-        arrays.append(fill_required_members(widened, want.type, want.name))
+        arrays.append(widened)  # Parquet reads a required member under a null parent as a zero
     if by_id:
         return None  # a column the encoder does not write
     return pa.Table.from_arrays(arrays, schema=target)
@@ -71,7 +71,22 @@ def widen_table(table: pa.Table, target: pa.Schema) -> pa.Table | None:
 
 def _nulls(f: pa.Field, n: int) -> pa.Array:
     """A column the compact writer left out: nulls, required members filled as the encoder does."""
-    return fill_required_members(pa.nulls(n, f.type), f.type, f.name)
+    return _null_values(f.type, n)
+
+
+_NULLS_BUILT = 4096
+
+
+@functools.lru_cache(maxsize=256)
+def _null_block(t: pa.DataType) -> pa.Array:
+    """:data:`_NULLS_BUILT` nulls of type ``t``, required members filled (built once per type)."""
+    return fill_required_members(pa.nulls(_NULLS_BUILT, t), t, str(t))
+
+
+def _null_values(t: pa.DataType, n: int) -> pa.Array:
+    if n <= _NULLS_BUILT:
+        return _null_block(t).slice(0, n)
+    return fill_required_members(pa.nulls(n, t), t, str(t))
 
 
 def _widen(arr: pa.Array, have: pa.Field, want: pa.Field) -> pa.Array | None:
@@ -90,7 +105,7 @@ def _widen(arr: pa.Array, have: pa.Field, want: pa.Field) -> pa.Array | None:
         member = want.type.field(j)
         i = by_id.pop(field_id_of(member), None)
         if i is None:
-            child = fill_required_members(pa.nulls(len(struct), member.type), member.type, member.name)
+            child = _null_values(member.type, len(struct))
         else:
             found = _widen(struct.field(i), have.type.field(i), member)
             if found is None:
