@@ -26,7 +26,7 @@ from icefloe.spec.types import DoubleType, LongType, NestedField, StringType
 from icefloe.table.table import Table
 from icefloe.tree.changes import TreeChange, TreeResult, TreeWriteRequest
 from icefloe.tree.locations import LocationProvider
-from icefloe.tree.read_seam import clear_caches, entries_added_by
+from icefloe.tree.read_seam import clear_caches, entries_added_by, stored_additions_of
 from icefloe.tree.v4_fast_append import FAST_APPENDS, general_path_only
 from icefloe.tree.write_seam import write_snapshot_tree
 from tests.tree.v4_helpers import head, local
@@ -209,3 +209,49 @@ def test_a_commit_flushing_the_root_or_compacting_takes_the_general_path(catalog
     table.append(_rows(600, 4))  # fits inline, but three small leaves of one tier are due to be merged
     assert FAST_APPENDS.taken == taken
     assert len(table.scan().to_arrow()) == 26
+
+
+@pytest.mark.parametrize("shape", ["partitioned", "two-specs", "inline-dvs-and-column-files"])
+def test_an_append_re_applied_from_its_stored_rows_writes_the_general_paths_root(
+    catalog: Catalog, shape: str
+) -> None:
+    """A REST server rebasing a client's append: the client's ADDED rows are taken from its root
+    as stored, and the root is the one the general path writes from the decoded files."""
+    schema, spec, props, steps = SHAPES[shape]
+    table = catalog.create_table("db.t", schema, partition_spec=spec, properties=props)
+    for step in steps:
+        step(table)
+    head_before = table.metadata
+    table.append(_rows(500, 4))  # the client's append: two files, inline in its root
+    client = head(table.metadata)
+    clear_caches()  # the client's root known only from its file (another process wrote it)
+    stored = stored_additions_of(table.io, table.metadata, client)
+    assert stored is not None
+    files, rows = stored
+    assert [f.file_path for f in files] == [
+        e.data_file.file_path for e in entries_added_by(table.io, table.metadata, client)
+    ]
+    assert all(f.first_row_id is None for f in files)
+    request = dataclasses.replace(  # the append re-applied on the head it was made on
+        _request(table, files),
+        metadata=head_before,
+        parent=head_before.current_snapshot(),
+        sequence_number=head_before.last_sequence_number + 1,
+    )
+    with_rows = dataclasses.replace(request, change=TreeChange(added_data_files=files, stored_additions=rows))
+    taken, stored_rows = FAST_APPENDS.taken, FAST_APPENDS.stored_rows
+    fast = _write(with_rows)
+    assert (FAST_APPENDS.taken, FAST_APPENDS.stored_rows) == (taken + 1, stored_rows + len(files))
+    with general_path_only():
+        general = _write(request)
+    _assert_same_roots(fast, general)
+
+
+def test_stored_rows_of_a_snapshot_that_did_more_than_append_inline_are_not_offered(catalog: Catalog) -> None:
+    table = catalog.create_table("db.t", SCHEMA, partition_spec=SPEC, properties=LEAVES)
+    table.append(_rows(0, 2))
+    table.append(_rows(2, 4))  # flushed into a leaf: the added rows are not in the root
+    assert stored_additions_of(table.io, table.metadata, head(table.metadata)) is None
+    table.append(_rows(6, 2))
+    table.delete("id = 6")  # a delete, not an append
+    assert stored_additions_of(table.io, table.metadata, head(table.metadata)) is None

@@ -32,11 +32,12 @@ else returns None and the caller takes the general path.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import cast, overload
+from typing import Any, cast, overload
 
 import numpy as np
 import pyarrow as pa
@@ -45,7 +46,8 @@ import pyarrow.compute as pc
 from icefloe.formats.arrow_schema import field_id_of
 from icefloe.formats.v4 import content_entry_schema as ce
 from icefloe.formats.v4.bitmaps import manifest_dv_codec
-from icefloe.formats.v4.content_entry import ROOT_CONTENT, manifest_file_format
+from icefloe.formats.v4.content_entry import ROOT_CONTENT, manifest_file_format, relativize_location
+from icefloe.formats.v4.content_entry_schema import POS_COLUMN, content_entry_schema, resolve_table_locations
 from icefloe.formats.v4.stored_tables import read_stored_table
 from icefloe.io.fileio import FileIO
 from icefloe.spec.content import (
@@ -58,11 +60,11 @@ from icefloe.spec.content import (
 )
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
-from icefloe.tree.changes import TreeResult, TreeWriteRequest
-from icefloe.tree.summary import snapshot_summary
+from icefloe.tree.changes import StoredAdditions, TreeResult, TreeWriteRequest
+from icefloe.tree.summary import ADDED_DATA_FILES, ADDED_DELETE_FILES, snapshot_summary
 from icefloe.tree.v4_leaves import TreeFiles
 from icefloe.tree.v4_policy import V4Policy, manifest_dv_encoding
-from icefloe.tree.v4_read import RootTableKey, read_root, root_table
+from icefloe.tree.v4_read import RootTableKey, decode_inline_entries, read_root, root_table, table_location
 from icefloe.tree.v4_root_checks import MDV_ENCODING_KEY
 
 _LIVE = np.array([int(s) for s in EntryStatus if s.is_live], np.int32)
@@ -80,6 +82,7 @@ class FastAppendCounts:
 
     taken: int = 0
     general: int = 0
+    stored_rows: int = 0  # new rows taken as another root stored them (not encoded again)
 
 
 FAST_APPENDS = FastAppendCounts()
@@ -119,8 +122,11 @@ def fast_append(request: TreeWriteRequest, policy: V4Policy) -> TreeResult | Non
     start = request.first_row_id if request.first_row_id is not None else (md.next_row_id or 0)
     added, end = _added_entries(request, start)
     try:
+        new_rows = _stored_new_rows(request, key, added)
+        if new_rows is None:
+            new_rows = files.root_table(added)
         # one chunk per column: the next commit's parent, not a chain of one chunk per commit
-        table = pa.concat_tables([carried, files.root_table(added)]).combine_chunks()
+        table = pa.concat_tables([carried, new_rows]).combine_chunks()
         path, _ = files.write_root_table(table, parent.snapshot_id, request.attempt, keep_bytes=True)
     except BaseException:
         files.cleanup()
@@ -393,6 +399,78 @@ def _compaction_due(refs: _Columns, inline: _Columns, policy: V4Policy) -> bool:
     return any(policy.merged_tiers(tiers[kind], has_root[kind]) for kind in tiers)
 
 
+def _stored_new_rows(
+    request: TreeWriteRequest, key: RootTableKey, added: list[ManifestEntry]
+) -> pa.Table | None:
+    """The new ADDED rows from ``change.stored_additions`` with this commit's tracking (None when
+    there are none, or they are not stored for these files in this table's encoding)."""
+    additions = request.change.stored_additions
+    if additions is None or additions.schema is not key[0] or additions.table_location != key[1]:
+        return None
+    rows = _Columns(additions.rows)
+    paths = [relativize_location(e.data_file.file_path, key[1]) for e in added]
+    if rows.column(ce.LOCATION).to_pylist() != paths:
+        return None
+    n = len(added)
+    values: dict[int | None, list[Any]] = {
+        ce.STATUS: [int(EntryStatus.ADDED)] * n,
+        ce.SNAPSHOT_ID: [e.snapshot_id for e in added],
+        ce.SEQUENCE_NUMBER: [e.sequence_number for e in added],
+        ce.FILE_SEQUENCE_NUMBER: [e.file_sequence_number for e in added],
+        ce.FIRST_ROW_ID: [e.data_file.first_row_id for e in added],
+    }
+    types = {field_id_of(f): f.type for f in rows.tracking.type}
+    changes = {fid: pa.nulls(n, t) for fid, t in types.items() if fid != ce.STATUS}
+    changes.update({fid: pa.array(v, types[fid]) for fid, v in values.items()})
+    FAST_APPENDS.stored_rows += n
+    return rows.with_tracking(changes)
+
+
+def stored_additions(
+    io: FileIO, metadata: TableMetadata, snapshot: Snapshot
+) -> tuple[list[DataFile], StoredAdditions] | None:
+    """The data files a v4 snapshot added inline to its root, with their stored rows.
+
+    For a server rebasing a client's append: the client's root is read with pyarrow, its rows
+    ADDED by ``snapshot`` taken, and only those decoded (row ids unset: they are assigned again on
+    the new head). None when the snapshot's summary counts files that are not among those rows,
+    or when its rows would not encode back as stored (the caller reads them the general way).
+    """
+    location = snapshot.root_manifest
+    if location is None:
+        return None
+    schema = content_entry_schema(metadata.schema(), metadata.specs_by_id())
+    where = table_location(metadata)
+    stored = read_stored_table(io.new_input(location).read(), schema.write_arrow, source=location)
+    if stored is None or stored[1].get("content") != ROOT_CONTENT:
+        return None
+    table = stored[0]
+    cols = _Columns(table)
+    content = cols.column(ce.CONTENT_TYPE).to_numpy(zero_copy_only=False)
+    status = cols.member(ce.STATUS).to_numpy(zero_copy_only=False)
+    tracked_to = cols.member(ce.SNAPSHOT_ID).fill_null(0).to_numpy(zero_copy_only=False)
+    mine = (content == int(FileContent.DATA)) & (status == int(EntryStatus.ADDED))
+    positions = np.flatnonzero(mine & (tracked_to == snapshot.snapshot_id))
+    summary = snapshot.summary
+    if str(len(positions)) != summary.get(ADDED_DATA_FILES, ""):
+        return None
+    if summary.get(ADDED_DELETE_FILES, "0") != "0":
+        return None
+    rows = _Columns(table.take(pa.array(positions, pa.int64())))
+    if not (_entries_reencode_as_stored(rows) and _locations_stay(rows.table, rows.names, where)):
+        return None
+    if rows.column(ce.DELETION_VECTOR).null_count != len(positions):
+        return None  # an append adds no deletion vector
+    read_fields = [f for f in schema.read_arrow if f.name != POS_COLUMN]
+    readable = rows.table.cast(pa.schema(read_fields))
+    if where:
+        readable = resolve_table_locations(readable, where)
+    readable = readable.append_column(schema.read_arrow.field(POS_COLUMN), pa.array(positions, pa.int64()))
+    entries = decode_inline_entries(readable, metadata, location)
+    files = [dataclasses.replace(e.data_file, first_row_id=None) for e in entries]
+    return files, StoredAdditions(rows.table, schema, where)
+
+
 def _added_entries(request: TreeWriteRequest, start: int) -> tuple[list[ManifestEntry], int]:
     """The new files' ADDED root rows (row ids from ``start`` on) and the row-id counter after them."""
     sid, seq = request.snapshot_id, request.sequence_number
@@ -406,4 +484,4 @@ def _added_entries(request: TreeWriteRequest, start: int) -> tuple[list[Manifest
     return out, counter
 
 
-__all__ = ["FAST_APPENDS", "FastAppendCounts", "fast_append", "general_path_only"]
+__all__ = ["FAST_APPENDS", "FastAppendCounts", "fast_append", "general_path_only", "stored_additions"]

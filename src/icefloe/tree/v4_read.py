@@ -429,6 +429,12 @@ def _decode(table: pa.Table, metadata: TableMetadata, location: str) -> list[tup
     )
 
 
+def decode_inline_entries(table: pa.Table, metadata: TableMetadata, location: str) -> list[ManifestEntry]:
+    """Inline entry rows of the root at ``location`` (as ``read_content_entries`` returns them)
+    decoded as :func:`read_root` decodes them."""
+    return [_dv_snapshot_fallback(e) for _, e in _decode(table, metadata, location)]
+
+
 def _partition_types(metadata: TableMetadata) -> dict[int, IcebergType]:
     """Partition field id -> result type over all specs (types leaf partition values exactly)."""
     key = (metadata.table_uuid or "", metadata.current_schema_id, len(metadata.partition_specs))
