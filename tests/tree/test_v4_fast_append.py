@@ -54,15 +54,16 @@ LEAVES = {
 }
 
 
-def _rows(start: int, n: int) -> pa.Table:
+def _rows(start: int, n: int, schema: Schema = SCHEMA) -> pa.Table:
     ids = list(range(start, start + n))
-    return pa.table(
-        {
-            "id": pa.array(ids, pa.int64()),
-            "cat": pa.array(["ab"[i % 2] for i in ids]),
-            "price": pa.array([float("nan") if i % 7 == 0 else i / 2 for i in ids]),
-        }
-    )
+    columns = {
+        "id": pa.array(ids, pa.int64()),
+        "cat": pa.array(["ab"[i % 2] for i in ids]),
+        "price": pa.array([float("nan") if i % 7 == 0 else i / 2 for i in ids]),
+        "cost": pa.array([i / 4 for i in ids]),
+        "note": pa.array([f"n{i}" for i in ids]),
+    }
+    return pa.table({f.name: columns[f.name] for f in schema.fields})
 
 
 def _new_files(catalog: Catalog, like: Table, start: int, n: int) -> list[DataFile]:
@@ -71,7 +72,7 @@ def _new_files(catalog: Catalog, like: Table, start: int, n: int) -> list[DataFi
     scratch = catalog.create_table(
         name, like.metadata.schema(), partition_spec=like.metadata.spec(), properties=dict(V4)
     )
-    scratch.append(_rows(start, n))
+    scratch.append(_rows(start, n, like.metadata.schema()))
     added = entries_added_by(scratch.io, scratch.metadata, head(scratch.metadata))
     spec_id = like.metadata.default_spec_id
     return [dataclasses.replace(e.data_file, first_row_id=None, spec_id=spec_id) for e in added]
@@ -139,6 +140,16 @@ SHAPES: dict[str, tuple[Schema, PartitionSpec | None, dict[str, str], list[Step]
             lambda t: t.append(_rows(0, 4)),
             lambda t: t.update_spec().add_identity("id").commit(),
             lambda t: t.append(_rows(4, 3)),
+        ],
+    ),
+    "evolved-schema": (  # parent rows stored under the older stats layout
+        SCHEMA,
+        SPEC,
+        V4,
+        [
+            lambda t: t.append(_rows(0, 4)),
+            lambda t: t.update_schema().add_column("note", StringType()).commit(),
+            lambda t: t.update_schema().rename_column("price", "cost").commit(),
         ],
     ),
     "inline-dvs-and-column-files": (
