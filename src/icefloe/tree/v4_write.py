@@ -1,5 +1,9 @@
 """The v4 half of the write seam: one new root per commit, leaves only when the change is large.
 
+A commit that only adds data files and stays inline is first offered to the fast append
+(:mod:`icefloe.tree.v4_fast_append`), which writes the same root from the parent's Arrow rows;
+everything else (and anything it declines) takes the general path below.
+
 Given the parent's live tree (``v4_upgrade.parent_tree``: references + inline root entries, or a
 v1–v3 snapshot's manifests as format_version 0 references) and a ``TreeChange``:
 
