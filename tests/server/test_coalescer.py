@@ -17,6 +17,7 @@ from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField
 from icefloe.table.table import Table
 from icefloe.tree.read_seam import entries_added_by
+from icefloe.tree.v4_fast_append import FAST_APPENDS
 
 KEY = (("db",), "t")
 WAIT_S = 60.0
@@ -58,6 +59,7 @@ def test_commits_queued_behind_a_batch_land_together_and_a_conflict_alone_is_ref
         reply = requests.post(rest_server.uri + "/v1/namespaces/db/tables/t", json=body, timeout=WAIT_S)
         refused.append(reply.status_code)
 
+    stored_rows = FAST_APPENDS.stored_rows
     with state.locks.lock(KEY):  # the first commit leads a batch that waits here
         threads = [_start(append(0))]
         _wait_until(lambda: state.coalescer.running(KEY))
@@ -70,6 +72,7 @@ def test_commits_queued_behind_a_batch_land_together_and_a_conflict_alone_is_ref
     assert refused == [409]
     assert state.coalescer.batches == 2  # [append 0], then [append 1, schema change, append 2]
     assert state.coalescer.rebased == 2  # appends 1 and 2 were made on the old head
+    assert FAST_APPENDS.stored_rows == stored_rows + 2  # their rows taken from the clients' roots
 
     md = backing_catalog.load_table("db.t").metadata
     assert "k" not in md.properties

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pyarrow as pa
@@ -18,6 +20,7 @@ from icefloe.spec.types import DoubleType, LongType, NestedField, StringType
 from icefloe.table.table import Table
 from icefloe.tree import v4_read
 from icefloe.tree.read_seam import clear_caches
+from icefloe.tree.v4_fast_append import general_path_only
 from icefloe.tree.v4_policy import MANIFEST_DV_ENCODING
 from tests.tree.v4_helpers import head, local
 
@@ -112,6 +115,11 @@ def test_a_reader_converting_to_another_bitmap_encoding_decodes_the_file(catalog
     ]
 
 
+def _general_path(step: Callable[[], object]) -> None:
+    with general_path_only():
+        step()
+
+
 WIDE_ROOT = {k: v for k, v in SMALL_TREE.items() if not k.startswith("write.v4.root.")}  # all inline
 
 
@@ -121,7 +129,10 @@ def test_rows_carried_on_from_a_decoded_parent_are_written_as_they_are(
 ) -> None:
     """A parent root written by another process (here: decoded after the caches are cleared) has
     its rows carried on as the decoded objects, without converting them again, and the root
-    remembered from them still equals the file decoded (DVs, column files, NaN counts, no stats)."""
+    remembered from them still equals the file decoded (DVs, column files, NaN counts, no stats).
+
+    The general path's behaviour: appends here would otherwise take the v4 fast path, which carries
+    Arrow rows, not objects (``tests/tree/test_v4_fast_append.py``)."""
     table = catalog.create_table("db.t", schema, partition_spec=SPEC, properties=WIDE_ROOT)
     changed = {"price": pc.multiply(pc.field("price"), 10.0)} if schema == SCHEMA else {"cat": "c"}
     steps = [
@@ -134,6 +145,7 @@ def test_rows_carried_on_from_a_decoded_parent_are_written_as_they_are(
     carried = 0
     for step in steps:
         clear_caches()
+        step = partial(_general_path, step)
         parent = table.metadata.current_snapshot()
         decoded = v4_read.read_root(table.io, table.metadata, parent.root_manifest) if parent else None  # type: ignore[arg-type]
         step()

@@ -31,7 +31,7 @@ from icefloe.spec.requirements import AssertRefSnapshotId, TableRequirement, val
 from icefloe.spec.snapshots import Operation
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.updates import AddSnapshot, SetSnapshotRef, TableUpdate, apply_updates
-from icefloe.tree.read_seam import entries_added_by
+from icefloe.tree.read_seam import entries_added_by, stored_additions_of
 from icefloe.tree.summary import RESERVED_SUMMARY_KEYS, RESERVED_SUMMARY_PREFIXES
 from icefloe.txn.producers import AppendFiles
 from icefloe.txn.transaction import AttemptContext
@@ -87,12 +87,16 @@ def rebase_append(
     if any(s.snapshot_id == snap.snapshot_id for s in md.snapshots):
         return None
     io = catalog._file_io(md.properties, md.location)
-    added = []
-    for entry in entries_added_by(io, md, snap):
-        if entry.data_file.content != FileContent.DATA:
-            return None
-        # row ids are assigned again on the new head (the read inherited the old assignment)
-        added.append(dataclasses.replace(entry.data_file, first_row_id=None))
+    # a v4 append's rows as the client's root stored them: decoded only for the summary, the new
+    # root takes them as they are (tree.v4_fast_append)
+    stored = stored_additions_of(io, md, snap)
+    added, rows = stored if stored is not None else ([], None)
+    if stored is None:
+        for entry in entries_added_by(io, md, snap):
+            if entry.data_file.content != FileContent.DATA:
+                return None
+            # row ids are assigned again on the new head (the read inherited the old assignment)
+            added.append(dataclasses.replace(entry.data_file, first_row_id=None))
     extra = {
         k: v
         for k, v in snap.summary.items()
@@ -100,7 +104,11 @@ def rebase_append(
         and not k.startswith((*RESERVED_SUMMARY_PREFIXES, "added-", "total-"))
     }
     producer = AppendFiles(
-        branch=ref.ref_name, snapshot_properties=extra, files=added, snapshot_id=snap.snapshot_id
+        branch=ref.ref_name,
+        snapshot_properties=extra,
+        files=added,
+        snapshot_id=snap.snapshot_id,
+        stored_additions=rows,
     )
     ctx = AttemptContext(io, md, now_ms)
     try:

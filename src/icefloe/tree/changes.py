@@ -6,11 +6,14 @@ Every tree module (the dispatchers ``read_seam`` / ``write_seam`` and the versio
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+import pyarrow as pa
 
 from icefloe.errors import ValidationError
 from icefloe.formats.avro.manifest_list import ManifestListResult
+from icefloe.formats.v4.content_entry_schema import ContentEntrySchema
 from icefloe.io.fileio import FileIO
 from icefloe.spec.content import (
     ColumnFile,
@@ -50,6 +53,19 @@ class EntrySelection:
         return self.entry_filter is None or self.entry_filter(entry)
 
 
+@dataclass(frozen=True)
+class StoredAdditions:
+    """Root rows of added data files as a v4 root stored them, in the encoder's Arrow types.
+
+    ``rows`` follow ``TreeChange.added_data_files`` in order, typed by ``schema.write_arrow``
+    with locations relative to ``table_location``; their tracking is rewritten for the commit.
+    """
+
+    rows: pa.Table
+    schema: ContentEntrySchema
+    table_location: str | None
+
+
 @dataclass
 class TreeChange:
     """What a commit changes: files added, live parent entries removed (matched by file path)."""
@@ -66,6 +82,10 @@ class TreeChange:
     # v4: a new column file for each of these live data files (it supersedes older column files
     # for the same fields; the entry's data sequence number moves to this commit's)
     added_column_files: dict[str, ColumnFile] = field(default_factory=dict)
+    # v4: the added data files' root rows as another root stored them, when the caller has them (a
+    # server rebasing a client's append): the fast path uses them instead of encoding the files
+    # again; the general path does not need them
+    stored_additions: StoredAdditions | None = None
 
     def check_contents(self) -> None:
         """ValidationError when a delete file is added as data or a data file as a delete."""
@@ -116,7 +136,7 @@ class TreeResult:
 
     manifest_list_location: str | None
     root_manifest_location: str | None
-    manifests: list[ManifestFile]
+    manifests: Sequence[ManifestFile]  # v4: the new root's live references
     first_row_id: int | None
     added_rows: int | None
     summary: dict[str, str]

@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from icefloe.io.fileio import FileIO
-from icefloe.spec.content import EntryStatus, ManifestContent, ManifestEntry, ManifestFile
+from icefloe.spec.content import DataFile, EntryStatus, ManifestContent, ManifestEntry, ManifestFile
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
-from icefloe.tree import v3_read, v4_read
-from icefloe.tree.changes import EntryFilter, EntrySelection, ManifestFilter
+from icefloe.tree import v3_read, v4_fast_append, v4_read
+from icefloe.tree.changes import EntryFilter, EntrySelection, ManifestFilter, StoredAdditions
 from icefloe.tree.entry_columns import EntryColumns
 
 
@@ -124,6 +124,18 @@ def entries_added_by(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) ->
             entry_filter=lambda e: e.snapshot_id == snapshot_id and e.status == EntryStatus.ADDED,
         )
     )
+
+
+def stored_additions_of(
+    io: FileIO, metadata: TableMetadata, snapshot: Snapshot
+) -> tuple[list[DataFile], StoredAdditions] | None:
+    """The data files an append-only ``snapshot`` added (row ids unset), with the rows its tree
+    stored them in, for a writer re-applying the append on another head (a REST server rebasing a
+    stale append); None when its tree does not keep them so (v1–v3, files in leaves): then
+    :func:`entries_added_by` gives the files."""
+    if snapshot.root_manifest is None:
+        return None
+    return v4_fast_append.stored_additions(io, metadata, snapshot)
 
 
 def clear_caches() -> None:

@@ -25,9 +25,10 @@ class RecentWrites:
         self._files: OrderedDict[str, bytes] = OrderedDict()
         self._lock = threading.Lock()
 
-    def remember(self, location: str, data: bytes) -> None:
-        """Keep ``data`` as the content of the file just written at ``location`` (a remote, small one)."""
-        if len(data) > self.max_file_bytes or local_path(location) is not None:
+    def remember(self, location: str, data: bytes, *, local: bool = False) -> None:
+        """Keep ``data`` as the content of the file just written at ``location`` (a remote, small one;
+        ``local``: a local one too, when its bytes are the only decoded-ready form this process has)."""
+        if len(data) > self.max_file_bytes or (not local and local_path(location) is not None):
             return
         with self._lock:
             self._files[location] = data

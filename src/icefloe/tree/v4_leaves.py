@@ -17,9 +17,17 @@ import math
 from collections.abc import Sequence
 from typing import Any, cast
 
+import pyarrow as pa
+
 from icefloe.errors import ValidationError
 from icefloe.formats.avro.manifest import write_manifest
-from icefloe.formats.v4.content_entry import ContentRow, encode_content_entries, write_content_entries
+from icefloe.formats.v4.content_entry import (
+    ContentRow,
+    content_entries_table,
+    encode_entries_table,
+    write_content_entries,
+)
+from icefloe.formats.v4.content_entry_schema import content_entry_schema
 from icefloe.formats.v4.content_stats import (
     NAN_VALUE_COUNT,
     ColumnStats,
@@ -39,7 +47,13 @@ from icefloe.spec.content import (
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.tree.locations import LocationProvider
 from icefloe.tree.v4_policy import V4Policy
-from icefloe.tree.v4_read import counted_reference, table_location, written_roots
+from icefloe.tree.v4_read import (
+    RootTableKey,
+    counted_reference,
+    remember_root_table,
+    table_location,
+    written_roots,
+)
 from icefloe.tree.v4_root_checks import MDV_ENCODING_KEY
 from icefloe.tree.v4_written_root import remember_root
 
@@ -247,24 +261,49 @@ class TreeFiles:
             format_version=3,
         )
 
+    @property
+    def entry_key(self) -> RootTableKey:
+        """What the Arrow rows of this commit's root depend on besides the rows."""
+        schema = content_entry_schema(self.schema, self.specs)
+        return (schema, table_location(self.md), self.policy.mdv_encoding)
+
     def write_root(self, rows: list[ContentRow], parent_snapshot_id: int | None, attempt: int) -> str:
         """Write the root manifest of the snapshot; returns its location."""
+        table = self.root_table(rows)
+        path, data = self.write_root_table(table, parent_snapshot_id, attempt)
+        remember_root(self.md, path, data, rows, self.policy.mdv_encoding, self.layout)  # nor decoding
+        return path
+
+    def root_table(self, rows: Sequence[ContentRow]) -> pa.Table:
+        """Root rows as the encoder's Arrow table (every column, before pruning)."""
+        return content_entries_table(rows, kind="root", **self._options())
+
+    def write_root_table(
+        self, table: pa.Table, parent_snapshot_id: int | None, attempt: int, *, keep_bytes: bool = False
+    ) -> tuple[str, bytes]:
+        """Write the root holding ``table`` (see ``root_table``); returns its location and bytes.
+
+        ``keep_bytes``: the next read of the root decodes the bytes written, even for a local file
+        (for a root whose rows were never objects, :func:`remember_root` cannot be used)."""
         name = f"snap-{self.snapshot_id}-{attempt}-{self.locations.commit_uuid}-root.parquet"
         path = self.locations.new_metadata_file_path(name)
-        data = encode_content_entries(
-            rows,
+        data = encode_entries_table(
+            table,
             kind="root",
+            table_schema=self.schema,
+            table_location=table_location(self.md),
             snapshot_id=self.snapshot_id,
             parent_snapshot_id=parent_snapshot_id,
             sequence_number=self.seq,
             metadata={MDV_ENCODING_KEY: self.policy.mdv_encoding},  # the root describes its bitmaps
-            **self._options(),
+            mdv_encoding=self.policy.mdv_encoding,
+            compact=True,  # all-null optional columns left out: roots stay a few KB
         )
         self.io.new_output(path, fresh_name=True).write_bytes(data)
         self.written.append(path)
-        written_roots.remember(path, data)  # the next commit's parent: read back without a request
-        remember_root(self.md, path, data, rows, self.policy.mdv_encoding, self.layout)  # nor decoding
-        return path
+        written_roots.remember(path, data, local=keep_bytes)  # the next read: without a request
+        remember_root_table(path, self.entry_key, table)  # a fast append carries its rows on as Arrow
+        return path, data
 
     def cleanup(self) -> None:
         """Delete everything this attempt wrote (it will never be committed)."""

@@ -94,6 +94,29 @@ class V4Policy:
     mdv_encoding: str = DEFAULT_MANIFEST_DV_ENCODING
     compaction_full: bool = False
 
+    def small_tier(self, live: int) -> int | None:
+        """The size tier of a leaf with ``live`` live entries (None: not a small leaf).
+
+        Tier ``t`` holds leaves with ``k**t <= live entries < k**(t+1)``, ``k`` =
+        ``write.v4.compaction.min-small-leaves``: merging ``k`` leaves of one tier makes a leaf of
+        the next tier, so each entry is rewritten about log_k(small-leaf-entries) times at most.
+        """
+        if live >= self.small_leaf_entries:
+            return None
+        tier, size = 0, self.min_small_leaves
+        while size <= live:
+            tier, size = tier + 1, size * self.min_small_leaves
+        return tier
+
+    def merged_tiers(self, tiers: list[int], root_entries: bool) -> set[int]:
+        """The tiers whose small leaves (one content, ``tiers`` one item per leaf) a commit merges;
+        ``root_entries``: the commit keeps root-level entries of that content."""
+        if not self.compaction_enabled:
+            return set()
+        if self.compaction_full:  # every small leaf, once there is something to merge them with
+            return set(tiers) if len(tiers) >= 2 or (len(tiers) == 1 and root_entries) else set()
+        return {t for t in set(tiers) if tiers.count(t) >= self.min_small_leaves}
+
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> V4Policy:
         """Read the policy from table properties; ValidationError names a bad property."""

@@ -30,7 +30,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, cast
+from typing import Any, TypeAlias, cast
 
 import numpy as np
 import pyarrow as pa
@@ -47,7 +47,12 @@ from icefloe.formats.v4.content_entry import (
     read_content_entries,
     read_footer_metadata,
 )
-from icefloe.formats.v4.content_entry_schema import POS_COLUMN, column_by_field_id, union_partition_type
+from icefloe.formats.v4.content_entry_schema import (
+    POS_COLUMN,
+    ContentEntrySchema,
+    column_by_field_id,
+    union_partition_type,
+)
 from icefloe.formats.v4.content_rows import to_positioned_rows
 from icefloe.formats.v4.content_stats import (
     ContentStats,
@@ -116,6 +121,36 @@ _decoded_rows: OrderedDict[int, tuple[ManifestEntry, StructType]] = OrderedDict(
 with (see :func:`decoded_stats_types`)."""
 
 
+RootTableKey: TypeAlias = tuple[ContentEntrySchema, str | None, str]
+"""What a root's Arrow rows depend on besides the rows: entry schema, table location, MDV encoding."""
+
+MAX_ROOT_TABLES = 8
+"""Root tables kept (a few tables committing at once in one process each find their parent's)."""
+
+_root_tables: OrderedDict[str, tuple[RootTableKey, pa.Table]] = OrderedDict()
+_root_tables_lock = threading.Lock()
+
+
+def remember_root_table(location: str, key: RootTableKey, table: pa.Table) -> None:
+    """Keep the encoder's Arrow table of the root just written at ``location`` (small roots only)."""
+    if table.num_rows > _DECODED_ROWS_KEPT:
+        return
+    with _root_tables_lock:
+        _root_tables[location] = (key, table)
+        _root_tables.move_to_end(location)
+        while len(_root_tables) > MAX_ROOT_TABLES:
+            _root_tables.popitem(last=False)
+
+
+def root_table(location: str, key: RootTableKey) -> pa.Table | None:
+    """The Arrow table this process wrote the root at ``location`` from, under ``key`` (else None)."""
+    with _root_tables_lock:
+        hit = _root_tables.get(location)
+    if hit is None or hit[0][0] is not key[0] or hit[0][1:] != key[1:]:
+        return None
+    return hit[1]
+
+
 def table_location(metadata: TableMetadata) -> str | None:
     """The location relative paths in the tree are resolved against (None: all absolute)."""
     return metadata.location or None
@@ -138,6 +173,8 @@ def clear_root_cache() -> None:
     with _cache_lock:
         _cache.clear()
         _decoded_rows.clear()
+    with _root_tables_lock:
+        _root_tables.clear()
     written_roots.clear()
 
 
@@ -390,6 +427,12 @@ def _decode(table: pa.Table, metadata: TableMetadata, location: str) -> list[tup
     return decode_leaf_rows(
         table, metadata.specs_by_id(), _layout(metadata), location, partition_types=_partition_types(metadata)
     )
+
+
+def decode_inline_entries(table: pa.Table, metadata: TableMetadata, location: str) -> list[ManifestEntry]:
+    """Inline entry rows of the root at ``location`` (as ``read_content_entries`` returns them)
+    decoded as :func:`read_root` decodes them."""
+    return [_dv_snapshot_fallback(e) for _, e in _decode(table, metadata, location)]
 
 
 def _partition_types(metadata: TableMetadata) -> dict[int, IcebergType]:

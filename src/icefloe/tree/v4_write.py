@@ -1,5 +1,9 @@
 """The v4 half of the write seam: one new root per commit, leaves only when the change is large.
 
+A commit that only adds data files and stays inline is first offered to the fast append
+(:mod:`icefloe.tree.v4_fast_append`), which writes the same root from the parent's Arrow rows;
+everything else (and anything it declines) takes the general path below.
+
 Given the parent's live tree (``v4_upgrade.parent_tree``: references + inline root entries, or a
 v1–v3 snapshot's manifests as format_version 0 references) and a ``TreeChange``:
 
@@ -68,6 +72,7 @@ from icefloe.spec.table_metadata import TableMetadata
 from icefloe.tree import v3_read
 from icefloe.tree.changes import TreeChange, TreeResult, TreeWriteRequest
 from icefloe.tree.summary import snapshot_summary
+from icefloe.tree.v4_fast_append import fast_append
 from icefloe.tree.v4_leaves import TreeFiles, materialised
 from icefloe.tree.v4_policy import MODIFIED_KEEPS_SNAPSHOT_ID, V4Policy, manifest_dv_encoding
 from icefloe.tree.v4_read import leaf_rows, live_leaf_entries, locate, positions
@@ -353,23 +358,12 @@ def _added_entries(
 
 
 def _small_tier(c: _Commit, ref: ManifestFile) -> int | None:
-    """The size tier of a small leaf (None when the leaf is not small or cannot be merged).
-
-    Tier ``t`` holds leaves with ``k**t <= live entries < k**(t+1)``, ``k`` =
-    ``write.v4.compaction.min-small-leaves``: merging ``k`` leaves of one tier makes a leaf of the
-    next tier, so each entry is rewritten about log_k(small-leaf-entries) times at most.
-    """
+    """The size tier of a small leaf (``V4Policy.small_tier``; None when it cannot be merged)."""
     if ref.format_version < 4 and ref.content != ManifestContent.DATA:
         return None  # legacy delete manifests may hold position deletes, which leaves cannot
     policy = c.files.policy
     mdv = positions(manifest_dv_codec(policy.mdv_encoding), ref.mdv, ref.manifest_path)
-    live = _live_count(ref, mdv)
-    if live >= policy.small_leaf_entries:
-        return None
-    tier, size = 0, policy.min_small_leaves
-    while size <= live:
-        tier, size = tier + 1, size * policy.min_small_leaves
-    return tier
+    return policy.small_tier(_live_count(ref, mdv))
 
 
 def _compact(c: _Commit, content: ManifestContent) -> list[ManifestEntry]:
@@ -381,12 +375,9 @@ def _compact(c: _Commit, content: ManifestContent) -> list[ManifestEntry]:
     for ref in c.refs:
         if ref.content == content and (tier := _small_tier(c, ref)) is not None:
             tiers.setdefault(tier, []).append(ref)
-    if policy.compaction_full:  # every small leaf, once there is something to merge them with
-        merged = [ref for group in tiers.values() for ref in group]
-        if len(merged) < 2 and not any(_content_of(e) == content for e in c.root_live):
-            merged = []
-    else:
-        merged = [ref for group in tiers.values() if len(group) >= policy.min_small_leaves for ref in group]
+    root_entries = any(_content_of(e) == content for e in c.root_live)
+    chosen = policy.merged_tiers([t for t, group in tiers.items() for _ in group], root_entries)
+    merged = [ref for t, group in tiers.items() if t in chosen for ref in group]
     if not merged:
         return []
     io, md = c.files.io, c.files.md
@@ -496,6 +487,9 @@ def write_v4_tree(request: TreeWriteRequest) -> TreeResult:
     manifest_dv_codec(policy.mdv_encoding)  # fail early on an unknown encoding
     if manifest_dv_encoding(props) != manifest_dv_encoding(metadata.properties):
         metadata = metadata.with_changes(properties=props)  # read the parent's bitmaps in the new encoding
+    fast = fast_append(request, policy)  # only adds data files, inline: the parent's rows stay Arrow
+    if fast is not None:
+        return fast
     dvs = dict(change.added_dvs)
     _validate(metadata, change, dvs)
     files = TreeFiles(io, metadata, request.locations, snapshot_id, request.sequence_number, policy)

@@ -17,6 +17,11 @@ test (``tests/tree/test_v4_written_root.py``) keeps the result equal to decoding
 The next root carries these stored forms on as they are: they are not made again (``_StoredRows``)
 and they encode as the rows they were made from (registered with the encoder's row cache,
 :mod:`icefloe.formats.v4.encoded_rows`), so a commit converts only its own new rows.
+
+The writer also keeps each root's rows as the encoder's Arrow table
+(:func:`icefloe.tree.v4_read.remember_root_table`): a v4 fast append
+(:mod:`icefloe.tree.v4_fast_append`) builds its root from its parent's table, with no object made
+for a carried row.
 """
 
 from __future__ import annotations

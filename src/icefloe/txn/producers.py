@@ -20,7 +20,7 @@ from icefloe.spec.ref_names import check_ref_name
 from icefloe.spec.snapshots import MAIN_BRANCH, Operation, RefType, Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.updates import AddSnapshot, SetSnapshotRef, TableUpdate
-from icefloe.tree.changes import TreeChange, TreeResult, TreeWriteRequest
+from icefloe.tree.changes import StoredAdditions, TreeChange, TreeResult, TreeWriteRequest
 from icefloe.tree.locations import LocationProvider
 from icefloe.tree.summary import check_snapshot_properties
 from icefloe.tree.write_seam import write_snapshot_tree
@@ -127,11 +127,13 @@ class AppendFiles(SnapshotProducer):
     """Add data files (fast append, or merge append when ``merge_manifests``)."""
 
     files: list[DataFile] = field(default_factory=list)
+    # v4: the files' rows as a client's root stored them (a server rebasing the client's append)
+    stored_additions: StoredAdditions | None = None
 
     def change(self, ctx: AttemptContext, current: TableMetadata, parent: Snapshot | None) -> TreeChange:
         """Only additions: nothing to validate against concurrent commits."""
         _check_specs(current, self.files)
-        return TreeChange(added_data_files=list(self.files))
+        return TreeChange(added_data_files=list(self.files), stored_additions=self.stored_additions)
 
 
 @dataclass

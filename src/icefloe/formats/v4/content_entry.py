@@ -79,9 +79,12 @@ __all__ = [
     "ContentRow",
     "EntryFileOptions",
     "Kind",
+    "content_entries_table",
     "encode_content_entries",
+    "encode_entries_table",
     "filter_positions",
     "has_scheme",
+    "manifest_file_format",
     "read_content_entries",
     "read_footer_metadata",
     "relativize_location",
@@ -289,7 +292,7 @@ class _RowWriter:
             ce.CONTENT_TYPE: int(_MANIFEST_CONTENT[ManifestContent(m.content)]),
             ce.FORMAT_VERSION: LEGACY_FORMAT_VERSION if legacy else ENTRY_FORMAT_VERSION,
             ce.LOCATION: relativize_location(m.manifest_path, self.table_location),
-            ce.FILE_FORMAT: _manifest_format(m.manifest_path, legacy),
+            ce.FILE_FORMAT: manifest_file_format(m.manifest_path, legacy),
             ce.RECORD_COUNT: m.record_count if m.record_count is not None else sum(files),
             ce.FILE_SIZE: m.manifest_length,
             ce.SPEC_ID: m.partition_spec_id if m.partition_spec_id >= 0 else None,
@@ -299,7 +302,8 @@ class _RowWriter:
         }
 
 
-def _manifest_format(path: str, legacy: bool) -> str:
+def manifest_file_format(path: str, legacy: bool) -> str:
+    """The ``file_format`` a reference to the manifest at ``path`` is written with."""
     lower = path.lower()
     for fmt in ("parquet", "avro"):
         if lower.endswith("." + fmt):
@@ -330,13 +334,55 @@ def encode_content_entries(
     **options: Unpack[EntryFileOptions],
 ) -> bytes:
     """The Parquet bytes of a root or leaf content-entry file (see ``write_content_entries``)."""
+    row_list = list(rows)
+    table = content_entries_table(row_list, table_schema=table_schema, specs=specs, kind=kind, **options)
+    if kind == "leaf":
+        options["leaf_content"] = _leaf_content(row_list, options.get("leaf_content"))
+    return encode_entries_table(table, table_schema=table_schema, kind=kind, **options)
+
+
+def content_entries_table(
+    rows: Sequence[ContentRow],
+    *,
+    table_schema: Schema,
+    specs: SpecsArg,
+    kind: Kind,
+    **options: Unpack[EntryFileOptions],
+) -> pa.Table:
+    """The rows as the encoder writes them, before any pruning: every column of the table's
+    ``content_entry_schema(...).write_arrow``, locations relative to ``table_location``.
+
+    Raises ValidationError when a row cannot be written.
+    """
     if kind not in ("root", "leaf"):
         raise ValidationError(f"kind must be 'root' or 'leaf', got {kind!r}")
     spec_map = specs_by_id(specs)
     schema = content_entry_schema(table_schema, spec_map, row_lineage=options.get("row_lineage", True))
     location = options.get("table_location")
     writer = _RowWriter(schema, spec_map, kind, location, options.get("mdv_encoding"))
-    row_list = list(rows)
+    target = pa.struct(list(schema.write_arrow))
+
+    def encode_rows(batch: list[ContentRow]) -> pa.Array:
+        values = [writer.row(r) for r in batch]
+        return fill_required_members(
+            internal_to_arrow(schema.write_type, values, target), target, "content_entry"
+        )
+
+    # rows carried on from a root this process encoded a moment ago are not converted again
+    key = (schema, kind, location, options.get("mdv_encoding"))
+    entries = ENCODED_ROWS.encode(key, rows, encode_rows)
+    return pa.Table.from_arrays(cast(pa.StructArray, entries).flatten(), schema=schema.write_arrow)
+
+
+def encode_entries_table(
+    table: pa.Table,
+    *,
+    table_schema: Schema,
+    kind: Kind,
+    **options: Unpack[EntryFileOptions],
+) -> bytes:
+    """The Parquet bytes of a content-entry file holding ``table`` (as ``content_entries_table``
+    builds it), with the footer and writer settings of ``encode_content_entries``."""
     footer = {"format-version": str(ENTRY_FORMAT_VERSION), "schema-id": str(table_schema.schema_id)}
     snapshot_id, sequence_number = options.get("snapshot_id"), options.get("sequence_number")
     parent_snapshot_id = options.get("parent_snapshot_id")
@@ -348,21 +394,9 @@ def encode_content_entries(
             footer["parent-snapshot-id"] = str(parent_snapshot_id)
         footer["sequence-number"] = str(sequence_number)
     else:
-        footer["content"] = LEAF_CONTENT[_leaf_content(row_list, options.get("leaf_content"))]
+        footer["content"] = LEAF_CONTENT[_leaf_content((), options.get("leaf_content"))]
     footer.update(options.get("metadata") or {})
-    target = pa.struct(list(schema.write_arrow))
-
-    def encode_rows(batch: list[ContentRow]) -> pa.Array:
-        values = [writer.row(r) for r in batch]
-        return fill_required_members(
-            internal_to_arrow(schema.write_type, values, target), target, "content_entry"
-        )
-
-    # rows carried on from a root this process encoded a moment ago are not converted again
-    key = (schema, kind, location, options.get("mdv_encoding"))
-    entries = ENCODED_ROWS.encode(key, row_list, encode_rows)
-    table = pa.Table.from_arrays(cast(pa.StructArray, entries).flatten(), schema=schema.write_arrow)
-    for f, col in zip(schema.write_arrow, table.columns, strict=True):
+    for f, col in zip(table.schema, table.columns, strict=True):
         if not f.nullable and col.null_count:
             raise ValidationError(f"content entry field {f.name} is required but missing")
     compact = options.get("compact", False)

@@ -1,0 +1,487 @@
+"""The v4 fast append: a commit that only adds data files, built from its parent root's Arrow rows.
+
+A small append to a v4 table writes one root: the parent's live rows carried on, plus one ADDED
+row per new file. The general path (:mod:`icefloe.tree.v4_write`) decodes the parent's rows into
+objects and encodes them all again; for a root of a hundred inline rows that was most of a
+commit's CPU, on the client and again on a REST server rebasing a stale append. Here the parent's
+rows stay Arrow from end to end: the table this process encoded the parent from (kept by
+``TreeFiles.write_root_table``) or the parent's file read with pyarrow and widened to the
+encoder's types (:mod:`icefloe.formats.v4.stored_tables`). Only the new rows are encoded from
+objects.
+
+What the general path does to a carried row is done with Arrow compute, and nothing else:
+
+- rows that are not live (DELETED references, REPLACED / DELETED entries) are dropped;
+- a live reference becomes EXISTING and loses its one-snapshot ``deleted_positions`` /
+  ``replaced_positions`` (``v4_upgrade.carried``); its manifest DV, counts, ``first_row_id`` and
+  aggregated stats stay as they are;
+- a live inline entry becomes EXISTING; its tracking is explicit in a root already;
+- references come first, then the carried inline entries, then the new rows (the general
+  path's root order); row ids go to the new DATA rows from ``first-row-id`` on.
+
+The fast path is taken only when the result is the general path's, byte for byte
+(``tests/tree/test_v4_fast_append.py`` compares the two roots over many table shapes): the
+change only adds data files (no removal, DV, column file, delete file or explicit data sequence
+number); the parent is a v4 root whose stored rows have the encoder's exact Arrow types, whose
+bitmaps are in the commit's encoding and whose rows the decoder would not change before encoding
+them again (a DV without ``dv_snapshot_id``, a location written absolute under the table, a
+reference whose file sequence number differs from its sequence number, ...); the new root's DATA
+entries still fit ``write.v4.root.max-inline-entries``; and no leaf compaction is due. Anything
+else returns None and the caller takes the general path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, cast, overload
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icefloe.formats.arrow_schema import field_id_of
+from icefloe.formats.v4 import content_entry_schema as ce
+from icefloe.formats.v4.bitmaps import manifest_dv_codec
+from icefloe.formats.v4.content_entry import ROOT_CONTENT, manifest_file_format, relativize_location
+from icefloe.formats.v4.content_entry_schema import POS_COLUMN, content_entry_schema, resolve_table_locations
+from icefloe.formats.v4.stored_tables import read_stored_table
+from icefloe.io.fileio import FileIO
+from icefloe.spec.content import (
+    DataFile,
+    EntryStatus,
+    FileContent,
+    ManifestContent,
+    ManifestEntry,
+    ManifestFile,
+)
+from icefloe.spec.snapshots import Snapshot
+from icefloe.spec.table_metadata import TableMetadata
+from icefloe.tree.changes import StoredAdditions, TreeResult, TreeWriteRequest
+from icefloe.tree.summary import ADDED_DATA_FILES, ADDED_DELETE_FILES, snapshot_summary
+from icefloe.tree.v4_leaves import TreeFiles
+from icefloe.tree.v4_policy import V4Policy, manifest_dv_encoding
+from icefloe.tree.v4_read import RootTableKey, decode_inline_entries, read_root, root_table, table_location
+from icefloe.tree.v4_root_checks import MDV_ENCODING_KEY
+
+_LIVE = np.array([int(s) for s in EntryStatus if s.is_live], np.int32)
+_REFERENCES = np.array([int(FileContent.DATA_MANIFEST), int(FileContent.DELETE_MANIFEST)], np.int32)
+_ENTRY_CONTENTS = {int(FileContent.DATA), int(FileContent.EQUALITY_DELETES)}
+_REF_CONTENT = {
+    int(FileContent.DATA_MANIFEST): ManifestContent.DATA,
+    int(FileContent.DELETE_MANIFEST): ManifestContent.DELETES,
+}
+
+
+@dataclass
+class FastAppendCounts:
+    """How many v4 append-only commits took the fast path, and how many the general one."""
+
+    taken: int = 0
+    general: int = 0
+    stored_rows: int = 0  # new rows taken as another root stored them (not encoded again)
+
+
+FAST_APPENDS = FastAppendCounts()
+_switch = threading.local()
+
+
+@contextmanager
+def general_path_only() -> Iterator[None]:
+    """Within this block this thread's v4 commits take the general path (tests compare the two)."""
+    before = getattr(_switch, "off", False)
+    _switch.off = True
+    try:
+        yield
+    finally:
+        _switch.off = before
+
+
+def fast_append(request: TreeWriteRequest, policy: V4Policy) -> TreeResult | None:
+    """The tree of an append-only v4 commit built by the fast path, or None for the general path.
+
+    ``policy`` is the commit's (from ``request.effective_properties``). None when the commit or
+    its parent is not one the fast path writes exactly as the general path (see the module doc).
+    """
+    if not _append_only(request, policy):
+        return None
+    md, parent = request.metadata, cast(Snapshot, request.parent)
+    files = TreeFiles(request.io, md, request.locations, request.snapshot_id, request.sequence_number, policy)
+    key = files.entry_key
+    parent_rows = _parent_rows(request.io, cast(str, parent.root_manifest), key)
+    n_added = len(request.change.added_data_files)
+    carried = None
+    if parent_rows is not None:
+        carried = _carried(parent_rows[0], parent_rows[1], policy, n_added, key[1])
+    if carried is None:
+        FAST_APPENDS.general += 1
+        return None
+    start = request.first_row_id if request.first_row_id is not None else (md.next_row_id or 0)
+    added, end = _added_entries(request, start)
+    try:
+        new_rows = _stored_new_rows(request, key, added)
+        if new_rows is None:
+            new_rows = files.root_table(added)
+        # one chunk per column: the next commit's parent, not a chain of one chunk per commit
+        table = pa.concat_tables([carried, new_rows]).combine_chunks()
+        path, _ = files.write_root_table(table, parent.snapshot_id, request.attempt, keep_bytes=True)
+    except BaseException:
+        files.cleanup()
+        raise
+    FAST_APPENDS.taken += 1
+    return TreeResult(
+        manifest_list_location=None,
+        root_manifest_location=path,
+        manifests=_NewRootReferences(request.io, md, path),
+        first_row_id=start,
+        added_rows=end - start,
+        summary=snapshot_summary(parent, list(request.change.added_data_files), [], []),
+        written_files=list(files.written),
+        removed_entries=[],
+    )
+
+
+class _NewRootReferences(Sequence[ManifestFile]):
+    """The live references of a root just written, decoded from it when first asked for (the fast
+    path carries them as Arrow rows; only maintenance reads them)."""
+
+    def __init__(self, io: FileIO, metadata: TableMetadata, location: str) -> None:
+        self._io, self._md, self._location = io, metadata, location
+        self._refs: tuple[ManifestFile, ...] | None = None
+
+    def _load(self) -> tuple[ManifestFile, ...]:
+        if self._refs is None:
+            root = read_root(self._io, self._md, self._location)
+            self._refs = tuple(r for r in root.refs if r.status.is_live)
+        return self._refs
+
+    @overload
+    def __getitem__(self, i: int) -> ManifestFile: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[ManifestFile]: ...
+    def __getitem__(self, i: int | slice) -> ManifestFile | Sequence[ManifestFile]:
+        return self._load()[i]
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+
+def _append_shape_ok(request: TreeWriteRequest) -> bool:
+    change = request.change
+    return not (
+        change.removed_entries
+        or change.added_delete_files
+        or change.added_dvs
+        or change.added_column_files
+        or change.added_data_sequence_number is not None
+        or any(f.content != FileContent.DATA for f in change.added_data_files)
+    )
+
+
+def _append_only(request: TreeWriteRequest, policy: V4Policy) -> bool:
+    """Whether the commit only adds data files on a v4 root, all bitmaps in one encoding."""
+    if getattr(_switch, "off", False):
+        return False
+    parent = request.parent
+    if parent is None or parent.root_manifest is None or not _append_shape_ok(request):
+        return False
+    return manifest_dv_encoding(request.metadata.properties) == policy.mdv_encoding
+
+
+def _parent_rows(io: FileIO, location: str, key: RootTableKey) -> tuple[pa.Table, bool] | None:
+    """The parent root's rows in the encoder's types, and whether this process encoded them (else
+    they were read from the file)."""
+    table = root_table(location, key)
+    if table is not None:
+        return table, True
+    schema, _, mdv_encoding = key
+    stored = read_stored_table(io.new_input(location).read(), schema.write_arrow, source=location)
+    if stored is None:
+        return None
+    table, footer = stored
+    if footer.get("content") != ROOT_CONTENT or footer.get(MDV_ENCODING_KEY, mdv_encoding) != mdv_encoding:
+        return None
+    return table, False
+
+
+class _Columns:
+    """Top-level columns and tracking members of an encoder-typed table, by field id."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+        self.names = {field_id_of(f): f.name for f in table.schema}
+        tracking = table.column(self.names[ce.TRACKING])
+        self.tracking = cast(pa.StructArray, tracking.combine_chunks())
+        self.tracking_index = {field_id_of(f): i for i, f in enumerate(self.tracking.type)}
+
+    def slice(self, offset: int, length: int | None) -> _Columns:
+        """The columns of rows ``offset`` on (``length`` of them, None: all)."""
+        return _Columns(self.table.slice(offset, length))
+
+    def column(self, fid: int) -> pa.Array:
+        return self.table.column(self.names[fid]).combine_chunks()
+
+    def member(self, fid: int) -> pa.Array:
+        return self.tracking.field(self.tracking_index[fid])
+
+    def struct_member(self, fid: int, member: int) -> pa.Array:
+        struct = cast(pa.StructArray, self.column(fid))
+        for i, f in enumerate(struct.type):
+            if field_id_of(f) == member:
+                return struct.field(i)
+        raise KeyError(member)
+
+    def with_tracking(self, changes: dict[int | None, pa.Array]) -> pa.Table:
+        """The table with these tracking members replaced."""
+        t = self.tracking
+        children = [changes.get(field_id_of(f), t.field(i)) for i, f in enumerate(t.type)]
+        tracking = pa.StructArray.from_arrays(children, fields=list(t.type))
+        i = self.table.schema.get_field_index(self.names[ce.TRACKING])
+        return self.table.set_column(i, self.table.schema.field(i), tracking)
+
+
+def _all(mask: pa.Array) -> bool:
+    return bool(pc.all(pc.fill_null(mask, False)).as_py()) if len(mask) else True
+
+
+def _same_validity(a: pa.Array, b: pa.Array) -> bool:
+    return _all(pc.equal(a.is_valid(), b.is_valid()))
+
+
+def _carried(
+    parent: pa.Table, encoded_here: bool, policy: V4Policy, n_added: int, table_location: str | None
+) -> pa.Table | None:
+    """The parent's live rows as the new root carries them (None: the general path decides).
+
+    ``encoded_here``: the parent's rows are this process's encoder output (checked already).
+    """
+    cols = _Columns(parent)
+    content = cols.column(ce.CONTENT_TYPE).to_numpy(zero_copy_only=False)
+    status = cols.member(ce.STATUS).to_numpy(zero_copy_only=False)
+    is_ref = np.isin(content, _REFERENCES)
+    live = np.isin(status, _LIVE)
+    n_data = int(np.count_nonzero(live & (content == int(FileContent.DATA))))
+    if not (policy.max_inline_entries > 0 and n_data + n_added <= policy.max_inline_entries):
+        return None  # the root-level entries are flushed into leaves
+    refs_first = np.concatenate([np.flatnonzero(live & is_ref), np.flatnonzero(live & ~is_ref)])
+    n_refs = int(np.count_nonzero(live & is_ref))
+    if len(refs_first) == parent.num_rows and bool((refs_first == np.arange(parent.num_rows)).all()):
+        carried = cols
+    else:
+        carried = _Columns(parent.take(pa.array(refs_first, pa.int64())))
+    refs, inline = carried.slice(0, n_refs), carried.slice(n_refs, None)
+    if not encoded_here:
+        if not (_entries_reencode_as_stored(inline) and _references_reencode_as_stored(refs, policy)):
+            return None
+        if not _locations_stay(carried.table, cols.names, table_location):
+            return None
+    if n_refs and _compaction_due(refs, inline, policy):
+        return None
+    n = carried.table.num_rows
+    return carried.with_tracking(
+        {
+            ce.STATUS: pa.array(np.full(n, int(EntryStatus.EXISTING), np.int32)),
+            ce.DELETED_POSITIONS: pa.nulls(n, pa.binary()),  # a reference's deltas: its snapshot's only
+            ce.REPLACED_POSITIONS: pa.nulls(n, pa.binary()),
+        }
+    )
+
+
+def _entries_reencode_as_stored(inline: _Columns) -> bool:
+    """Whether decoding the inline entries and encoding them again gives their stored values."""
+    if not inline.table.num_rows:
+        return True
+    content = inline.column(ce.CONTENT_TYPE)
+    if not set(pc.unique(content).to_pylist()) <= _ENTRY_CONTENTS:
+        return False
+    is_data = pc.equal(content, int(FileContent.DATA))
+    first_row_id = inline.member(ce.FIRST_ROW_ID)
+    file_format = inline.column(ce.FILE_FORMAT)
+    checks = [
+        pc.equal(is_data, first_row_id.is_valid()),  # DATA rows carry row ids, others none
+        pc.equal(file_format, pc.utf8_lower(file_format)),
+        # the reader dates a DV (column files) without its snapshot id from the row's snapshot
+        pc.equal(inline.column(ce.DELETION_VECTOR).is_valid(), inline.member(ce.DV_SNAPSHOT_ID).is_valid()),
+    ]
+    column_files = inline.column(ce.COLUMN_FILES)
+    if column_files.null_count < len(column_files):  # an empty list is written as null
+        lengths = pc.fill_null(pc.list_value_length(column_files), 1)
+        checks.append(pc.greater(lengths, 0))
+        checks.append(
+            pc.equal(column_files.is_valid(), inline.member(ce.LATEST_COLUMN_FILE_SNAPSHOT_ID).is_valid())
+        )
+    return all(_all(c) for c in checks)
+
+
+def _references_reencode_as_stored(refs: _Columns, policy: V4Policy) -> bool:
+    """Whether decoding the references and encoding them again gives their stored values."""
+    n = refs.table.num_rows
+    if not n:
+        return True
+    seq = refs.member(ce.SEQUENCE_NUMBER)
+    if not (_same_validity(seq, refs.member(ce.FILE_SEQUENCE_NUMBER))):
+        return False
+    if not _all(pc.equal(pc.fill_null(seq, -1), pc.fill_null(refs.member(ce.FILE_SEQUENCE_NUMBER), -1))):
+        return False
+    codec = manifest_dv_codec(policy.mdv_encoding)
+    content = refs.column(ce.CONTENT_TYPE).to_pylist()
+    version = refs.column(ce.FORMAT_VERSION).to_pylist()
+    location = refs.column(ce.LOCATION).to_pylist()
+    file_format = refs.column(ce.FILE_FORMAT).to_pylist()
+    first_row_id = refs.member(ce.FIRST_ROW_ID).to_pylist()
+    dv_snapshot_id = refs.member(ce.DV_SNAPSHOT_ID).to_pylist()
+    mdv = refs.struct_member(ce.MANIFEST_INFO, ce.MDV).to_pylist()
+    cardinality = refs.struct_member(ce.MANIFEST_INFO, ce.MDV_CARDINALITY).to_pylist()
+    for i in range(n):
+        legacy = version[i] != 4
+        if version[i] not in (0, 4) or file_format[i] != manifest_file_format(location[i], legacy):
+            return False
+        if (first_row_id[i] is not None) != (content[i] == int(FileContent.DATA_MANIFEST)):
+            return False
+        if (mdv[i] is None) != (dv_snapshot_id[i] is None) or (mdv[i] is not None and legacy):
+            return False
+        if mdv[i] is not None and cardinality[i] != codec.cardinality(mdv[i], source=location[i]):
+            return False
+    return True
+
+
+def _locations(parent: pa.Table, names: dict[int | None, str]) -> Iterator[pa.Array]:
+    yield parent.column(names[ce.LOCATION]).combine_chunks()
+    dv = cast(pa.StructArray, parent.column(names[ce.DELETION_VECTOR]).combine_chunks())
+    if dv.null_count < len(dv):
+        yield next(dv.field(i) for i, f in enumerate(dv.type) if field_id_of(f) == ce.DV_LOCATION)
+    column_files = cast(pa.ListArray, parent.column(names[ce.COLUMN_FILES]).combine_chunks())
+    if column_files.null_count < len(column_files):
+        elements = cast(pa.StructArray, column_files.flatten())
+        yield next(elements.field(i) for i, f in enumerate(elements.type) if field_id_of(f) == ce.CF_LOCATION)
+
+
+def _locations_stay(parent: pa.Table, names: dict[int | None, str], table_location: str | None) -> bool:
+    """No stored location is one the encoder would write relative (one written absolute under the
+    table's location)."""
+    if not table_location or not parent.num_rows:
+        return True
+    prefix = table_location + "/"
+    for arr in _locations(parent, names):
+        if pc.any(pc.fill_null(pc.starts_with(arr, prefix), False)).as_py():
+            return False
+    return True
+
+
+def _compaction_due(refs: _Columns, inline: _Columns, policy: V4Policy) -> bool:
+    """Whether the general path would merge small leaves in this commit."""
+    if not policy.compaction_enabled or not refs.table.num_rows:
+        return False
+    content = refs.column(ce.CONTENT_TYPE).to_pylist()
+    version = refs.column(ce.FORMAT_VERSION).to_pylist()
+    counts = [
+        refs.struct_member(ce.MANIFEST_INFO, fid).to_pylist()
+        for fid in (ce.FILE_COUNT_IDS[0], ce.FILE_COUNT_IDS[1], ce.FILE_COUNT_IDS[4])
+    ]
+    cardinality = refs.struct_member(ce.MANIFEST_INFO, ce.MDV_CARDINALITY).to_pylist()
+    tiers: dict[ManifestContent, list[int]] = {ManifestContent.DATA: [], ManifestContent.DELETES: []}
+    for i, c in enumerate(content):
+        kind = _REF_CONTENT[c]
+        if version[i] != 4 and kind != ManifestContent.DATA:
+            continue  # legacy delete manifests may hold position deletes: never merged
+        live = sum(col[i] or 0 for col in counts) - (cardinality[i] or 0)
+        tier = policy.small_tier(live)
+        if tier is not None:
+            tiers[kind].append(tier)
+    inline_content = set(inline.column(ce.CONTENT_TYPE).to_pylist())
+    has_root = {
+        ManifestContent.DATA: int(FileContent.DATA) in inline_content,
+        ManifestContent.DELETES: int(FileContent.EQUALITY_DELETES) in inline_content,
+    }
+    return any(policy.merged_tiers(tiers[kind], has_root[kind]) for kind in tiers)
+
+
+def _stored_new_rows(
+    request: TreeWriteRequest, key: RootTableKey, added: list[ManifestEntry]
+) -> pa.Table | None:
+    """The new ADDED rows from ``change.stored_additions`` with this commit's tracking (None when
+    there are none, or they are not stored for these files in this table's encoding)."""
+    additions = request.change.stored_additions
+    if additions is None or additions.schema is not key[0] or additions.table_location != key[1]:
+        return None
+    rows = _Columns(additions.rows)
+    paths = [relativize_location(e.data_file.file_path, key[1]) for e in added]
+    if rows.column(ce.LOCATION).to_pylist() != paths:
+        return None
+    n = len(added)
+    values: dict[int | None, list[Any]] = {
+        ce.STATUS: [int(EntryStatus.ADDED)] * n,
+        ce.SNAPSHOT_ID: [e.snapshot_id for e in added],
+        ce.SEQUENCE_NUMBER: [e.sequence_number for e in added],
+        ce.FILE_SEQUENCE_NUMBER: [e.file_sequence_number for e in added],
+        ce.FIRST_ROW_ID: [e.data_file.first_row_id for e in added],
+    }
+    types = {field_id_of(f): f.type for f in rows.tracking.type}
+    changes = {fid: pa.nulls(n, t) for fid, t in types.items() if fid != ce.STATUS}
+    changes.update({fid: pa.array(v, types[fid]) for fid, v in values.items()})
+    FAST_APPENDS.stored_rows += n
+    return rows.with_tracking(changes)
+
+
+def stored_additions(
+    io: FileIO, metadata: TableMetadata, snapshot: Snapshot
+) -> tuple[list[DataFile], StoredAdditions] | None:
+    """The data files a v4 snapshot added inline to its root, with their stored rows.
+
+    For a server rebasing a client's append: the client's root is read with pyarrow, its rows
+    ADDED by ``snapshot`` taken, and only those decoded (row ids unset: they are assigned again on
+    the new head). None when the snapshot's summary counts files that are not among those rows,
+    or when its rows would not encode back as stored (the caller reads them the general way).
+    """
+    location = snapshot.root_manifest
+    if location is None:
+        return None
+    schema = content_entry_schema(metadata.schema(), metadata.specs_by_id())
+    where = table_location(metadata)
+    stored = read_stored_table(io.new_input(location).read(), schema.write_arrow, source=location)
+    if stored is None or stored[1].get("content") != ROOT_CONTENT:
+        return None
+    table = stored[0]
+    cols = _Columns(table)
+    content = cols.column(ce.CONTENT_TYPE).to_numpy(zero_copy_only=False)
+    status = cols.member(ce.STATUS).to_numpy(zero_copy_only=False)
+    tracked_to = cols.member(ce.SNAPSHOT_ID).fill_null(0).to_numpy(zero_copy_only=False)
+    mine = (content == int(FileContent.DATA)) & (status == int(EntryStatus.ADDED))
+    positions = np.flatnonzero(mine & (tracked_to == snapshot.snapshot_id))
+    summary = snapshot.summary
+    if str(len(positions)) != summary.get(ADDED_DATA_FILES, ""):
+        return None
+    if summary.get(ADDED_DELETE_FILES, "0") != "0":
+        return None
+    rows = _Columns(table.take(pa.array(positions, pa.int64())))
+    if not (_entries_reencode_as_stored(rows) and _locations_stay(rows.table, rows.names, where)):
+        return None
+    if rows.column(ce.DELETION_VECTOR).null_count != len(positions):
+        return None  # an append adds no deletion vector
+    read_fields = [f for f in schema.read_arrow if f.name != POS_COLUMN]
+    readable = rows.table.cast(pa.schema(read_fields))
+    if where:
+        readable = resolve_table_locations(readable, where)
+    readable = readable.append_column(schema.read_arrow.field(POS_COLUMN), pa.array(positions, pa.int64()))
+    entries = decode_inline_entries(readable, metadata, location)
+    files = [dataclasses.replace(e.data_file, first_row_id=None) for e in entries]
+    return files, StoredAdditions(rows.table, schema, where)
+
+
+def _added_entries(request: TreeWriteRequest, start: int) -> tuple[list[ManifestEntry], int]:
+    """The new files' ADDED root rows (row ids from ``start`` on) and the row-id counter after them."""
+    sid, seq = request.snapshot_id, request.sequence_number
+    counter = start
+    out = []
+    for f in request.change.added_data_files:
+        if f.first_row_id is None:
+            f = cast(DataFile, f.with_changes(first_row_id=counter))
+            counter += f.record_count
+        out.append(ManifestEntry(EntryStatus.ADDED, sid, seq, seq, f))
+    return out, counter
+
+
+__all__ = ["FAST_APPENDS", "FastAppendCounts", "fast_append", "general_path_only", "stored_additions"]
