@@ -21,6 +21,7 @@ from typing import Any
 
 from icefloe.errors import CorruptMetadata, ValidationError, reading
 from icefloe.formats.avro import schemas as avs
+from icefloe.formats.avro.container import container_bytes, manifest_entry_writer
 from icefloe.spec.content import (
     DataFile,
     EntryStatus,
@@ -135,6 +136,10 @@ def manifest_metadata(
     spec: PartitionSpec, schema: Schema, format_version: int, content: ManifestContent
 ) -> dict[str, str]:
     """The Avro key-value metadata of a manifest (schema, partition spec, version, content)."""
+    key = (id(spec), id(schema), format_version, int(content))
+    known = _METADATA_MEMO.get(key)
+    if known is not None and known[0] is spec and known[1] is schema:
+        return dict(known[2])
     spec_json = spec_to_dict(spec)
     fields = spec_json.get("fields", []) if isinstance(spec_json, dict) else spec_json
     meta = {
@@ -146,7 +151,15 @@ def manifest_metadata(
     }
     if format_version >= 2:
         meta["content"] = _CONTENT_NAMES[ManifestContent(content)]
-    return meta
+    if len(_METADATA_MEMO) >= 64:
+        _METADATA_MEMO.clear()
+    _METADATA_MEMO[key] = (spec, schema, meta)
+    return dict(meta)
+
+
+# A table's commits write manifests for the same schema and spec objects: their JSON is made once.
+# Keyed by identity and checked with ``is`` (the entry holds the objects, so ids are not reused).
+_METADATA_MEMO: dict[tuple[int, int, int, int], tuple[PartitionSpec, Schema, dict[str, str]]] = {}
 
 
 def write_manifest(
@@ -174,7 +187,7 @@ def write_manifest(
     ptype = partition_type if partition_type is not None else spec.partition_type(schema)
     if len(ptype.fields) != len(spec.fields):
         raise ValidationError(f"partition type has {len(ptype.fields)} fields, spec has {len(spec.fields)}")
-    avro_schema = avs.manifest_entry_schema(format_version, ptype)
+    writer = manifest_entry_writer(format_version, ptype)
     names = [avs.avro_name(f.name) for f in ptype.fields]
     convs = [avs.partition_writer(f.field_type) for f in ptype.fields]
     summary = PartitionSummaryBuilder(ptype)
@@ -240,7 +253,7 @@ def write_manifest(
         }
 
     meta = manifest_metadata(spec, schema, format_version, content)
-    data = avs.avro_bytes(avro_schema, (record(e) for e in entries), meta, codec)
+    data = container_bytes(writer, (record(e) for e in entries), meta, codec)
     avs.write_to(output, data)
     seq = 0 if v1 else UNASSIGNED_SEQ
     return ManifestFile(
