@@ -6,10 +6,11 @@ A commit writes two small files (a one-entry manifest and the manifest list), so
 was most of their encoding time. Here a :class:`WriterSchema` holds the parsed schema and its
 header text, made once per schema (the manifest schemas per format version and partition type
 are cached), and a file of up to :data:`FRAMED_HERE_MAX_RECORDS` records is framed here: the
-records encoded by fastavro's ``schemaless_writer``, compressed, and written as one block with
-the header (schema, codec, metadata, :data:`~icefloe.formats.avro.schemas.BLOCK_CRC_KEY`) and a
-random sync marker. Larger files, and codecs other than ``null`` and ``deflate``, go through
-``fastavro.writer``, whose record loop is faster per record. Both give the same records and
+records encoded in one ``schemaless_writer`` call (as an Avro array, whose encoding is the
+records between an item count and a 0), compressed, and written as one block with the header
+(schema, codec, metadata, :data:`~icefloe.formats.avro.schemas.BLOCK_CRC_KEY`) and a random sync
+marker. Larger files (several blocks of ~16 KB, as fastavro makes them) and codecs other than
+``null`` and ``deflate`` go through ``fastavro.writer``. Both give the same records and
 header keys; the bytes differ only in the sync marker and block boundaries.
 """
 
@@ -30,7 +31,7 @@ import fastavro
 from icefloe.formats.avro import schemas as avs
 from icefloe.spec.types import StructType
 
-FRAMED_HERE_MAX_RECORDS = 64
+FRAMED_HERE_MAX_RECORDS = 256
 """Files of at most this many records are framed here (one block); larger ones by fastavro."""
 
 _FRAMED_CODECS = ("null", "deflate")
@@ -43,11 +44,15 @@ class WriterSchema:
     schema: dict
     parsed: Any
     header_text: bytes
+    parsed_array: Any
+    """An array of the records: its encoding is one block's records between a count and a 0."""
 
     @classmethod
     def of(cls, schema: dict) -> WriterSchema:
         """Prepare ``schema`` (the caller must not change it afterwards)."""
-        return cls(schema, fastavro.parse_schema(schema), json.dumps(schema).encode("utf-8"))
+        parsed = fastavro.parse_schema(schema)
+        array = fastavro.parse_schema({"type": "array", "items": schema})
+        return cls(schema, parsed, json.dumps(schema).encode("utf-8"), array)
 
 
 def manifest_entry_writer(format_version: int, partition_type: StructType) -> WriterSchema:
@@ -91,12 +96,12 @@ def _framed(writer: WriterSchema, records: list[dict], metadata: Mapping[str, st
         meta[avs.BLOCK_CRC_KEY] = b""
         return avs.encode_header(meta) + sync
     buf = io.BytesIO()
-    for record in records:
-        fastavro.schemaless_writer(buf, writer.parsed, record)
-    block = buf.getvalue()
+    fastavro.schemaless_writer(buf, writer.parsed_array, records)  # count, records, 0
+    count = avs.encode_long(len(records))
+    block = buf.getbuffer()[len(count) : -1].tobytes()
     if codec == "deflate":
         compressor = zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, -15)
         block = compressor.compress(block) + compressor.flush()
     meta[avs.BLOCK_CRC_KEY] = f"{zlib.crc32(block):08x}".encode("ascii")
-    framing = avs.encode_long(len(records)) + avs.encode_long(len(block))
+    framing = count + avs.encode_long(len(block))
     return b"".join((avs.encode_header(meta), sync, framing, block, sync))
