@@ -16,6 +16,7 @@ import json
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from operator import itemgetter
 from typing import Any
 
@@ -136,10 +137,18 @@ def manifest_metadata(
     spec: PartitionSpec, schema: Schema, format_version: int, content: ManifestContent
 ) -> dict[str, str]:
     """The Avro key-value metadata of a manifest (schema, partition spec, version, content)."""
-    key = (id(spec), id(schema), format_version, int(content))
-    known = _METADATA_MEMO.get(key)
-    if known is not None and known[0] is spec and known[1] is schema:
-        return dict(known[2])
+    try:
+        return dict(_manifest_metadata(spec, schema, format_version, ManifestContent(content)))
+    except TypeError:  # a schema holding an unhashable default value: made afresh
+        return dict(_manifest_metadata.__wrapped__(spec, schema, format_version, ManifestContent(content)))
+
+
+@lru_cache(maxsize=64)
+def _manifest_metadata(
+    spec: PartitionSpec, schema: Schema, format_version: int, content: ManifestContent
+) -> dict[str, str]:
+    # A table's commits write manifests for equal schemas and specs (the objects differ when the
+    # metadata was parsed again, e.g. from a REST reply): their JSON is made once.
     spec_json = spec_to_dict(spec)
     fields = spec_json.get("fields", []) if isinstance(spec_json, dict) else spec_json
     meta = {
@@ -150,16 +159,8 @@ def manifest_metadata(
         "format-version": str(format_version),
     }
     if format_version >= 2:
-        meta["content"] = _CONTENT_NAMES[ManifestContent(content)]
-    if len(_METADATA_MEMO) >= 64:
-        _METADATA_MEMO.clear()
-    _METADATA_MEMO[key] = (spec, schema, meta)
-    return dict(meta)
-
-
-# A table's commits write manifests for the same schema and spec objects: their JSON is made once.
-# Keyed by identity and checked with ``is`` (the entry holds the objects, so ids are not reused).
-_METADATA_MEMO: dict[tuple[int, int, int, int], tuple[PartitionSpec, Schema, dict[str, str]]] = {}
+        meta["content"] = _CONTENT_NAMES[content]
+    return meta
 
 
 def write_manifest(
