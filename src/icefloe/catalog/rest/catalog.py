@@ -52,7 +52,11 @@ COMMIT_TRANSACTION = "POST /v1/{prefix}/transactions/commit"
 
 
 class RestCatalog(Catalog):
-    """A catalog served over the Iceberg REST protocol (``load_catalog(type="rest", uri=...)``)."""
+    """A catalog served over the Iceberg REST protocol (``load_catalog(type="rest", uri=...)``).
+
+    Besides ``token`` / ``credential`` (``auth``): ``rest.retry.attempts``,
+    ``rest.request-timeout-s``, and TLS checks ``ssl.cabundle`` (a CA file or directory),
+    ``ssl.verify`` (``false`` turns them off), ``ssl.client.cert`` / ``ssl.client.key``."""
 
     def __init__(self, name: str = "rest", uri: str | None = None, **properties: str) -> None:
         uri = uri or properties.get(URI)
