@@ -395,10 +395,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--per-writer", type=int, default=10, help="appends per writer in (c)")
     parser.add_argument(
         "--appenders",
-        choices=("threads", "processes", "prepared", "both", "all"),
+        choices=("threads", "processes", "prepared", "both", "all", "none"),
         default="all",
         help="(c) appenders as threads of this process, separate processes, 'prepared' (server only: "
-        "commits made up front, then sent), 'both' (threads, processes) or 'all' three in turn",
+        "commits made up front, then sent), 'both' (threads, processes), 'all' three in turn, or "
+        "'none' (skip (c))",
     )
     parser.add_argument("--dir", default=None, help="work directory to keep (default: a temporary one)")
     args = parser.parse_args(argv)
@@ -428,17 +429,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"(b) PyIceberg / icefloe on the same server: "
                 f"{ratio(medians['pyiceberg'], medians['rest'])} (target >= 5x)\n"
             )
-            log("(c) concurrent appenders ...")
-            modes = {"both": ("threads", "processes"), "all": ("threads", "processes", "prepared")}.get(
-                args.appenders, (args.appenders,)
-            )
+            modes = {
+                "both": ("threads", "processes"),
+                "all": ("threads", "processes", "prepared"),
+                "none": (),
+            }.get(args.appenders, (args.appenders,))
+            log("(c) concurrent appenders ..." if modes else "(c) skipped (--appenders none)")
             results = [bench_concurrent(served, args.writers, args.per_writer, mode) for mode in modes]
-            print_table(
-                "(c) concurrent appenders on one v4 table through the server",
-                ["appenders", "writers", "commits", "wall", "commits/s", "snapshots", "lost", "errors",
-                 "client CPU/commit", "server CPU/commit"],
-                [row for row, _, _ in results],
-            )  # fmt: skip
+            if results:
+                print_table(
+                    "(c) concurrent appenders on one v4 table through the server",
+                    ["appenders", "writers", "commits", "wall", "commits/s", "snapshots", "lost", "errors",
+                     "client CPU/commit", "server CPU/commit"],
+                    [row for row, _, _ in results],
+                )  # fmt: skip
             for mode, (_, rate, lost) in zip(modes, results, strict=True):
                 print(f"(c) {mode}: {rate:.1f} commits/s (target >= 100), {lost} lost (target 0)")
             lost = sum(lost for _, _, lost in results)

@@ -16,6 +16,7 @@ import pytest
 from icefloe.errors import CorruptMetadata
 from icefloe.formats.avro import columnar as ac
 from icefloe.formats.avro import schemas as avs
+from icefloe.formats.avro.container import WriterSchema, container_bytes
 from icefloe.formats.avro.manifest import read_manifest
 from icefloe.io.fileio import FileIO
 from icefloe.spec.content import ManifestContent
@@ -32,7 +33,7 @@ SCHEMA = {
 def _file(n: int = 30, checksums: bool = True) -> bytes:
     records = [{"a": i, "xs": [i, i + 1]} for i in range(n)]
     if checksums:
-        return avs.avro_bytes(SCHEMA, records, {}, "deflate")
+        return container_bytes(WriterSchema.of(SCHEMA), records, {}, "deflate")
     buf = io.BytesIO()
     fastavro.writer(buf, fastavro.parse_schema(SCHEMA), records, codec="deflate")
     return buf.getvalue()
@@ -107,7 +108,7 @@ def test_a_block_count_of_zero_never_reaches_datafusion(tmp_path: Path) -> None:
 def _one_block(meta: dict[str, bytes]) -> bytes:
     body = b"\x02" + zigzag(2**40)  # union branch 1, then an array block of 2**40 items
     sync = b"S" * 16
-    return avs._encode_header(meta) + sync + zigzag(1) + zigzag(len(body)) + body + sync
+    return avs.encode_header(meta) + sync + zigzag(1) + zigzag(len(body)) + body + sync
 
 
 def test_arrays_of_zero_byte_items_are_refused() -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from icefloe.errors import AlreadyExists
 from icefloe.io.durability import DurabilityBarrier, current_barrier, durability_barrier, sync_pending
 from icefloe.io.fileio import FileIO
 
@@ -111,3 +112,26 @@ def test_other_threads_do_not_inherit_the_barrier(tmp_path: Path) -> None:
         assert barrier.pending == ()  # written with its own fsync
     assert seen == [None]
     assert os.path.exists(tmp_path / "t")
+
+
+def test_a_fresh_name_in_a_barrier_is_written_in_place_and_still_exclusive(tmp_path: Path) -> None:
+    """No temporary file beside it; an existing file is refused and left alone; a failed or
+    unclosed write deletes what it wrote; a missing directory is made."""
+    io = FileIO()
+    target = tmp_path / "new" / "dir" / "m.avro"
+    with durability_barrier(RecordingBarrier()):
+        stream = io.new_output(str(target), fresh_name=True).create()
+        stream.write(b"abc")
+        assert os.listdir(target.parent) == ["m.avro"]  # in place, no temporary name
+        stream.close()
+        with pytest.raises(AlreadyExists):
+            io.new_output(str(target), fresh_name=True).write_bytes(b"other")
+        assert target.read_bytes() == b"abc"
+        failed = tmp_path / "new" / "dir" / "failed.avro"
+        with pytest.raises(RuntimeError), io.new_output(str(failed), fresh_name=True).create() as out:
+            out.write(b"partial")
+            raise RuntimeError("boom")
+        unclosed = io.new_output(str(tmp_path / "new" / "dir" / "unclosed.avro"), fresh_name=True).create()
+        unclosed.write(b"partial")
+        del unclosed
+    assert os.listdir(target.parent) == ["m.avro"]

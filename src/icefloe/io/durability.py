@@ -57,11 +57,16 @@ class DurabilityBarrier:
         A file deleted meanwhile (an abandoned attempt cleaned up) is skipped: nothing refers to it.
         """
         targets = self.take_pending()
-        if len(targets) == 1:
-            self.fsync_path(targets[0])
+        if not targets:
             return
-        if targets:
-            list(_pool().map(self.fsync_path, targets))
+        # The calling thread would only wait: it fsyncs the first target itself (one thread
+        # hand-off fewer), the pool the others.
+        others = [_pool().submit(self.fsync_path, path) for path in targets[1:]]
+        try:
+            self.fsync_path(targets[0])
+        finally:
+            for future in others:
+                future.result()
 
     def take_pending(self) -> list[str]:
         """The recorded files, then their directories, forgotten by the barrier (the caller syncs)."""

@@ -221,7 +221,13 @@ class OutputFile:
 
 
 class _AtomicLocalWriter(io.RawIOBase):
-    """Writes to a temporary file next to the target and publishes it atomically on close."""
+    """Writes to a temporary file next to the target and publishes it atomically on close.
+
+    A fresh name (made from a new UUID) written inside a durability barrier is written in place
+    instead, created exclusively: no other writer can be creating it and nothing refers to it
+    until the commit that names it, so the temporary file, its hard link and its unlink (~0.25 ms
+    a file) buy nothing there. An error or an unclosed stream still deletes it.
+    """
 
     def __init__(
         self, path: str, location: str, overwrite: bool, barrier: DurabilityBarrier | None = None
@@ -231,14 +237,20 @@ class _AtomicLocalWriter(io.RawIOBase):
         self._location = location
         self._overwrite = overwrite
         self._barrier = barrier
-        if not overwrite and os.path.lexists(path):
-            raise AlreadyExists(f"file already exists: {location}")
-        directory, name = os.path.split(path)
-        os.makedirs(directory, exist_ok=True)
-        self._tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
-        self._file = open(self._tmp, "xb")  # noqa: SIM115 - closed in close()/abort()
         self._written = 0
-        self._done = False
+        self._tmp: str | None = None
+        if barrier is not None and not overwrite:
+            try:
+                self._file = _create_exclusive(path)
+            except FileExistsError:
+                raise AlreadyExists(f"file already exists: {location}") from None
+        else:
+            if not overwrite and os.path.lexists(path):
+                raise AlreadyExists(f"file already exists: {location}")
+            directory, name = os.path.split(path)
+            self._tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
+            self._file = _create_exclusive(self._tmp)
+        self._done = False  # set only once there is a file: __del__ of a failed __init__ deletes nothing
 
     def writable(self) -> bool:
         return True
@@ -256,14 +268,14 @@ class _AtomicLocalWriter(io.RawIOBase):
             self._file.flush()
 
     def abort(self) -> None:
-        """Discard everything written; the target file is not created."""
+        """Discard everything written; the target file is not created (or is deleted again)."""
         if self._done:
             return
         self._done = True
         with contextlib.suppress(OSError):
             self._file.close()
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(self._tmp)
+            os.unlink(self._path if self._tmp is None else self._tmp)
         super().close()
 
     def close(self) -> None:
@@ -274,7 +286,8 @@ class _AtomicLocalWriter(io.RawIOBase):
             if self._barrier is None:
                 os.fsync(self._file.fileno())
             self._file.close()
-            self._publish()
+            if self._tmp is not None:
+                self._publish(self._tmp)
         except BaseException:
             self.abort()
             raise
@@ -283,12 +296,12 @@ class _AtomicLocalWriter(io.RawIOBase):
         self._done = True
         super().close()
 
-    def _publish(self) -> None:
+    def _publish(self, tmp: str) -> None:
         if self._overwrite:
-            os.replace(self._tmp, self._path)
+            os.replace(tmp, self._path)
         else:
             try:
-                os.link(self._tmp, self._path)
+                os.link(tmp, self._path)
             except FileExistsError:
                 raise AlreadyExists(f"file already exists: {self._location}") from None
             except OSError:
@@ -299,9 +312,9 @@ class _AtomicLocalWriter(io.RawIOBase):
                 except FileExistsError:
                     raise AlreadyExists(f"file already exists: {self._location}") from None
                 os.close(fd)
-                os.replace(self._tmp, self._path)
+                os.replace(tmp, self._path)
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(self._tmp)
+                os.unlink(tmp)
         if self._barrier is None:
             _fsync_dir(os.path.dirname(self._path))
 
@@ -317,6 +330,15 @@ class _AtomicLocalWriter(io.RawIOBase):
         # Never publish a file that was not closed explicitly.
         if not getattr(self, "_done", True):
             self.abort()
+
+
+def _create_exclusive(path: str) -> io.BufferedWriter:
+    """Open a new file for writing (FileExistsError if it exists), making its directory if needed."""
+    try:
+        return open(path, "xb")
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        return open(path, "xb")
 
 
 class _RemoteWriter(io.RawIOBase):

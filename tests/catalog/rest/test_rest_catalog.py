@@ -70,6 +70,22 @@ def test_throttled_requests_are_retried(client: RestCatalog, faults: FaultInject
     assert (rule_503.fired, rule_429.fired) == (2, 1)
 
 
+def test_a_throttled_commit_is_sent_again_and_lands_once(
+    client: RestCatalog, backing: SqlCatalog, faults: FaultInjector
+) -> None:
+    """429 then 503 on the commit itself (refused before the server applied it): the same request
+    is sent again after the backoff and the append lands exactly once."""
+    _table(client)
+    table = client.load_table("db.t")
+    rule_429 = faults.add(Fault("POST", COMMIT_SUFFIX, times=1, status=429))
+    rule_503 = faults.add(Fault("POST", COMMIT_SUFFIX, times=1, status=503))
+    table.append(_rows(3))
+    assert (rule_429.fired, rule_503.fired) == (1, 1)
+    direct = backing.load_table("db.t")
+    assert len(direct.snapshots()) == 1
+    assert direct.scan().to_arrow().num_rows == 3
+
+
 def test_conflict_is_retried_on_fresh_metadata(
     client: RestCatalog, backing: SqlCatalog, faults: FaultInjector
 ) -> None:

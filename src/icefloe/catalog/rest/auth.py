@@ -14,8 +14,8 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-import requests
-
+from icefloe.catalog.rest.http import post_form
+from icefloe.catalog.rest.transport import TlsOptions
 from icefloe.errors import AccessDenied
 
 TOKEN = "token"
@@ -51,32 +51,29 @@ class ClientCredentialsAuth:
         client_secret: str,
         scope: str = DEFAULT_SCOPE,
         clock: Callable[[], float] = time.monotonic,
+        tls: TlsOptions | None = None,
     ) -> None:
         self._token_uri = token_uri
         self._client_id = client_id
         self._client_secret = client_secret
         self._scope = scope
         self._clock = clock
+        self._tls = tls
         self._token: str | None = None
         self._expires_at = 0.0
         self._lock = threading.Lock()
         self.fetches = 0
 
     def _fetch(self) -> None:
-        response = requests.post(
-            self._token_uri,
-            data={
-                "grant_type": "client_credentials",
-                "client_id": self._client_id,
-                "client_secret": self._client_secret,
-                "scope": self._scope,
-            },
-            timeout=30,
-        )
-        if response.status_code != 200:
-            raise AccessDenied(
-                f"OAuth2 token request failed (HTTP {response.status_code}): {response.text[:300]}"
-            )
+        form = {
+            "grant_type": "client_credentials",
+            "client_id": self._client_id,
+            "client_secret": self._client_secret,
+            "scope": self._scope,
+        }
+        response = post_form(self._token_uri, form, self._tls)
+        if response.status != 200:
+            raise AccessDenied(f"OAuth2 token request failed (HTTP {response.status}): {response.text[:300]}")
         body = response.json()
         self._token = str(body["access_token"])
         expires_in = body.get("expires_in")
@@ -97,13 +94,16 @@ class ClientCredentialsAuth:
         return True
 
 
-def auth_from_properties(uri: str, properties: Mapping[str, str]) -> BearerAuth | ClientCredentialsAuth:
-    """The credentials the catalog properties describe."""
+def auth_from_properties(
+    uri: str, properties: Mapping[str, str], tls: TlsOptions | None = None
+) -> BearerAuth | ClientCredentialsAuth:
+    """The credentials the catalog properties describe (``tls``: how the token endpoint is checked)."""
     credential = properties.get(CREDENTIAL)
     if credential:
         client_id, sep, secret = credential.partition(":")
         if not sep:
             client_id, secret = "", credential
         token_uri = properties.get(OAUTH2_SERVER_URI) or uri.rstrip("/") + "/v1/oauth/tokens"
-        return ClientCredentialsAuth(token_uri, client_id, secret, properties.get(SCOPE, DEFAULT_SCOPE))
+        scope = properties.get(SCOPE, DEFAULT_SCOPE)
+        return ClientCredentialsAuth(token_uri, client_id, secret, scope, tls=tls)
     return BearerAuth(properties.get(TOKEN))

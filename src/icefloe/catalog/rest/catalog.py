@@ -28,6 +28,7 @@ from icefloe.catalog.identifiers import (
 from icefloe.catalog.rest.auth import auth_from_properties
 from icefloe.catalog.rest.http import RestSession, RetryPolicy, ServiceError
 from icefloe.catalog.rest.routes import Routes
+from icefloe.catalog.rest.transport import tls_from_properties
 from icefloe.errors import CommitStateUnknown, NotFound, Unsupported, ValidationError
 from icefloe.spec.commit_json import requirement_to_dict, update_to_dict
 from icefloe.spec.json_codec import table_metadata_from_json
@@ -51,7 +52,11 @@ COMMIT_TRANSACTION = "POST /v1/{prefix}/transactions/commit"
 
 
 class RestCatalog(Catalog):
-    """A catalog served over the Iceberg REST protocol (``load_catalog(type="rest", uri=...)``)."""
+    """A catalog served over the Iceberg REST protocol (``load_catalog(type="rest", uri=...)``).
+
+    Besides ``token`` / ``credential`` (``auth``): ``rest.retry.attempts``,
+    ``rest.request-timeout-s``, and TLS checks ``ssl.cabundle`` (a CA file or directory),
+    ``ssl.verify`` (``false`` turns them off), ``ssl.client.cert`` / ``ssl.client.key``."""
 
     def __init__(self, name: str = "rest", uri: str | None = None, **properties: str) -> None:
         uri = uri or properties.get(URI)
@@ -59,12 +64,16 @@ class RestCatalog(Catalog):
             raise ValidationError("RestCatalog needs the service 'uri', e.g. 'http://127.0.0.1:8181'")
         client_props = {**properties, URI: uri}
         self.uri = uri.rstrip("/")
-        self._auth = auth_from_properties(self.uri, client_props)
+        try:
+            tls = tls_from_properties(client_props)
+        except ValueError as exc:
+            raise ValidationError(str(exc)) from None
+        self._auth = auth_from_properties(self.uri, client_props, tls)
         retry = RetryPolicy(
             attempts=int(client_props.get("rest.retry.attempts", 5)),
             timeout_s=float(client_props.get("rest.request-timeout-s", 60)),
         )
-        self.http = RestSession(self.uri, self._auth, retry)
+        self.http = RestSession(self.uri, self._auth, retry, tls)
         # metadata the service returned for recent commits, by location (see committed_metadata)
         self._committed: dict[str, Any] = {}
         # (identifier, metadata location) -> when this client last saw that state (load_for_commit)

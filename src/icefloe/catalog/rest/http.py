@@ -1,5 +1,5 @@
-"""HTTP for the REST catalog client: one pooled session, retries with backoff, idempotency keys,
-and the spec's ``IcebergErrorResponse`` turned into icefloe errors.
+"""HTTP for the REST catalog client: pooled connections (``transport``), retries with backoff,
+idempotency keys, and the spec's ``IcebergErrorResponse`` turned into icefloe errors.
 
 - 429 and 503 are retried with exponential backoff and jitter (``Retry-After`` is honoured);
 - a connection error or timeout is retried for reads, and for mutations when the server
@@ -16,10 +16,10 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
+from urllib.parse import urlencode
 
-import requests
-
+from icefloe.catalog.rest.transport import Reply, TlsOptions, Transport, TransportError, shared_transport
 from icefloe.errors import (
     AccessDenied,
     AlreadyExists,
@@ -37,7 +37,6 @@ from icefloe.errors import (
 from icefloe.io.durability import sync_pending
 
 RETRYABLE_STATUS = (429, 503)
-USER_AGENT = "icefloe-rest-client"
 
 
 @dataclass(frozen=True)
@@ -92,9 +91,9 @@ _BY_TYPE: dict[str, type[IcefloeError]] = {
 }
 
 
-def error_for(response: requests.Response) -> IcefloeError:
+def error_for(response: Reply) -> IcefloeError:
     """The icefloe error of a non-2xx response."""
-    status = response.status_code
+    status = response.status
     error_type, message = "", response.reason or ""
     try:
         body = response.json()
@@ -136,49 +135,24 @@ class Auth(Protocol):
 
 
 class RestSession:
-    """A pooled HTTP session against one catalog base URI."""
+    """Pooled HTTP connections to one catalog base URI, with its credentials and retry policy."""
 
     def __init__(
         self,
         base_uri: str,
         auth: Auth,
         policy: RetryPolicy | None = None,
-        verify: bool | str = True,
+        tls: TlsOptions | None = None,
     ) -> None:
         self.base_uri = base_uri.rstrip("/")
         self.auth = auth
         self.policy = policy or RetryPolicy()
         self.idempotent_retries = False
-        self._session = requests.Session()
-        self._session.verify = verify
-        self._session.headers["User-Agent"] = USER_AGENT
-        self._environment_once()
-
-    def _environment_once(self) -> None:
-        """Read the environment's proxies, CA bundle and netrc login for the base URI once.
-
-        ``requests`` looks them up on every request (walking ``os.environ`` each time: a tenth of
-        a small commit's client CPU); every request but the OAuth2 token's goes to the base URI,
-        so the answer is the same. Requests elsewhere get their proxies looked up (``request``).
-        """
-        session = self._session
-        session.proxies.update(requests.utils.get_environ_proxies(self.base_uri))
-        if session.verify is True:
-            session.verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
-        login = requests.utils.get_netrc_auth(self.base_uri)
-        if login is not None:
-            session.auth = login
-        session.trust_env = False
-
-    def _proxies_for(self, url: str) -> dict[str, str]:
-        """The environment's proxies for a URL off the base URI (a None value drops the base
-        URI's proxy for that scheme: ``requests`` merges per-request settings so)."""
-        unset: dict[str, str | None] = dict.fromkeys(self._session.proxies)
-        return cast(dict[str, str], {**unset, **requests.utils.get_environ_proxies(url)})
+        self._transport = Transport(self.base_uri, tls, self.policy.timeout_s)
 
     def close(self) -> None:
         """Close pooled connections."""
-        self._session.close()
+        self._transport.close()
 
     def request(
         self,
@@ -190,17 +164,18 @@ class RestSession:
         form: Mapping[str, str] | None = None,
         mutation: bool = False,
         extra_headers: Mapping[str, str] | None = None,
-    ) -> requests.Response:
+    ) -> Reply:
         """Send a request (retrying as the module doc says); non-2xx raises the mapped error."""
         url = path if path.startswith("http") else self.base_uri + path
-        elsewhere = not url.startswith(self.base_uri + "/")
-        proxies = self._proxies_for(url) if elsewhere else None
+        if params:
+            url += ("&" if "?" in url else "?") + urlencode(params)
         headers = self.auth.headers()
         if extra_headers:
             headers.update(extra_headers)
-        data: bytes | Mapping[str, str] | None = None
+        data: bytes | None = None
         if form is not None:
-            data = form
+            data = urlencode(form).encode()
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
         elif body is not None:
             data = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
@@ -212,29 +187,31 @@ class RestSession:
         renewed = False
         while True:
             try:
-                response = self._session.request(
-                    method,
-                    url,
-                    data=data,
-                    params=params,
-                    headers=headers,
-                    timeout=self.policy.timeout_s,
-                    proxies=proxies,
-                )
-            except (requests.ConnectionError, requests.Timeout) as exc:
+                response = self._transport.send(method, url, data, headers)
+            except TransportError as exc:
                 if may_resend and attempt + 1 < self.policy.attempts:
                     time.sleep(self.policy.delay(attempt, None))
                     attempt += 1
                     continue
                 raise ServiceError(f"{method} {url} failed: {exc}") from exc
-            if response.status_code in RETRYABLE_STATUS and attempt + 1 < self.policy.attempts:
+            if response.status in RETRYABLE_STATUS and attempt + 1 < self.policy.attempts:
                 time.sleep(self.policy.delay(attempt, response.headers.get("Retry-After")))
                 attempt += 1
                 continue
-            if response.status_code == 401 and not renewed and self.auth.invalidate():
+            if response.status == 401 and not renewed and self.auth.invalidate():
                 renewed = True
                 headers.update(self.auth.headers())
                 continue
-            if response.status_code >= 400:
+            if response.status >= 400:
                 raise error_for(response)
             return response
+
+
+def post_form(url: str, form: Mapping[str, str], tls: TlsOptions | None = None) -> Reply:
+    """One POST of a form (an OAuth2 token request) to any URL: no retries, no credentials, the
+    environment's proxies; ServiceError when no reply came."""
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    try:
+        return shared_transport(tls).send("POST", url, urlencode(form).encode(), headers)
+    except TransportError as exc:
+        raise ServiceError(f"POST {url} failed: {exc}") from exc

@@ -668,7 +668,7 @@ def read_manifest_columns(
             pass
     if plan.readable_schema_json is not None:  # DataFusion cannot build a struct without fields
         raw_meta["avro.schema"] = plan.readable_schema_json
-        path, data = None, avs._encode_header(raw_meta) + data[sync_at:]
+        path, data = None, avs.encode_header(raw_meta) + data[sync_at:]
     header = _header(metadata, plan.data_file_record)
     sid = spec_id if spec_id is not None else header.spec_id
     sid = 0 if sid is None else sid

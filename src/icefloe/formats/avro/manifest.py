@@ -16,11 +16,13 @@ import json
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from operator import itemgetter
 from typing import Any
 
 from icefloe.errors import CorruptMetadata, ValidationError, reading
 from icefloe.formats.avro import schemas as avs
+from icefloe.formats.avro.container import container_bytes, manifest_entry_writer
 from icefloe.spec.content import (
     DataFile,
     EntryStatus,
@@ -135,6 +137,18 @@ def manifest_metadata(
     spec: PartitionSpec, schema: Schema, format_version: int, content: ManifestContent
 ) -> dict[str, str]:
     """The Avro key-value metadata of a manifest (schema, partition spec, version, content)."""
+    try:
+        return dict(_manifest_metadata(spec, schema, format_version, ManifestContent(content)))
+    except TypeError:  # a schema holding an unhashable default value: made afresh
+        return dict(_manifest_metadata.__wrapped__(spec, schema, format_version, ManifestContent(content)))
+
+
+@lru_cache(maxsize=64)
+def _manifest_metadata(
+    spec: PartitionSpec, schema: Schema, format_version: int, content: ManifestContent
+) -> dict[str, str]:
+    # A table's commits write manifests for equal schemas and specs (the objects differ when the
+    # metadata was parsed again, e.g. from a REST reply): their JSON is made once.
     spec_json = spec_to_dict(spec)
     fields = spec_json.get("fields", []) if isinstance(spec_json, dict) else spec_json
     meta = {
@@ -145,7 +159,7 @@ def manifest_metadata(
         "format-version": str(format_version),
     }
     if format_version >= 2:
-        meta["content"] = _CONTENT_NAMES[ManifestContent(content)]
+        meta["content"] = _CONTENT_NAMES[content]
     return meta
 
 
@@ -174,7 +188,7 @@ def write_manifest(
     ptype = partition_type if partition_type is not None else spec.partition_type(schema)
     if len(ptype.fields) != len(spec.fields):
         raise ValidationError(f"partition type has {len(ptype.fields)} fields, spec has {len(spec.fields)}")
-    avro_schema = avs.manifest_entry_schema(format_version, ptype)
+    writer = manifest_entry_writer(format_version, ptype)
     names = [avs.avro_name(f.name) for f in ptype.fields]
     convs = [avs.partition_writer(f.field_type) for f in ptype.fields]
     summary = PartitionSummaryBuilder(ptype)
@@ -240,7 +254,7 @@ def write_manifest(
         }
 
     meta = manifest_metadata(spec, schema, format_version, content)
-    data = avs.avro_bytes(avro_schema, (record(e) for e in entries), meta, codec)
+    data = container_bytes(writer, (record(e) for e in entries), meta, codec)
     avs.write_to(output, data)
     seq = 0 if v1 else UNASSIGNED_SEQ
     return ManifestFile(

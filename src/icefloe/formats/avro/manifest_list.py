@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from icefloe.errors import CorruptMetadata, ValidationError, reading
 from icefloe.formats.avro import schemas as avs
+from icefloe.formats.avro.container import WriterSchema, container_bytes, manifest_list_writer
 from icefloe.formats.avro.manifest import UNASSIGNED_SEQ
 from icefloe.spec.content import ManifestContent, ManifestFile, PartitionFieldSummary
 
@@ -162,22 +164,22 @@ def write_manifest_list(
     if format_version >= 3:
         meta["first-row-id"] = str(first_row_id)
     records = [_record(m, format_version) for m in assigned]
-    schema = avs.manifest_list_schema(format_version)
-    data = avs.avro_bytes(schema, records, meta, codec)
+    writer = manifest_list_writer(format_version)
+    data = container_bytes(writer, records, meta, codec)
     avs.write_to(output, data)
     return ManifestListResult(
         manifests=assigned,
         length=len(data),
         first_row_id=first_row_id if format_version >= 3 else None,
         next_row_id=next_row_id,
-        as_read=_as_read(assigned, records, schema, format_version, decoded),
+        as_read=_as_read(assigned, records, writer, format_version, decoded),
     )
 
 
 def _as_read(
     written: Sequence[ManifestFile],
     records: Sequence[dict[str, Any]],
-    schema: dict,
+    writer: WriterSchema,
     format_version: int,
     decoded: Iterable[ManifestFile],
 ) -> tuple[ManifestFile, ...]:
@@ -185,8 +187,16 @@ def _as_read(
     a list of this format version is that already (decoding its record gives it back), so it is
     kept as it is; the others are decoded from the records written."""
     same_form = {id(m) for m in decoded if m.format_version == format_version}
-    decode = _record_decoder(schema, format_version, None)
+    decode = _list_record_decoder(writer, format_version)
     return tuple(m if id(m) in same_form else decode(rec) for m, rec in zip(written, records, strict=True))
+
+
+@lru_cache(maxsize=16)
+def _list_record_decoder(
+    writer: WriterSchema, format_version: int
+) -> Callable[[dict[str, Any]], ManifestFile]:
+    """The record decoder of lists this process writes (one per prepared schema)."""
+    return _record_decoder(writer.schema, format_version, None)
 
 
 def read_manifest_list_header(source: Any) -> ManifestListHeader:

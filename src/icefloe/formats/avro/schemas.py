@@ -472,26 +472,6 @@ def write_to(sink: Any, data: bytes) -> None:
         raise TypeError(f"cannot write Avro bytes to {type(sink).__name__}")
 
 
-def avro_bytes(schema: dict, records: Iterable[dict], metadata: Mapping[str, str], codec: str) -> bytes:
-    """Encode records as an Avro object container file held in memory."""
-    buf = io.BytesIO()
-    fastavro.writer(buf, _parsed(schema), records, codec=codec, metadata=dict(metadata))
-    return with_block_checksums(buf.getvalue())
-
-
-_PARSED_CACHE: dict[str, Any] = {}
-
-
-def _parsed(schema: dict) -> Any:
-    key = json.dumps(schema, sort_keys=True)
-    parsed = _PARSED_CACHE.get(key)
-    if parsed is None:
-        if len(_PARSED_CACHE) > 256:
-            _PARSED_CACHE.clear()
-        parsed = _PARSED_CACHE[key] = fastavro.parse_schema(schema)
-    return parsed
-
-
 def _read_long(data: bytes, pos: int) -> tuple[int, int]:
     """Decode one zig-zag varint long at ``pos``; returns (value, next position).
 
@@ -512,7 +492,8 @@ def _read_long(data: bytes, pos: int) -> tuple[int, int]:
     return (acc >> 1) ^ -(acc & 1), pos
 
 
-def _write_long(value: int) -> bytes:
+def encode_long(value: int) -> bytes:
+    """The zig-zag varint encoding of an Avro long."""
     acc = (value << 1) ^ (value >> 63)
     out = bytearray()
     while acc > 0x7F:
@@ -589,7 +570,7 @@ def with_block_checksums(data: bytes) -> bytes:
     meta, sync_at = _parse_header(data, "<written Avro file>")
     crcs = [f"{zlib.crc32(block):08x}" for block in _blocks(data, sync_at)]
     meta[BLOCK_CRC_KEY] = ",".join(crcs).encode("ascii")
-    return _encode_header(meta) + data[sync_at:]
+    return encode_header(meta) + data[sync_at:]
 
 
 def _blocks(data: bytes, sync_at: int) -> Iterator[bytes]:
@@ -659,13 +640,14 @@ def _recorded_crcs(meta: Mapping[str, bytes] | None, location: str) -> list[int]
         raise CorruptMetadata(f"{location}: unreadable {BLOCK_CRC_KEY} header", location=location) from exc
 
 
-def _encode_header(meta: dict[str, bytes]) -> bytes:
+def encode_header(meta: dict[str, bytes]) -> bytes:
+    """The magic and metadata map of an Avro object container file (the sync marker follows)."""
     out = bytearray(b"Obj\x01")
-    out += _write_long(len(meta))
+    out += encode_long(len(meta))
     for k, v in meta.items():
         kb = k.encode("utf-8")
-        out += _write_long(len(kb)) + kb + _write_long(len(v)) + v
-    out += _write_long(0)
+        out += encode_long(len(kb)) + kb + encode_long(len(v)) + v
+    out += encode_long(0)
     return bytes(out)
 
 
@@ -735,7 +717,7 @@ def open_avro(data: bytes, location: str) -> tuple[dict, dict[str, str], Iterabl
             raise CorruptMetadata(f"{location}: Avro header has no avro.schema", location=location) from None
         metadata = text_metadata(raw_meta)
         raw_meta["avro.schema"] = json.dumps(without_logical_types(writer_schema)).encode("utf-8")
-        patched = _encode_header(raw_meta) + data[sync_at:]
+        patched = encode_header(raw_meta) + data[sync_at:]
         records = fastavro.reader(io.BytesIO(patched))
     if not isinstance(writer_schema, dict) or writer_schema.get("type") != "record":
         raise CorruptMetadata(f"{location}: Avro schema is not a record", location=location)
