@@ -25,7 +25,8 @@ from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField
 from tests.support.java_rest_client import run_driver
 
-CLIENT_ID, SECRET = "java", "s3cret"
+CLIENT_ID, SECRET, TOKEN = "java", "s3cret", "static-token"
+PREFIX = "wh"
 THREADS, COMMITS_PER_THREAD = 4, 3
 POS_FIELD_IDS = {"file_path": 2147483546, "pos": 2147483545}
 
@@ -44,6 +45,7 @@ EVENTS_ARROW = pa.schema(
 )
 PARTED_ARROW = pa.schema([_field("id", pa.int64(), 1, nullable=False), _field("cat", pa.string(), 2)])
 EVENT_IDS = {"A": [1, 2, 3], "B": [4, 5], "C": [6, 7], "D": [8], "S": [20]}
+PARTED_FILES = {"P": ([10, 11], "a"), "Q": ([30, 31], "b"), "Q2": ([30, 31], "b"), "P2": ([12], "a")}
 
 
 def _write(path: Path, table: pa.Table) -> dict[str, Any]:
@@ -92,8 +94,9 @@ def java(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     data = home / "inputs"
     data.mkdir()
     files = {key: _write(data / f"{key}.parquet", _event_rows(ids)) for key, ids in EVENT_IDS.items()}
-    parted = pa.table({"id": [10, 11], "cat": ["a", "a"]}, schema=PARTED_ARROW)
-    files["P"] = {**_write(data / "P.parquet", parted), "partition": "cat=a"}
+    for key, (ids, cat) in PARTED_FILES.items():
+        rows = pa.table({"id": ids, "cat": [cat] * len(ids)}, schema=PARTED_ARROW)
+        files[key] = {**_write(data / f"{key}.parquet", rows), "partition": f"cat={cat}"}
     deletes_schema = pa.schema(
         [
             _field(n, pa.string() if n == "file_path" else pa.int64(), i, False)
@@ -116,14 +119,21 @@ def java(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         task.data_file.file_path: task.data_file.record_count
         for task in catalog.load_table("ice.written").scan().plan_files()
     }
-    config = ServerConfig(catalog, clients={CLIENT_ID: OAuthClient(SECRET, Grants())})
+    clients = {CLIENT_ID: OAuthClient(SECRET, Grants())}
+    tokens = {TOKEN: Grants()}
     try:
-        with start_server(config) as server:
+        with (
+            start_server(ServerConfig(catalog, tokens=tokens, clients=clients)) as server,
+            start_server(ServerConfig(catalog, tokens=tokens, clients=clients, prefix=PREFIX)) as prefixed,
+        ):
             steps = run_driver(
                 {
                     "uri": server.uri,
+                    "prefixed_uri": prefixed.uri,
+                    "warehouse": str(home / "warehouse"),
                     "credential": f"{CLIENT_ID}:{SECRET}",
                     "bad_credential": f"{CLIENT_ID}:wrong",
+                    "token": TOKEN,
                     "files": files,
                     "position_deletes": deletes,
                     "icefloe_table": "ice.written",
@@ -180,8 +190,8 @@ def test_table_lifecycle(java: JavaRun) -> None:
     assert steps["staged_create"] == {"visible_before": False, "snapshots": 1}
     assert steps["replace_transaction"] == {
         "columns": ["id", "extra"],
-        "current": "none",
-        "snapshots": 1,
+        "current": "some",
+        "snapshots": 2,
         "replaced": "true",
     }
     assert steps["create_or_replace_new"] == {"value": True}
@@ -267,7 +277,7 @@ def test_concurrent_commits_all_land(java: JavaRun) -> None:
         "snapshots": total,
         "total_records": str(total * len(EVENT_IDS["A"])),
     }
-    assert len(java.catalog.load_table("jns.hot").snapshots()) == total
+    # (test_maintenance: the expire_incremental step later keeps only the last two snapshots)
     assert java.catalog.load_table("jns.hot").scan().count() == total * len(EVENT_IDS["A"])
 
 
@@ -298,3 +308,77 @@ def _file_uri(path: str) -> str:
 def test_oauth2_client_credentials(java: JavaRun) -> None:
     """The whole scenario ran with credential=id:secret; a wrong secret is refused."""
     assert java.steps["bad_secret"] == {"error": "NotAuthorizedException"}
+
+
+def test_maintenance(java: JavaRun) -> None:
+    """Dynamic overwrite, compaction, manifest rewrite, branch management, statistics, expiry."""
+    steps = java.steps
+    assert steps["daily_replace_partitions"] == {"operation": "overwrite", "total_records": "3"}
+    assert steps["daily_rewrite_files"] == {"operation": "replace", "snapshots": 4}
+    assert steps["daily_branches"] == {
+        "refs": ["keep", "main"],
+        "main_moved": True,
+        "min_snapshots": 3,
+        "keep_age": 86_400_000,
+    }
+    assert steps["filtered_scan"] == {"value": 2}
+    assert steps["statistics"] == {"before": 2, "after": 1, "ndv": "4"}
+    # partition a: P2 replaced P, then the dev branch's P append was fast-forwarded into main;
+    # partition b: Q compacted into Q2 (same rows)
+    assert [row["id"] for row in _rows(java.catalog, "jns.daily")] == [10, 11, 12, 30, 31]
+    daily = java.catalog.load_table("jns.daily")
+    assert daily.refs()["main"].min_snapshots_to_keep == 3
+    assert len(daily.metadata.statistics) == 1 and daily.metadata.partition_statistics == ()
+    assert steps["expire_incremental"] == {
+        "snapshots": 2,
+        "total_records": str(3 * THREADS * COMMITS_PER_THREAD),
+    }
+    assert len(java.catalog.load_table("jns.hot").snapshots()) == 2
+    assert java.catalog.load_table("jns.hot").scan().count() == 3 * THREADS * COMMITS_PER_THREAD
+
+
+def test_locations_and_format_upgrade(java: JavaRun) -> None:
+    """updateLocation inside the warehouse, refused outside it, an explicit location, v1 -> v2."""
+    warehouse = Path(java.files["A"]["path"]).parent.parent / "warehouse"
+    assert java.steps["update_location"] == {"value": True}
+    assert java.catalog.load_table("jns.daily").location() == f"{warehouse}/moved/daily"
+    assert java.steps["location_outside_warehouse"] == {"error": "BadRequestException"}
+    # the server stores a plain path given at create time as a file: URI
+    assert java.steps["explicit_location"] == {"value": (warehouse / "placed-here").as_uri()}
+    assert java.steps["upgrade_format_version"] == {"value": 2}
+    assert java.catalog.load_table("jns.upgraded").metadata.format_version == 2
+
+
+def test_client_options(java: JavaRun) -> None:
+    """A prefix from /v1/config, a static token, oauth2-server-uri, warehouse, snapshots=refs."""
+    steps = java.steps
+    assert steps["prefixed_server"] == {"namespaces": ["ice", "jns"], "via": "prefix"}
+    assert java.catalog.load_table("jns.events").properties["via"] == "prefix"
+    assert steps["bearer_token"] == {"value": ["ice.written"]}
+    assert steps["oauth2_server_uri"] == {"value": True}
+    assert steps["warehouse_config"] == {"value": True}
+    # refs mode loads the current snapshot; snapshots() then lazily loads them all
+    assert steps["snapshot_loading_refs"] == {"current": True, "snapshots": 7, "all": 7}
+
+
+def test_names_and_metadata_tables(java: JavaRun) -> None:
+    """Names that need URL encoding round-trip; a '.' inside a level is refused; metadata tables load."""
+    assert java.steps["encoded_names"] == {
+        "namespaces": ["odd ns.a+b%c"],
+        "properties": {"p q": "r/s"},
+        "tables": ["odd ns.a+b%c.t 2 ü"],
+        "loaded": "icefloe.odd ns.a+b%c.t 2 ü",
+    }
+    assert not java.catalog.namespace_exists(("odd ns",))
+    assert java.steps["dotted_namespace_level"] == {"error": "BadRequestException"}
+    assert java.steps["metadata_table"] == {"snapshots": "icefloe.jns.events.snapshots", "files_schema": True}
+
+
+def test_view_updates(java: JavaRun) -> None:
+    """A view's properties, a replaced version and a new location committed through the view API."""
+    assert java.steps["view_updates"] == {
+        "owner": "java",
+        "sql": "SELECT 2 AS id",
+        "version": 2,
+        "location": True,
+    }

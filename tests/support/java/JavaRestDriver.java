@@ -60,8 +60,8 @@ public class JavaRestDriver {
           Types.NestedField.optional(3, "qty", Types.IntegerType.get()),
           Types.NestedField.optional(4, "flag", Types.BooleanType.get()));
 
-  private final JsonNode inputs;
-  private final RESTCatalog catalog;
+  final JsonNode inputs;
+  final RESTCatalog catalog;
 
   JavaRestDriver(JsonNode inputs) {
     this.inputs = inputs;
@@ -78,9 +78,12 @@ public class JavaRestDriver {
   }
 
   RESTCatalog connect(String credential) {
-    Map<String, String> props = new HashMap<>();
-    props.put("uri", inputs.get("uri").asText());
-    props.put("credential", credential);
+    return connect(Map.of("uri", inputs.get("uri").asText(), "credential", credential));
+  }
+
+  /** A RESTCatalog initialised with {@code properties} and the local FileIO. */
+  static RESTCatalog connect(Map<String, String> properties) {
+    Map<String, String> props = new HashMap<>(properties);
     props.put("io-impl", LocalFileIO.class.getName());
     RESTCatalog rest = new RESTCatalog();
     rest.initialize("icefloe", props);
@@ -149,6 +152,8 @@ public class JavaRestDriver {
     concurrentCommits();
     views();
     scanIcefloeTable();
+    new MaintenanceSteps(this).run();
+    new ClientOptionSteps(this).run();
     auth();
     cleanup();
   }
@@ -207,6 +212,7 @@ public class JavaRestDriver {
     step("replace_transaction", () -> {
       Schema two = new Schema(Types.NestedField.required(1, "id", Types.LongType.get()), Types.NestedField.optional(5, "extra", Types.StringType.get()));
       Transaction txn = catalog.buildTable(staged, two).withProperty("replaced", "true").replaceTransaction();
+      txn.newAppend().appendFile(dataFile(txn.table().spec(), "S")).commit();
       txn.commitTransaction();
       Table t = catalog.loadTable(staged);
       return Map.of("columns", t.schema().columns().stream().map(Types.NestedField::name).collect(Collectors.toList()),
