@@ -43,17 +43,25 @@ def classpath() -> str:
         digest.update(source.name.encode() + source.read_bytes())
     classes = CACHE / f"classes-{digest.hexdigest()[:16]}"
     if not (classes / "JavaRestDriver.class").exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        building = Path(tempfile.mkdtemp(prefix="classes-", dir=CACHE))
-        subprocess.run(
-            ["javac", "-nowarn", "--release", "17", "-d", str(building), "-cp", jars, *map(str, sources)],
-            check=True,
-        )
-        if classes.exists():  # another session compiled the same sources meanwhile
-            shutil.rmtree(building)
-        else:
-            building.replace(classes)
+        _compile(sources, jars, classes)
     return f"{classes}:{jars}"
+
+
+def _compile(sources: list[Path], jars: str, classes: Path) -> None:
+    """Compile into ``classes`` (atomically) and drop the classes of older sources."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix="building-", dir=CACHE))
+    subprocess.run(
+        ["javac", "-nowarn", "--release", "17", "-d", str(building), "-cp", jars, *map(str, sources)],
+        check=True,
+    )
+    if classes.exists():  # another session compiled the same sources meanwhile
+        shutil.rmtree(building)
+    else:
+        building.replace(classes)
+    for stale in CACHE.glob("classes-*"):
+        if stale != classes:
+            shutil.rmtree(stale, ignore_errors=True)
 
 
 def run_driver(inputs: dict[str, Any], workdir: Path) -> dict[str, dict[str, Any]]:
