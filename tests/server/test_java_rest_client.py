@@ -108,6 +108,9 @@ def java(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         pa.table({"file_path": [files["A"]["path"]], "pos": [1]}, schema=deletes_schema),
     )
 
+    equality_schema = pa.schema([_field("id", pa.int64(), 1, nullable=False)])
+    equality = _write(data / "eq-deletes.parquet", pa.table({"id": [11, 30]}, schema=equality_schema))
+
     catalog = SqlCatalog(f"java_{uuid.uuid4().hex[:10]}", uri=catalog_uri, warehouse=str(home / "warehouse"))
     catalog.create_namespace("ice")
     written = catalog.create_table(
@@ -136,6 +139,7 @@ def java(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
                     "token": TOKEN,
                     "files": files,
                     "position_deletes": deletes,
+                    "equality_deletes": equality,
                     "icefloe_table": "ice.written",
                     "threads": THREADS,
                     "commits_per_thread": COMMITS_PER_THREAD,
@@ -382,3 +386,14 @@ def test_view_updates(java: JavaRun) -> None:
         "version": 2,
         "location": True,
     }
+
+
+def test_equality_deletes_and_metadata_retention(java: JavaRun) -> None:
+    """An equality delete file Java committed is applied by icefloe; old metadata files are pruned."""
+    assert java.steps["equality_deletes"] == {"delete_files_per_task": 2, "metadata_log": 1}
+    # the deletes remove ids 11 (from P) and 30 (from Q)
+    assert _rows(java.catalog, "jns.eqdel") == [{"id": 10, "cat": "a"}, {"id": 31, "cat": "b"}]
+    # write.metadata.previous-versions-max=1 with delete-after-commit: the current file and one more
+    table = java.catalog.load_table("jns.eqdel")
+    metadata_dir = Path(table.location().removeprefix("file://")) / "metadata"
+    assert len(list(metadata_dir.glob("*.metadata.json"))) == 2

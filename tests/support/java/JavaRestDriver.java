@@ -133,7 +133,7 @@ public class JavaRestDriver {
             .withFileSizeInBytes(f.get("size").asLong())
             .withFormat(FileFormat.PARQUET)
             .withMetrics(metrics);
-    if (f.has("partition")) {
+    if (f.has("partition") && spec.isPartitioned()) {
       builder.withPartitionPath(f.get("partition").asText());
     }
     return builder.build();

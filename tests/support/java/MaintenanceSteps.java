@@ -3,7 +3,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import com.fasterxml.jackson.databind.JsonNode;
 import org.apache.iceberg.DataFile;
+import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.FileFormat;
+import org.apache.iceberg.FileMetadata;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.GenericBlobMetadata;
 import org.apache.iceberg.GenericStatisticsFile;
@@ -22,7 +26,7 @@ import org.apache.iceberg.types.Types;
 /**
  * Table maintenance through the real RESTCatalog: dynamic partition overwrite, compaction,
  * manifest rewrite, branch management, location and format-version changes, statistics, expiry
- * with incremental cleanup, a filtered scan, an explicit table location.
+ * with incremental cleanup, equality deletes, a filtered scan, an explicit table location.
  */
 final class MaintenanceSteps {
   private static final Schema DAILY =
@@ -118,6 +122,25 @@ final class MaintenanceSteps {
       ops.commit(base, base.upgradeToFormatVersion(2));
       return JavaRestDriver.value(((HasTableOperations) driver.catalog.loadTable(TableIdentifier.of("jns", "upgraded")))
           .operations().current().formatVersion());
+    });
+    JavaRestDriver.step("equality_deletes", () -> {
+      Table t = driver.catalog.createTable(TableIdentifier.of("jns", "eqdel"), DAILY, PartitionSpec.unpartitioned(),
+          new HashMap<>(Map.of("format-version", "2", "write.metadata.delete-after-commit.enabled", "true",
+              "write.metadata.previous-versions-max", "1")));
+      t.newAppend().appendFile(driver.dataFile(t.spec(), "P")).appendFile(driver.dataFile(t.spec(), "Q")).commit();
+      JsonNode d = driver.inputs.get("equality_deletes");
+      DeleteFile deletes = FileMetadata.deleteFileBuilder(t.spec()).ofEqualityDeletes(1)
+          .withPath(d.get("path").asText()).withFileSizeInBytes(d.get("size").asLong())
+          .withRecordCount(d.get("records").asLong()).withFormat(FileFormat.PARQUET).build();
+      t.newRowDelta().addDeletes(deletes).commit();
+      t.updateProperties().set("after", "deletes").commit();
+      int deleteFiles = 0;
+      try (CloseableIterable<FileScanTask> tasks = t.newScan().planFiles()) {
+        for (FileScanTask task : tasks) {
+          deleteFiles += task.deletes().size();
+        }
+      }
+      return Map.of("delete_files_per_task", deleteFiles, "metadata_log", ((HasTableOperations) t).operations().current().previousFiles().size());
     });
     JavaRestDriver.step("expire_incremental", () -> {
       Table t = driver.catalog.loadTable(TableIdentifier.of("jns", "hot"));
