@@ -397,3 +397,20 @@ def test_equality_deletes_and_metadata_retention(java: JavaRun) -> None:
     table = java.catalog.load_table("jns.eqdel")
     metadata_dir = Path(table.location().removeprefix("file://")) / "metadata"
     assert len(list(metadata_dir.glob("*.metadata.json"))) == 2
+
+
+def test_stale_commits_are_refused_for_java_to_revalidate(java: JavaRun) -> None:
+    """A stale rewrite or row delta gets a 409, so Java re-validates and refuses the conflict itself."""
+    steps = java.steps
+    # another writer deleted P: Java's retry finds the file to rewrite missing
+    assert steps["stale_rewrite_of_deleted_file"] == {"error": "ValidationException"}
+    # another writer appended Q2 after the row delta's base: Java's conflict check finds it
+    assert steps["stale_row_delta_conflict"] == {"error": "ValidationException"}
+    # Java never re-applies a schema change on a newer base: only the first stale copy commits
+    assert steps["stale_schema_updates"] == {
+        "outcomes": ["committed", "CommitFailedException", "CommitFailedException"],
+        "columns": ["id", "cat", "c0"],
+    }
+    assert steps["stale_property_updates"] == {"value": ["p0", "p1", "p2"]}
+    # P deleted, the rewrite and the row delta never landed, Q and Q2 (the same rows) stay
+    assert [row["id"] for row in _rows(java.catalog, "jns.conflicts")] == [30, 30, 31, 31]

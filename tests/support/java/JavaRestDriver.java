@@ -153,6 +153,7 @@ public class JavaRestDriver {
     views();
     scanIcefloeTable();
     new MaintenanceSteps(this).run();
+    new ConflictSteps(this).run();
     new ClientOptionSteps(this).run();
     auth();
     cleanup();
@@ -384,10 +385,13 @@ public class JavaRestDriver {
         }));
       }
       int committed = 0;
-      for (Future<Integer> f : done) {
-        committed += f.get();
+      try {
+        for (Future<Integer> f : done) {
+          committed += f.get();
+        }
+      } finally {
+        pool.shutdownNow();
       }
-      pool.shutdown();
       Table t = catalog.loadTable(id);
       return Map.of("committed", committed, "snapshots", size(t.snapshots()),
           "total_records", t.currentSnapshot().summary().get("total-records"));
