@@ -1,15 +1,10 @@
-import com.fasterxml.jackson.databind.JsonNode;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.stream.Collectors;
-import org.apache.iceberg.DeleteFile;
-import org.apache.iceberg.FileFormat;
-import org.apache.iceberg.FileMetadata;
 import org.apache.iceberg.PartitionSpec;
-import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.exceptions.CommitFailedException;
@@ -22,10 +17,6 @@ import org.apache.iceberg.types.Types;
  * an append, then fails in Java); property updates, which Java re-applies, all land.
  */
 final class ConflictSteps {
-  private static final Schema SCHEMA =
-      new Schema(
-          Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "cat", Types.StringType.get()));
   private static final TableIdentifier ID = TableIdentifier.of("jns", "conflicts");
 
   private final JavaRestDriver driver;
@@ -36,7 +27,7 @@ final class ConflictSteps {
 
   void run() {
     JavaRestDriver.step("stale_rewrite_of_deleted_file", () -> {
-      Table t = driver.catalog.createTable(ID, SCHEMA, PartitionSpec.unpartitioned(), new HashMap<>(Map.of("format-version", "2")));
+      Table t = driver.catalog.createTable(ID, JavaRestDriver.ID_CAT, PartitionSpec.unpartitioned(), new HashMap<>(Map.of("format-version", "2")));
       t.newAppend().appendFile(driver.dataFile(t.spec(), "P")).appendFile(driver.dataFile(t.spec(), "Q")).commit();
       Table stale = driver.catalog.loadTable(ID);
       driver.catalog.loadTable(ID).newDelete().deleteFile(driver.inputs.get("files").get("P").get("path").asText()).commit();
@@ -47,11 +38,7 @@ final class ConflictSteps {
       Table stale = driver.catalog.loadTable(ID);
       long base = stale.currentSnapshot().snapshotId();
       driver.catalog.loadTable(ID).newAppend().appendFile(driver.dataFile(stale.spec(), "Q2")).commit();
-      JsonNode d = driver.inputs.get("position_deletes");
-      DeleteFile deletes = FileMetadata.deleteFileBuilder(stale.spec()).ofPositionDeletes()
-          .withPath(d.get("path").asText()).withFileSizeInBytes(d.get("size").asLong())
-          .withRecordCount(d.get("records").asLong()).withFormat(FileFormat.PARQUET).build();
-      stale.newRowDelta().addDeletes(deletes).validateFromSnapshot(base).validateNoConflictingDataFiles()
+      stale.newRowDelta().addDeletes(driver.deleteFile(stale.spec(), "position_deletes")).validateFromSnapshot(base).validateNoConflictingDataFiles()
           .conflictDetectionFilter(Expressions.alwaysTrue()).commit();
       return Map.of("committed", true);
     });

@@ -60,6 +60,12 @@ public class JavaRestDriver {
           Types.NestedField.optional(3, "qty", Types.IntegerType.get()),
           Types.NestedField.optional(4, "flag", Types.BooleanType.get()));
 
+  /** The (id, cat) schema of the partitioned tables and of the Parquet files P, Q, P2, Q2. */
+  static final Schema ID_CAT =
+      new Schema(
+          Types.NestedField.required(1, "id", Types.LongType.get()),
+          Types.NestedField.optional(2, "cat", Types.StringType.get()));
+
   final JsonNode inputs;
   final RESTCatalog catalog;
 
@@ -139,6 +145,15 @@ public class JavaRestDriver {
     return builder.build();
   }
 
+  /** The delete file of input {@code key}: equality deletes on field 1 (id), else position deletes. */
+  DeleteFile deleteFile(PartitionSpec spec, String key) {
+    JsonNode d = inputs.get(key);
+    FileMetadata.Builder builder = FileMetadata.deleteFileBuilder(spec);
+    builder = key.equals("equality_deletes") ? builder.ofEqualityDeletes(1) : builder.ofPositionDeletes();
+    return builder.withPath(d.get("path").asText()).withFileSizeInBytes(d.get("size").asLong())
+        .withRecordCount(d.get("records").asLong()).withFormat(FileFormat.PARQUET).build();
+  }
+
   static long currentId(Table t) {
     t.refresh();
     return t.currentSnapshot().snapshotId();
@@ -189,9 +204,7 @@ public class JavaRestDriver {
     });
     step("create_existing", () -> value(catalog.createTable(v1, EVENTS).name()));
     step("create_partitioned_sorted", () -> {
-      Schema schema = new Schema(
-          Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "cat", Types.StringType.get()));
+      Schema schema = ID_CAT;
       PartitionSpec spec = PartitionSpec.builderFor(schema).identity("cat").build();
       Table t = catalog.buildTable(parted, schema).withPartitionSpec(spec)
           .withSortOrder(SortOrder.builderFor(schema).asc("id").build())
@@ -267,11 +280,7 @@ public class JavaRestDriver {
     });
     step("row_delta", () -> {
       Table t = catalog.loadTable(id);
-      JsonNode d = inputs.get("position_deletes");
-      DeleteFile deletes = FileMetadata.deleteFileBuilder(t.spec()).ofPositionDeletes()
-          .withPath(d.get("path").asText()).withFileSizeInBytes(d.get("size").asLong())
-          .withRecordCount(d.get("records").asLong()).withFormat(FileFormat.PARQUET).build();
-      t.newRowDelta().addDeletes(deletes).validateFromSnapshot(snaps.get("b")).commit();
+      t.newRowDelta().addDeletes(deleteFile(t.spec(), "position_deletes")).validateFromSnapshot(snaps.get("b")).commit();
       snaps.put("delta", currentId(t));
       return value(t.currentSnapshot().operation());
     });

@@ -3,11 +3,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
-import com.fasterxml.jackson.databind.JsonNode;
 import org.apache.iceberg.DataFile;
-import org.apache.iceberg.DeleteFile;
-import org.apache.iceberg.FileFormat;
-import org.apache.iceberg.FileMetadata;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.GenericBlobMetadata;
 import org.apache.iceberg.GenericStatisticsFile;
@@ -21,7 +17,6 @@ import org.apache.iceberg.TableOperations;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.io.CloseableIterable;
-import org.apache.iceberg.types.Types;
 
 /**
  * Table maintenance through the real RESTCatalog: dynamic partition overwrite, compaction,
@@ -29,10 +24,7 @@ import org.apache.iceberg.types.Types;
  * with incremental cleanup, equality deletes, a filtered scan, an explicit table location.
  */
 final class MaintenanceSteps {
-  private static final Schema DAILY =
-      new Schema(
-          Types.NestedField.required(1, "id", Types.LongType.get()),
-          Types.NestedField.optional(2, "cat", Types.StringType.get()));
+  private static final Schema DAILY = JavaRestDriver.ID_CAT;
   private static final TableIdentifier ID = TableIdentifier.of("jns", "daily");
 
   private final JavaRestDriver driver;
@@ -128,11 +120,7 @@ final class MaintenanceSteps {
           new HashMap<>(Map.of("format-version", "2", "write.metadata.delete-after-commit.enabled", "true",
               "write.metadata.previous-versions-max", "1")));
       t.newAppend().appendFile(driver.dataFile(t.spec(), "P")).appendFile(driver.dataFile(t.spec(), "Q")).commit();
-      JsonNode d = driver.inputs.get("equality_deletes");
-      DeleteFile deletes = FileMetadata.deleteFileBuilder(t.spec()).ofEqualityDeletes(1)
-          .withPath(d.get("path").asText()).withFileSizeInBytes(d.get("size").asLong())
-          .withRecordCount(d.get("records").asLong()).withFormat(FileFormat.PARQUET).build();
-      t.newRowDelta().addDeletes(deletes).commit();
+      t.newRowDelta().addDeletes(driver.deleteFile(t.spec(), "equality_deletes")).commit();
       t.updateProperties().set("after", "deletes").commit();
       int deleteFiles = 0;
       try (CloseableIterable<FileScanTask> tasks = t.newScan().planFiles()) {
