@@ -46,3 +46,8 @@ if command -v javac >/dev/null 2>&1; then
 else
     echo "warning: javac is missing: streaming reads use the Python source (apt-get install openjdk-17-jdk-headless)" >&2
 fi
+
+# Iceberg Java 1.5.2's REST client jars for tests/server/test_java_rest_client*.py: the pinned PyPI
+# wheel bodo-iceberg-connector==2026.10 (sha256-checked) ships them; only the jars listed in
+# tests/support/java/jars.txt are extracted, into .cache/iceberg-java/1.5.2/ (skipped when there).
+.venv/bin/python scripts/fetch_iceberg_java.py
