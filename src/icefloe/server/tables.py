@@ -53,13 +53,15 @@ class _RecentResults:
         self._answers: OrderedDict[str, tuple[TableMetadata, bytes]] = OrderedDict()
         self._size = size
         self._lock = threading.Lock()
-        self._building = threading.Lock()
+        self._building: dict[str, threading.Lock] = {}  # by location: one builder, the others wait
 
     def answer(self, location: str, md: TableMetadata) -> bytes:
         found = self._find(location, md)
         if found is not None:
             return found
-        with self._building:  # the batch's other replies wait here for the first one's answer
+        with self._lock:
+            building = self._building.setdefault(location, threading.Lock())
+        with building:  # the batch's other replies wait here for the first one's answer
             found = self._find(location, md)
             if found is not None:
                 return found
@@ -69,6 +71,7 @@ class _RecentResults:
                 self._answers.move_to_end(location)
                 while len(self._answers) > self._size:
                     self._answers.popitem(last=False)
+                self._building.pop(location, None)
         return answer
 
     def _find(self, location: str, md: TableMetadata) -> bytes | None:
