@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -24,14 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._common import command_line, load_average, log, print_environment, print_table, workspace
-from bench.bench_rest import (
-    STARTUP_TIMEOUT_S,
-    _free_port,
-    _prepare_commits,
-    _schema,
-    _send_prepared,
-    process_cpu_s,
-)
+from bench.bench_rest import _prepare_commits, _schema, _send_prepared, process_cpu_s, serve
 
 # (label, module, owner attribute or "", function name): the steps timed in the server
 TIMED = (
@@ -109,49 +101,21 @@ def _stats(path: Path) -> dict[str, Any]:
 
 def measure(work: str, writers: int, per_writer: int) -> tuple[list[list[str]], dict[str, float]]:
     """Run the workload once; the table rows and the per-commit CPU figures (ms) by name."""
-    import requests
-
     from icefloe.catalog.rest import RestCatalog
 
-    port = _free_port()
-    uri = f"http://127.0.0.1:{port}"
     stats_file = Path(work) / "server-stats.json"
-    server = subprocess.Popen(
-        [
-            sys.executable, "-m", "bench.bench_rest_server", "--timed-server", str(stats_file), "--",
-            "--uri", f"sqlite:///{work}/served.db", "--warehouse", f"{work}/served",
-            "serve", "--port", str(port),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while True:
-            try:
-                requests.get(uri + "/v1/config", timeout=5)
-                break
-            except requests.ConnectionError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the timed server did not start") from None
-                time.sleep(0.1)
+    with serve(work, ("-m", "bench.bench_rest_server", "--timed-server", str(stats_file), "--")) as served:
+        uri, pid = served.uri, served.pid
         setup = RestCatalog("setup", uri=uri)
         setup.create_namespace("bench")
         setup.create_table("bench.busy", _schema(), properties={"format-version": "4"})
         prepared = _prepare_commits(uri, writers, per_writer)
-        before, threads_before, cpu_before = (
-            _stats(stats_file),
-            thread_cpu_s(server.pid),
-            process_cpu_s(server.pid),
-        )
+        before, threads_before, cpu_before = _stats(stats_file), thread_cpu_s(pid), process_cpu_s(pid)
         elapsed, reports, _ = _send_prepared(uri, prepared)
-        cpu = process_cpu_s(server.pid) - cpu_before
-        threads_after, after = thread_cpu_s(server.pid), _stats(stats_file)
+        cpu = process_cpu_s(pid) - cpu_before
+        threads_after, after = thread_cpu_s(pid), _stats(stats_file)
         snapshots = len(setup.load_table("bench.busy").snapshots())
         setup.close()
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
     commits = writers * per_writer
     errors = sum(r.errors for r in reports)
     if errors or snapshots != commits:

@@ -36,6 +36,22 @@ def _start(target: Callable[[], None]) -> threading.Thread:
     return thread
 
 
+def _queue_behind_a_batch(
+    state: ServerState, first: Callable[[], None], queued: list[Callable[[], None]]
+) -> None:
+    """Run ``first`` as a batch held at the table's lock, queue the others behind it one by one
+    (so they form the next batch, in this order), let the batch go and wait for all."""
+    with state.locks.lock(KEY):  # the first commit leads a batch that waits here
+        threads = [_start(first)]
+        _wait_until(lambda: state.coalescer.running(KEY))
+        for target in queued:
+            count = state.coalescer.queued(KEY)
+            threads.append(_start(target))
+            _wait_until(lambda q=count: state.coalescer.queued(KEY) == q + 1)  # type: ignore[misc]
+    for thread in threads:
+        thread.join(WAIT_S)
+
+
 def test_commits_queued_behind_a_batch_land_together_and_a_conflict_alone_is_refused(
     rest_server: RunningServer, backing_catalog: SqlCatalog
 ) -> None:
@@ -59,15 +75,7 @@ def test_commits_queued_behind_a_batch_land_together_and_a_conflict_alone_is_ref
         reply = requests.post(rest_server.uri + "/v1/namespaces/db/tables/t", json=body, timeout=WAIT_S)
         refused.append(reply.status_code)
 
-    with state.locks.lock(KEY):  # the first commit leads a batch that waits here
-        threads = [_start(append(0))]
-        _wait_until(lambda: state.coalescer.running(KEY))
-        for target in (append(1), stale_schema_change, append(2)):
-            queued = state.coalescer.queued(KEY)
-            threads.append(_start(target))
-            _wait_until(lambda q=queued: state.coalescer.queued(KEY) == q + 1)  # type: ignore[misc]
-    for thread in threads:
-        thread.join(WAIT_S)
+    _queue_behind_a_batch(state, append(0), [append(1), stale_schema_change, append(2)])
     assert refused == [409]
     assert state.coalescer.batches == 2  # [append 0], then [append 1, schema change, append 2]
     assert state.coalescer.rebased == 2  # appends 1 and 2 were made on the old head
@@ -117,15 +125,7 @@ def test_a_commit_pointing_outside_the_warehouse_is_refused_inside_a_batch_of_ap
         reply = requests.post(rest_server.uri + "/v1/namespaces/db/tables/t", json=body, timeout=WAIT_S)
         replies.append(reply.status_code)
 
-    with state.locks.lock(KEY):
-        threads = [_start(append(0))]
-        _wait_until(lambda: state.coalescer.running(KEY))
-        for target in (append(1), write_elsewhere, append(2)):
-            queued = state.coalescer.queued(KEY)
-            threads.append(_start(target))
-            _wait_until(lambda q=queued: state.coalescer.queued(KEY) == q + 1)  # type: ignore[misc]
-    for thread in threads:
-        thread.join(WAIT_S)
+    _queue_behind_a_batch(state, append(0), [append(1), write_elsewhere, append(2)])
     assert replies == [400]
     assert state.coalescer.batches == 2
     md = backing_catalog.load_table("db.t").metadata
