@@ -76,15 +76,16 @@ def process_cpu_s(pid: int) -> float:
 
 
 @contextmanager
-def serve(work: str) -> Iterator[Served]:
-    """``icefloe serve`` in a child process over ``<work>/served.db``."""
+def serve(work: str, launcher: Sequence[str] = ("-m", "icefloe.cli")) -> Iterator[Served]:
+    """``icefloe serve`` in a child process over ``<work>/served.db``; ``launcher`` is how Python
+    starts the command line (``bench_rest_server`` starts it with the commit path timed)."""
     import requests
 
     port = _free_port()
     uri = f"http://127.0.0.1:{port}"
     process = subprocess.Popen(
         [
-            sys.executable, "-m", "icefloe.cli",
+            sys.executable, *launcher,
             "--uri", f"sqlite:///{work}/served.db", "--warehouse", f"{work}/served",
             "serve", "--port", str(port),
         ],

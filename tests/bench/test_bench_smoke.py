@@ -14,6 +14,7 @@ from bench import (
     bench_fsync,
     bench_maintenance,
     bench_rest,
+    bench_rest_server,
     bench_row_changes,
     bench_v4,
 )
@@ -173,3 +174,15 @@ def test_bench_column_updates_tiny(tmp_path: Path, capsys: pytest.CaptureFixture
     megabytes = {label: float(cells[cells.index("MiB") - 1]) for label, cells in rows.items()}
     assert megabytes["column file"] < megabytes["merge-on-read"] < megabytes["copy-on-write"]
     assert "(!)" not in out and "(b) full scan of the column-update table" in out
+
+
+REST_SERVER = "--writers 2 --per-writer 2"
+
+
+def test_bench_rest_server_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench_rest_server.main([*REST_SERVER.split(), "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"command:  python -m bench.bench_rest_server {REST_SERVER}" in out
+    assert "server CPU per commit outside the rebase:" in out
+    rebase = next(line for line in out.splitlines() if line.startswith("rebase of a stale append"))
+    assert float(rebase.split()[-2]) > 0  # the timed server did time its rebases

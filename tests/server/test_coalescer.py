@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 
 import pyarrow as pa
+import pytest
 import requests
 
 from icefloe.catalog.rest import RestCatalog
@@ -36,6 +37,22 @@ def _start(target: Callable[[], None]) -> threading.Thread:
     return thread
 
 
+def _queue_behind_a_batch(
+    state: ServerState, first: Callable[[], None], queued: list[Callable[[], None]]
+) -> None:
+    """Run ``first`` as a batch held at the table's lock, queue the others behind it one by one
+    (so they form the next batch, in this order), let the batch go and wait for all."""
+    with state.locks.lock(KEY):  # the first commit leads a batch that waits here
+        threads = [_start(first)]
+        _wait_until(lambda: state.coalescer.running(KEY))
+        for target in queued:
+            count = state.coalescer.queued(KEY)
+            threads.append(_start(target))
+            _wait_until(lambda q=count: state.coalescer.queued(KEY) == q + 1)  # type: ignore[misc]
+    for thread in threads:
+        thread.join(WAIT_S)
+
+
 def test_commits_queued_behind_a_batch_land_together_and_a_conflict_alone_is_refused(
     rest_server: RunningServer, backing_catalog: SqlCatalog
 ) -> None:
@@ -60,15 +77,7 @@ def test_commits_queued_behind_a_batch_land_together_and_a_conflict_alone_is_ref
         refused.append(reply.status_code)
 
     stored_rows = FAST_APPENDS.stored_rows
-    with state.locks.lock(KEY):  # the first commit leads a batch that waits here
-        threads = [_start(append(0))]
-        _wait_until(lambda: state.coalescer.running(KEY))
-        for target in (append(1), stale_schema_change, append(2)):
-            queued = state.coalescer.queued(KEY)
-            threads.append(_start(target))
-            _wait_until(lambda q=queued: state.coalescer.queued(KEY) == q + 1)  # type: ignore[misc]
-    for thread in threads:
-        thread.join(WAIT_S)
+    _queue_behind_a_batch(state, append(0), [append(1), stale_schema_change, append(2)])
     assert refused == [409]
     assert state.coalescer.batches == 2  # [append 0], then [append 1, schema change, append 2]
     assert state.coalescer.rebased == 2  # appends 1 and 2 were made on the old head
@@ -93,5 +102,37 @@ def test_commits_queued_behind_a_batch_land_together_and_a_conflict_alone_is_ref
     for i, table in enumerate(tables):  # each client was answered with metadata holding its snapshot
         own = next(sid for sid, row in added_by.items() if row == i)
         assert own in {s.snapshot_id for s in table.metadata.snapshots}
+    for client in clients:
+        client.close()
+
+
+def test_a_commit_pointing_outside_the_warehouse_is_refused_inside_a_batch_of_appends(
+    rest_server: RunningServer, backing_catalog: SqlCatalog, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The batch checks locations again whenever a commit changes the table's properties, also
+    between appends whose checks it skips."""
+    backing_catalog.create_namespace("db")
+    schema = Schema(NestedField(1, "id", LongType(), required=True))
+    backing_catalog.create_table("db.t", schema, properties={"format-version": "4"})
+    state: ServerState = rest_server.app.state.icefloe
+    clients = [RestCatalog(f"c{i}", uri=rest_server.uri) for i in range(3)]
+    tables: list[Table] = [c.load_table("db.t") for c in clients]
+    outside = str(tmp_path_factory.mktemp("outside"))
+    replies: list[int] = []
+
+    def append(i: int) -> Callable[[], None]:
+        return lambda: tables[i].append(pa.table({"id": pa.array([i], pa.int64())}))
+
+    def write_elsewhere() -> None:
+        body = {"updates": [{"action": "set-properties", "updates": {"write.data.path": outside}}]}
+        reply = requests.post(rest_server.uri + "/v1/namespaces/db/tables/t", json=body, timeout=WAIT_S)
+        replies.append(reply.status_code)
+
+    _queue_behind_a_batch(state, append(0), [append(1), write_elsewhere, append(2)])
+    assert replies == [400]
+    assert state.coalescer.batches == 2
+    md = backing_catalog.load_table("db.t").metadata
+    assert "write.data.path" not in md.properties
+    assert sorted(backing_catalog.load_table("db.t").scan().to_arrow()["id"].to_pylist()) == [0, 1, 2]
     for client in clients:
         client.close()

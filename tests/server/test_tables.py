@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
+from pathlib import Path
 
 import pyarrow as pa
 import requests
@@ -142,3 +144,40 @@ def test_a_commit_made_beside_the_server_is_seen_by_its_next_commits(
     finally:
         client.close()
     assert sorted(backing_catalog.load_table("db.t").scan().to_arrow().column("id").to_pylist()) == [1, 2, 3]
+
+
+def test_the_replies_of_one_batch_share_one_answer_holding_the_file_as_written(
+    rest_server: RunningServer, backing_catalog: SqlCatalog
+) -> None:
+    """Concurrent replies for one committed metadata get one encoded answer (built by the first,
+    awaited by the others), whose metadata is the metadata file's own text."""
+    backing_catalog.create_namespace("db")
+    schema = Schema(NestedField(1, "id", LongType(), required=True))
+    table = backing_catalog.create_table("db.t", schema, properties={"format-version": "2"})
+    table.append(pa.table({"id": pa.array([1], pa.int64())}))
+    reply = requests.post(
+        rest_server.uri + "/v1/namespaces/db/tables/t",
+        json={"updates": [{"action": "set-properties", "updates": {"k": "v"}}]},
+        timeout=30,
+    )
+    assert reply.status_code == 200, reply.text
+    location = reply.json()["metadata-location"]
+    written = Path(location.removeprefix("file:")).read_bytes()
+    assert reply.content == b'{"metadata-location": ' + json.dumps(location).encode() + (
+        b', "config": {}, "metadata": ' + written + b"}"
+    )
+
+    md = backing_catalog.load_table("db.t").metadata
+    answers: list[str | bytes | None] = []
+    barrier = threading.Barrier(8)
+
+    def answer() -> None:
+        barrier.wait()
+        answers.append(table_result("file:/elsewhere/v9.metadata.json", md).json_text)
+
+    threads = [threading.Thread(target=answer) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(answers) == 8 and all(a is answers[0] for a in answers)

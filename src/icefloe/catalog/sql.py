@@ -36,7 +36,6 @@ from sqlalchemy import (
     literal,
     or_,
     select,
-    true,
     union,
     update,
 )
@@ -59,6 +58,7 @@ from icefloe.catalog.sql_engine import (
     escape_like,
     is_sqlite_locked,
 )
+from icefloe.catalog.sql_statements import PointerStatements, table_type_filter
 from icefloe.errors import (
     AlreadyExists,
     CommitConflict,
@@ -106,6 +106,7 @@ class SqlCatalog(Catalog):
             self._create_tables_if_missing()
         self._has_type = self._detect_type_column()
         self._t, self._p = catalog_tables(self._has_type)
+        self._pointer = PointerStatements.build(self._t, self._has_type)
 
     # ------------------------------------------------------------------ setup
 
@@ -210,9 +211,7 @@ class SqlCatalog(Catalog):
         return False
 
     def _table_filter(self) -> ColumnElement[bool]:
-        if not self._has_type:
-            return true()
-        return or_(self._t.c.iceberg_type == TABLE_TYPE, self._t.c.iceberg_type.is_(None))
+        return table_type_filter(self._t, self._has_type)
 
     def _row_filter(self, namespace: Namespace, name: str) -> list[ColumnElement[bool]]:
         t = self._t
@@ -420,10 +419,8 @@ class SqlCatalog(Catalog):
 
     def _table_metadata_location(self, namespace: Namespace, name: str) -> str:
         shown = identifier_to_string((*namespace, name))
-        query = select(self._t.c.metadata_location).where(
-            *self._row_filter(namespace, name), self._table_filter()
-        )
-        row = self._run(lambda conn: conn.execute(query).first(), write=False)
+        query, row_params = self._pointer.pointer, PointerStatements.row(self.name, namespace, name)
+        row = self._run(lambda conn: conn.execute(query, row_params).first(), write=False)
         if row is None:
             raise NoSuchTable(f"table {shown!r} does not exist")
         if not row[0]:
@@ -469,23 +466,16 @@ class SqlCatalog(Catalog):
         return self._run(lambda conn: [r[0] for r in conn.execute(query)], write=False)
 
     def _swap_metadata_location(self, namespace: Namespace, name: str, expected: str, new: str) -> None:
-        t = self._t
         shown = identifier_to_string((*namespace, name))
-        stmt = (
-            update(t)
-            .where(
-                *self._row_filter(namespace, name), t.c.metadata_location == expected, self._table_filter()
-            )
-            .values(metadata_location=new, previous_metadata_location=expected)
-        )
-        current = select(t.c.metadata_location, t.c.previous_metadata_location).where(
-            *self._row_filter(namespace, name), self._table_filter()
-        )
+        stmt = self._pointer.swap
+        values = PointerStatements.swap_values(self.name, namespace, name, expected, new)
+        current = self._pointer.pointer_and_previous
+        row_params = PointerStatements.row(self.name, namespace, name)
 
         def work(conn: Connection) -> None:
-            if conn.execute(stmt).rowcount == 1:
+            if conn.execute(stmt, values).rowcount == 1:
                 return
-            row = conn.execute(current).first()
+            row = conn.execute(current, row_params).first()
             if row is None:
                 raise TableGoneDuringCommit(
                     f"cannot commit to table {shown!r}: it does not exist (dropped concurrently?)"
@@ -496,7 +486,7 @@ class SqlCatalog(Catalog):
             )
 
         def verify(conn: Connection) -> bool:
-            row = conn.execute(current).first()
+            row = conn.execute(current, row_params).first()
             return row is not None and new in (row[0], row[1])
 
         self._run(work, write=True, verify=verify, what=f"commit to table {shown}")

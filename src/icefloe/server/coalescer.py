@@ -118,6 +118,12 @@ def rebase_append(
     return updates
 
 
+def _same_locations(md: TableMetadata, checked: TableMetadata | None) -> bool:
+    """Whether ``md`` names the locations ``checked`` did (a commit that changes neither the
+    table's location nor its properties, as an append, needs no second check)."""
+    return checked is not None and md.location == checked.location and md.properties is checked.properties
+
+
 class CommitCoalescer:
     """Per-table queues of single-table commits (see the module doc)."""
 
@@ -208,6 +214,7 @@ class CommitCoalescer:
         applied: list[_Pending] = []
         written: list[str] = []
         now_ms = int(time.time() * 1000)
+        inside: TableMetadata | None = None  # the last metadata whose locations were checked
         for p in batch:
             p.error = None
         for p in batch:
@@ -225,7 +232,9 @@ class CommitCoalescer:
                         raise
                     new = apply_updates(md, rebased, now_ms)
                     self.rebased += 1
-                check_metadata_locations(new, self._catalog.warehouse)
+                if not _same_locations(new, inside):
+                    check_metadata_locations(new, self._catalog.warehouse)
+                    inside = new
             except Exception as exc:
                 p.error = exc
                 continue

@@ -17,11 +17,12 @@ from icefloe.server.config import ServerConfig
 
 @dataclass
 class Reply:
-    """A handler's answer: status, a JSON payload (or pre-encoded JSON text), extra headers."""
+    """A handler's answer: status, a JSON payload (or pre-encoded JSON text or its UTF-8 bytes),
+    extra headers."""
 
     status: int = 200
     payload: Any = None
-    json_text: str | None = None
+    json_text: str | bytes | None = None
     headers: Mapping[str, str] | None = None
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from icefloe.catalog.base import warehouse_location
 from icefloe.errors import AlreadyExists, NoSuchTable, ValidationError
-from icefloe.formats.metadata.files import read_table_metadata
+from icefloe.formats.metadata.files import read_table_metadata, written_metadata_text
 from icefloe.server.auth import READ, WRITE
 from icefloe.server.checks import (
     check_inside,
@@ -41,34 +41,49 @@ def _body(call: Call) -> dict[str, Any]:
 
 
 class _RecentResults:
-    """The JSON text of the last few table results, by metadata location and metadata object.
+    """The encoded answer of the last few table results, by metadata location and metadata object.
 
     Every commit of a coalesced batch is answered with the batch's metadata, and loads follow
-    commits: the text (which grows with the table's history) is built once, not once per reply.
+    commits: the answer (which grows with the table's history) is built once, not once per reply,
+    by whichever reply asks first while the others wait for it, and embeds the metadata file's
+    text as this process wrote it (``written_metadata_text``) instead of encoding it again.
     """
 
     def __init__(self, size: int = 4) -> None:
-        self._texts: OrderedDict[str, tuple[TableMetadata, str]] = OrderedDict()
+        self._answers: OrderedDict[str, tuple[TableMetadata, bytes]] = OrderedDict()
         self._size = size
         self._lock = threading.Lock()
+        self._building: dict[str, threading.Lock] = {}  # by location: one builder, the others wait
 
-    def text(self, location: str, md: TableMetadata) -> str:
+    def answer(self, location: str, md: TableMetadata) -> bytes:
+        found = self._find(location, md)
+        if found is not None:
+            return found
         with self._lock:
-            found = self._texts.get(location)
-        if found is not None and found[0] is md:
-            return found[1]
-        text = _result_text(location, md)
+            building = self._building.setdefault(location, threading.Lock())
+        with building:  # the batch's other replies wait here for the first one's answer
+            found = self._find(location, md)
+            if found is not None:
+                return found
+            answer = _result_text(location, md, written_metadata_text(location, md)).encode("utf-8")
+            with self._lock:
+                self._answers[location] = (md, answer)
+                self._answers.move_to_end(location)
+                while len(self._answers) > self._size:
+                    self._answers.popitem(last=False)
+                self._building.pop(location, None)
+        return answer
+
+    def _find(self, location: str, md: TableMetadata) -> bytes | None:
         with self._lock:
-            self._texts[location] = (md, text)
-            self._texts.move_to_end(location)
-            while len(self._texts) > self._size:
-                self._texts.popitem(last=False)
-        return text
+            found = self._answers.get(location)
+        return found[1] if found is not None and found[0] is md else None
 
 
-def _result_text(location: str | None, md: TableMetadata) -> str:
+def _result_text(location: str | None, md: TableMetadata, metadata_text: str | None = None) -> str:
     head = json.dumps({"metadata-location": location, "config": {}})
-    return head[:-1] + ', "metadata": ' + table_metadata_to_json(md) + "}"
+    metadata = metadata_text if metadata_text is not None else table_metadata_to_json(md)
+    return head[:-1] + ', "metadata": ' + metadata + "}"
 
 
 _RECENT = _RecentResults()
@@ -84,7 +99,7 @@ def table_result(location: str | None, md: TableMetadata, snapshots: str = "all"
     its ``ETag`` once the table has a metadata file."""
     if location is None:  # a staged create: nothing to share
         return Reply(json_text=_result_text(None, md))
-    text = _RECENT.text(location, md) if snapshots == "all" else _result_text(location, md)
+    text = _RECENT.answer(location, md) if snapshots == "all" else _result_text(location, md)
     return Reply(json_text=text, headers={"ETag": table_etag(location, snapshots)})
 
 
