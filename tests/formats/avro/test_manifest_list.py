@@ -11,7 +11,7 @@ from typing import Any
 import fastavro
 import pytest
 
-from icefloe.errors import ValidationError
+from icefloe.errors import CorruptMetadata, ValidationError
 from icefloe.formats.avro.manifest import UNASSIGNED_SEQ, read_manifest, write_manifest
 from icefloe.formats.avro.manifest_list import (
     assign_commit_values,
@@ -19,6 +19,7 @@ from icefloe.formats.avro.manifest_list import (
     read_manifest_list_header,
     write_manifest_list,
 )
+from icefloe.formats.avro.schemas import BLOCK_CRC_KEY
 from icefloe.spec.content import (
     DataFile,
     EntryStatus,
@@ -360,3 +361,41 @@ def test_icefloe_reads_pyiceberg_written_manifest(tmp_path: Path) -> None:
     assert got[0].data_file.partition == (42,)
     assert got[0].data_file.file_path == "file:///tmp/x.parquet"
     assert got[0].snapshot_id == 11 and got[0].sequence_number is None
+
+
+def _rewritten_list(change: Any) -> bytes:
+    """A v2 manifest list written again with ``change(schema, records)`` applied to its schema and
+    records (what a damaged or hostile writer could put in a header)."""
+    buf = io.BytesIO()
+    write_manifest_list(buf, [manifest("s3://b/m0.avro")], 2, 77, 66, 5, None)
+    reader = fastavro.reader(io.BytesIO(buf.getvalue()))
+    schema, records = reader.writer_schema, list(reader)
+    change(schema, records)
+    out = io.BytesIO()
+    metadata = {k: v for k, v in reader.metadata.items() if k != BLOCK_CRC_KEY}  # blocks change
+    fastavro.writer(out, fastavro.parse_schema(schema), records, metadata=metadata)
+    return out.getvalue()
+
+
+def _field(schema: dict, name: str) -> dict:
+    return next(f for f in schema["fields"] if f["name"] == name)
+
+
+def test_a_list_whose_path_answers_the_row_id_field_id_is_corrupt() -> None:
+    # a one-bit flip turns manifest_path's field id 500 into 520 (first_row_id): the path would
+    # be read as the manifest's first row id and end in arithmetic on a string
+    def change(schema: dict, records: list) -> None:
+        _field(schema, "manifest_path")["field-id"] = 520
+
+    with pytest.raises(CorruptMetadata, match="'manifest_path' answers both field ids 500 and 520"):
+        read_manifest_list(_rewritten_list(change))
+
+
+def test_a_list_field_of_the_wrong_type_is_corrupt() -> None:
+    def change(schema: dict, records: list) -> None:
+        _field(schema, "added_rows_count")["type"] = "string"
+        for rec in records:
+            rec["added_rows_count"] = str(rec["added_rows_count"])
+
+    with pytest.raises(CorruptMetadata, match=r"'added_rows_count' \(id 512\) has type 'string'"):
+        read_manifest_list(_rewritten_list(change))

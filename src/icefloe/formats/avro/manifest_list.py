@@ -237,6 +237,7 @@ def _record_decoder(
     """Turns one record of a manifest list written with ``schema`` into its ``ManifestFile``
     (fields resolved by id; v1 lists default to content DATA and sequence numbers 0)."""
     n = {fid: avs.field_name(schema, fid, default) for fid, default in _LIST_FIELDS.items()}
+    _check_field_types(schema, n, location)
     path_name = n[500]
     if path_name is None:
         raise CorruptMetadata(f"{location}: manifest list has no manifest_path field", location=location)
@@ -292,6 +293,30 @@ def _record_decoder(
     return decode
 
 
+def _check_field_types(schema: dict, names: dict[int, str | None], location: str | None) -> None:
+    """Refuse a list whose fields do not have the types their ids promise (a damaged schema could
+    otherwise hand a path to arithmetic on row ids), or whose two ids resolve to one field."""
+    fields = {f.get("name"): f for f in schema.get("fields", []) if isinstance(f, dict)}
+    seen: dict[str, int] = {}
+    for fid, name in names.items():
+        if name is None:
+            continue
+        if name in seen:
+            raise CorruptMetadata(
+                f"{location}: manifest list field {name!r} answers both field ids {seen[name]} and {fid}",
+                location=location,
+            )
+        seen[name] = fid
+        found = avs.non_null_branch(fields.get(name, {}).get("type"))
+        kind = found.get("type") if isinstance(found, dict) else found
+        if kind not in _LIST_FIELD_TYPES[fid]:
+            raise CorruptMetadata(
+                f"{location}: manifest list field {name!r} (id {fid}) has type {found!r}, "
+                f"not one of {sorted(_LIST_FIELD_TYPES[fid])}",
+                location=location,
+            )
+
+
 _LIST_FIELDS: dict[int, str] = {
     500: "manifest_path",
     501: "manifest_length",
@@ -310,3 +335,12 @@ _LIST_FIELDS: dict[int, str] = {
     519: "key_metadata",
     520: "first_row_id",
 }
+
+_NUMBER = frozenset({"int", "long"})
+_LIST_FIELD_TYPES: dict[int, frozenset[str]] = {
+    **{fid: _NUMBER for fid in (501, 502, 517, 515, 516, 503, 504, 505, 506, 512, 513, 514, 520)},
+    500: frozenset({"string"}),
+    507: frozenset({"array"}),
+    519: frozenset({"bytes", "fixed"}),
+}
+"""Avro types a manifest list field may have, by field id (writers differ on int vs long)."""
