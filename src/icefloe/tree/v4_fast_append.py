@@ -48,7 +48,7 @@ from icefloe.formats.v4 import content_entry_schema as ce
 from icefloe.formats.v4.bitmaps import manifest_dv_codec
 from icefloe.formats.v4.content_entry import ROOT_CONTENT, manifest_file_format, relativize_location
 from icefloe.formats.v4.content_entry_schema import POS_COLUMN, content_entry_schema, resolve_table_locations
-from icefloe.formats.v4.stored_tables import read_stored_table
+from icefloe.formats.v4.stored_tables import read_stored_file, read_stored_table, widen_table, widening_plan
 from icefloe.io.fileio import FileIO
 from icefloe.spec.content import (
     DataFile,
@@ -441,22 +441,20 @@ def stored_additions(
         return None
     schema = content_entry_schema(metadata.schema(), metadata.specs_by_id())
     where = table_location(metadata)
-    stored = read_stored_table(io.new_input(location).read(), schema.write_arrow, source=location)
-    if stored is None or stored[1].get("content") != ROOT_CONTENT:
+    raw, footer = read_stored_file(io.new_input(location).read(), source=location)
+    if footer.get("content") != ROOT_CONTENT or widening_plan(raw.schema, schema.write_arrow) is None:
         return None
-    table = stored[0]
-    cols = _Columns(table)
-    content = cols.column(ce.CONTENT_TYPE).to_numpy(zero_copy_only=False)
-    status = cols.member(ce.STATUS).to_numpy(zero_copy_only=False)
-    tracked_to = cols.member(ce.SNAPSHOT_ID).fill_null(0).to_numpy(zero_copy_only=False)
-    mine = (content == int(FileContent.DATA)) & (status == int(EntryStatus.ADDED))
-    positions = np.flatnonzero(mine & (tracked_to == snapshot.snapshot_id))
+    positions = _added_positions(raw, snapshot.snapshot_id)
     summary = snapshot.summary
     if str(len(positions)) != summary.get(ADDED_DATA_FILES, ""):
         return None
     if summary.get(ADDED_DELETE_FILES, "0") != "0":
         return None
-    rows = _Columns(table.take(pa.array(positions, pa.int64())))
+    # only the snapshot's own rows are widened (a fast append's are the root's last, one slice)
+    widened = widen_table(_rows_at(raw, positions), schema.write_arrow)
+    if widened is None:
+        return None
+    rows = _Columns(widened)
     if not (_entries_reencode_as_stored(rows) and _locations_stay(rows.table, rows.names, where)):
         return None
     if rows.column(ce.DELETION_VECTOR).null_count != len(positions):
@@ -469,6 +467,33 @@ def stored_additions(
     entries = decode_inline_entries(readable, metadata, location)
     files = [dataclasses.replace(e.data_file, first_row_id=None) for e in entries]
     return files, StoredAdditions(rows.table, schema, where)
+
+
+def _added_positions(raw: pa.Table, snapshot_id: int) -> np.ndarray:
+    """Positions of the DATA rows a root stores as ADDED by ``snapshot_id`` (``raw``: the root as
+    stored, its columns of the encoder's types; an absent column holds only nulls)."""
+    names = {field_id_of(f): f.name for f in raw.schema}
+    if ce.CONTENT_TYPE not in names or ce.TRACKING not in names:
+        return np.empty(0, np.int64)
+    content = raw.column(names[ce.CONTENT_TYPE]).combine_chunks().fill_null(-1).to_numpy()
+    tracking = cast(pa.StructArray, raw.column(names[ce.TRACKING]).combine_chunks())
+    members = {field_id_of(f): i for i, f in enumerate(tracking.type)}
+    if ce.STATUS not in members or ce.SNAPSHOT_ID not in members:
+        return np.empty(0, np.int64)
+    status = tracking.field(members[ce.STATUS]).fill_null(-1).to_numpy()
+    tracked_to = tracking.field(members[ce.SNAPSHOT_ID]).fill_null(0).to_numpy()
+    mine = (content == int(FileContent.DATA)) & (status == int(EntryStatus.ADDED))
+    return np.flatnonzero(mine & (tracked_to == snapshot_id))
+
+
+def _rows_at(table: pa.Table, positions: np.ndarray) -> pa.Table:
+    """The rows at ``positions`` (ascending): a slice when they are consecutive."""
+    if not len(positions):
+        return table.slice(0, 0)
+    first, n = int(positions[0]), len(positions)
+    if int(positions[-1]) - first + 1 == n:
+        return table.slice(first, n)
+    return table.take(pa.array(positions, pa.int64()))
 
 
 def _added_entries(request: TreeWriteRequest, start: int) -> tuple[list[ManifestEntry], int]:

@@ -16,6 +16,7 @@ writer, another schema or partition specs, a column the table no longer has) giv
 from __future__ import annotations
 
 import functools
+import threading
 from typing import cast
 
 import pyarrow as pa
@@ -34,6 +35,17 @@ def read_stored_table(
     None when the file's columns cannot be widened to ``target`` exactly (types, nullability and
     field ids). Raises CorruptMetadata naming ``source`` when the bytes are not readable Parquet.
     """
+    raw, footer = read_stored_file(data, source=source)
+    table = widen_table(raw, target)
+    return None if table is None else (table, footer)
+
+
+def read_stored_file(data: bytes, *, source: str) -> tuple[pa.Table, dict[str, str]]:
+    """The rows of a content-entry file as stored (columns the compact writer left out absent),
+    and its footer; :func:`widen_table` turns them into the encoder's rows.
+
+    Raises CorruptMetadata naming ``source`` when the bytes are not readable Parquet.
+    """
     try:
         pf = pq.ParquetFile(pa.BufferReader(data), page_checksum_verification=True)
         raw = pf.read(use_threads=False)
@@ -43,30 +55,101 @@ def read_stored_table(
         ) from exc
     raw_footer = pf.metadata.metadata or {}
     footer = {k.decode("utf-8", "replace"): v.decode("utf-8", "replace") for k, v in raw_footer.items()}
-    table = widen_table(raw, target)
-    return None if table is None else (table, footer)
+    return raw, footer
 
 
 def widen_table(table: pa.Table, target: pa.Schema) -> pa.Table | None:
     """``table`` with the fields of ``target`` it lacks added as nulls (None if it cannot be)."""
-    by_id = {field_id_of(f): i for i, f in enumerate(table.schema)}
-    if len(by_id) != table.num_columns:
-        return None  # a repeated or missing field id: not a file this encoder wrote
+    plan = widening_plan(table.schema, target)
+    if plan is None:
+        return None
     arrays = []
-    for want in target:
-        i = by_id.pop(field_id_of(want), None)
+    for want, (i, members) in zip(target, plan, strict=True):
         if i is None:
             arrays.append(_nulls(want, table.num_rows))
             continue
         column = table.column(i)
         arr = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
-        widened = _widen(arr, table.schema.field(i), want)
-        if widened is None:
+        # Parquet reads a required member under a null parent as a zero
+        arrays.append(arr if members is None else _widen_struct(arr, want.type, members))
+    return pa.Table.from_arrays(arrays, schema=target)
+
+
+_Plan = tuple[tuple[int | None, "_Plan | None"], ...]
+"""Per field of the wanted type: its index in the stored type (None: absent, filled with nulls)
+and how to widen it (None: taken as it is)."""
+
+
+class _Plans:
+    """Widening plans of recent (stored, wanted) schema pairs, compared with their field ids
+    (``pa.Schema.__eq__`` ignores field metadata, where the ids are)."""
+
+    def __init__(self, size: int = 32) -> None:
+        self._recent: list[tuple[pa.Schema, pa.Schema, _Plan | None]] = []
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get(self, have: pa.Schema, target: pa.Schema) -> _Plan | None:
+        with self._lock:
+            recent = list(self._recent)
+        for h, t, plan in reversed(recent):
+            if (h is have or h.equals(have, check_metadata=True)) and (
+                t is target or t.equals(target, check_metadata=True)
+            ):
+                return plan
+        plan = _fields_plan(list(have), list(target))
+        with self._lock:
+            self._recent = [*self._recent[-(self._size - 1) :], (have, target, plan)]
+        return plan
+
+
+_PLANS = _Plans()
+
+
+def widening_plan(have: pa.Schema, target: pa.Schema) -> _Plan | None:
+    """How stored columns of schema ``have`` widen to ``target`` (None: they cannot; see the
+    module doc). Decided once per pair of schemas."""
+    return _PLANS.get(have, target)
+
+
+def _fields_plan(have: list[pa.Field], want: list[pa.Field]) -> _Plan | None:
+    by_id = {field_id_of(f): i for i, f in enumerate(have)}
+    if len(by_id) != len(have):
+        return None  # a repeated or missing field id: not a file this encoder wrote
+    steps: list[tuple[int | None, _Plan | None]] = []
+    for w in want:
+        i = by_id.pop(field_id_of(w), None)
+        if i is None:
+            steps.append((None, None))
+            continue
+        h = have[i]
+        if h.nullable != w.nullable:
             return None
-        arrays.append(widened)  # Parquet reads a required member under a null parent as a zero
+        if h.type.equals(w.type, check_metadata=True):
+            steps.append((i, None))
+            continue
+        if not (pa.types.is_struct(h.type) and pa.types.is_struct(w.type)):
+            return None
+        members = _fields_plan(list(h.type), list(w.type))
+        if members is None:
+            return None
+        steps.append((i, members))
     if by_id:
         return None  # a column the encoder does not write
-    return pa.Table.from_arrays(arrays, schema=target)
+    return tuple(steps)
+
+
+def _widen_struct(arr: pa.Array, want: pa.DataType, plan: _Plan) -> pa.Array:
+    struct = cast(pa.StructArray, arr)
+    children = []
+    for member, (i, members) in zip(want, plan, strict=True):
+        if i is None:
+            children.append(_null_values(member.type, len(struct)))
+            continue
+        child = struct.field(i)
+        children.append(child if members is None else _widen_struct(child, member.type, members))
+    mask = struct.is_null() if struct.null_count else None
+    return pa.StructArray.from_arrays(children, fields=list(want), mask=mask)
 
 
 def _nulls(f: pa.Field, n: int) -> pa.Array:
@@ -87,32 +170,3 @@ def _null_values(t: pa.DataType, n: int) -> pa.Array:
     if n <= _NULLS_BUILT:
         return _null_block(t).slice(0, n)
     return fill_required_members(pa.nulls(n, t), t, str(t))
-
-
-def _widen(arr: pa.Array, have: pa.Field, want: pa.Field) -> pa.Array | None:
-    if have.nullable != want.nullable:
-        return None
-    if have.type.equals(want.type, check_metadata=True):
-        return arr
-    if not (pa.types.is_struct(have.type) and pa.types.is_struct(want.type)):
-        return None
-    struct = cast(pa.StructArray, arr)
-    by_id = {field_id_of(have.type.field(i)): i for i in range(have.type.num_fields)}
-    if len(by_id) != have.type.num_fields:
-        return None
-    children = []
-    for j in range(want.type.num_fields):
-        member = want.type.field(j)
-        i = by_id.pop(field_id_of(member), None)
-        if i is None:
-            child = _null_values(member.type, len(struct))
-        else:
-            found = _widen(struct.field(i), have.type.field(i), member)
-            if found is None:
-                return None
-            child = found
-        children.append(child)
-    if by_id:
-        return None
-    mask = struct.is_null() if struct.null_count else None
-    return pa.StructArray.from_arrays(children, fields=list(want.type), mask=mask)
