@@ -67,8 +67,8 @@ from icefloe.tree.v4_policy import V4Policy, manifest_dv_encoding
 from icefloe.tree.v4_read import RootTableKey, decode_inline_entries, read_root, root_table, table_location
 from icefloe.tree.v4_root_checks import MDV_ENCODING_KEY
 
-_LIVE = np.array([int(s) for s in EntryStatus if s.is_live], np.int32)
-_REFERENCES = np.array([int(FileContent.DATA_MANIFEST), int(FileContent.DELETE_MANIFEST)], np.int32)
+_LIVE = tuple(int(s) for s in EntryStatus if s.is_live)
+_REFERENCES = (int(FileContent.DATA_MANIFEST), int(FileContent.DELETE_MANIFEST))
 _ENTRY_CONTENTS = {int(FileContent.DATA), int(FileContent.EQUALITY_DELETES)}
 _REF_CONTENT = {
     int(FileContent.DATA_MANIFEST): ManifestContent.DATA,
@@ -210,16 +210,20 @@ def _parent_rows(io: FileIO, location: str, key: RootTableKey) -> tuple[pa.Table
 class _Columns:
     """Top-level columns and tracking members of an encoder-typed table, by field id."""
 
-    def __init__(self, table: pa.Table) -> None:
+    def __init__(self, table: pa.Table, like: _Columns | None = None) -> None:
+        """``like``: columns of a table with the same schema (its field ids are not looked up again)."""
         self.table = table
-        self.names = {field_id_of(f): f.name for f in table.schema}
+        self.names = like.names if like is not None else {field_id_of(f): f.name for f in table.schema}
         tracking = table.column(self.names[ce.TRACKING])
         self.tracking = cast(pa.StructArray, tracking.combine_chunks())
-        self.tracking_index = {field_id_of(f): i for i, f in enumerate(self.tracking.type)}
+        if like is not None:
+            self.tracking_index = like.tracking_index
+        else:
+            self.tracking_index = {field_id_of(f): i for i, f in enumerate(self.tracking.type)}
 
     def slice(self, offset: int, length: int | None) -> _Columns:
         """The columns of rows ``offset`` on (``length`` of them, None: all)."""
-        return _Columns(self.table.slice(offset, length))
+        return _Columns(self.table.slice(offset, length), like=self)
 
     def column(self, fid: int) -> pa.Array:
         return self.table.column(self.names[fid]).combine_chunks()
@@ -243,6 +247,14 @@ class _Columns:
         return self.table.set_column(i, self.table.schema.field(i), tracking)
 
 
+def _any_of(values: np.ndarray, wanted: tuple[int, ...]) -> np.ndarray:
+    """``np.isin(values, wanted)`` for a few wanted values (``isin`` sorts: slower on small roots)."""
+    mask = np.zeros(len(values), bool)
+    for w in wanted:
+        mask |= values == w
+    return mask
+
+
 def _all(mask: pa.Array) -> bool:
     return bool(pc.all(pc.fill_null(mask, False)).as_py()) if len(mask) else True
 
@@ -261,8 +273,8 @@ def _carried(
     cols = _Columns(parent)
     content = cols.column(ce.CONTENT_TYPE).to_numpy(zero_copy_only=False)
     status = cols.member(ce.STATUS).to_numpy(zero_copy_only=False)
-    is_ref = np.isin(content, _REFERENCES)
-    live = np.isin(status, _LIVE)
+    is_ref = _any_of(content, _REFERENCES)
+    live = _any_of(status, _LIVE)
     n_data = int(np.count_nonzero(live & (content == int(FileContent.DATA))))
     if not (policy.max_inline_entries > 0 and n_data + n_added <= policy.max_inline_entries):
         return None  # the root-level entries are flushed into leaves
@@ -271,7 +283,7 @@ def _carried(
     if len(refs_first) == parent.num_rows and bool((refs_first == np.arange(parent.num_rows)).all()):
         carried = cols
     else:
-        carried = _Columns(parent.take(pa.array(refs_first, pa.int64())))
+        carried = _Columns(parent.take(pa.array(refs_first, pa.int64())), like=cols)
     refs, inline = carried.slice(0, n_refs), carried.slice(n_refs, None)
     if not encoded_here:
         if not (_entries_reencode_as_stored(inline) and _references_reencode_as_stored(refs, policy)):

@@ -458,6 +458,8 @@ def resolve_table_locations(table: pa.Table, table_location: str) -> pa.Table:
             table = table.set_column(i, f, _resolve_array(col, table_location))
         elif fid == DELETION_VECTOR:
             dv = cast(pa.StructArray, table.column(i).combine_chunks())
+            if dv.null_count == len(dv):
+                continue  # no deletion vector, no location (e.g. an append's rows)
             children = dv.flatten()
             for j, child in enumerate(f.type):
                 if field_id_of(child) == DV_LOCATION:
