@@ -11,6 +11,7 @@ assigned when the root is written (``unassigned_rows`` says how many row ids the
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import math
@@ -163,10 +164,15 @@ class TreeFiles:
         self.policy = policy
         self.schema = metadata.schema()
         self.specs = metadata.specs_by_id()
-        self.layout = StatsLayout(content_stats_type(self.schema))
         self.written: list[str] = []
         self.unassigned: dict[str, int] = {}
         self._counter = itertools.count()
+
+    @functools.cached_property
+    def layout(self) -> StatsLayout:
+        """The content-stats layout of leaf references (built when first needed: a fast append's
+        root carries its rows' stats as stored)."""
+        return StatsLayout(content_stats_type(self.schema))
 
     def _options(self) -> dict[str, Any]:
         return {

@@ -497,10 +497,13 @@ def _prune(arr: pa.Array, f: pa.Field) -> tuple[pa.Array, pa.Field] | None:
     if not pa.types.is_struct(f.type):
         return arr, f
     struct = cast(pa.StructArray, arr)
-    members = (_prune(struct.field(i), f.type.field(i)) for i in range(f.type.num_fields))
+    children = [struct.field(i) for i in range(f.type.num_fields)]
+    members = [_prune(child, f.type.field(i)) for i, child in enumerate(children)]
     kept = [r for r in members if r is not None]
     if not kept:
         return None if f.nullable else (arr, f)
+    if len(kept) == len(children) and all(r[0] is c for r, c in zip(kept, children, strict=True)):
+        return arr, f  # every member kept as it is: the struct needs no rebuilding
     mask = struct.is_null() if struct.null_count else None
     out = pa.StructArray.from_arrays([a for a, _ in kept], fields=[g for _, g in kept], mask=mask)
     return out, pa.field(f.name, out.type, f.nullable, f.metadata)
