@@ -406,7 +406,7 @@ def encode_entries_table(
     with pq.ParquetWriter(
         buf,
         table.schema,
-        compression="zstd",
+        compression=_COMPRESSION[kind],
         version="2.6",
         store_schema=False,
         write_statistics=not compact,
@@ -417,6 +417,13 @@ def encode_entries_table(
         out.write_table(table)
         out.add_key_value_metadata(footer)
     return buf.getvalue()
+
+
+_COMPRESSION: dict[Kind, str] = {"root": "snappy", "leaf": "zstd"}
+"""Parquet codec per file kind. A root is small and written once per commit, and zstd costs a
+fixed few microseconds per column chunk: on a root of 1–100 rows snappy wrote in about half the
+time (0.7 vs 1.7 ms) and read in about 60% (0.6 vs 1.0 ms), for 0–35% more bytes. Leaves are
+large and written rarely: zstd."""
 
 
 def _delta_encodings(schema: pa.Schema) -> dict[str, str] | None:
