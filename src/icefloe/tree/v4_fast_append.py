@@ -471,14 +471,24 @@ def stored_additions(
         return None
     if rows.column(ce.DELETION_VECTOR).null_count != len(positions):
         return None  # an append adds no deletion vector
-    read_fields = [f for f in schema.read_arrow if f.name != POS_COLUMN]
-    readable = rows.table.cast(pa.schema(read_fields))
+    readable = _in_read_types(rows.table, schema.read_arrow)
     if where:
         readable = resolve_table_locations(readable, where)
     readable = readable.append_column(schema.read_arrow.field(POS_COLUMN), pa.array(positions, pa.int64()))
     entries = decode_inline_entries(readable, metadata, location)
     files = [dataclasses.replace(e.data_file, first_row_id=None) for e in entries]
     return files, StoredAdditions(rows.table, schema, where)
+
+
+def _in_read_types(table: pa.Table, read: pa.Schema) -> pa.Table:
+    """Encoder rows in the reader's types (without ``_pos``): only a column whose type differs
+    (the manifest counts, int32 written, int64 read) is cast; ``Table.cast`` casts every column."""
+    fields = [f for f in read if f.name != POS_COLUMN]
+    arrays = [
+        column if column.type.equals(f.type, check_metadata=True) else column.cast(f.type)
+        for column, f in zip(table.columns, fields, strict=True)
+    ]
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
 def _added_positions(raw: pa.Table, snapshot_id: int) -> np.ndarray:
