@@ -213,6 +213,8 @@ class _Columns:
     def __init__(self, table: pa.Table, like: _Columns | None = None) -> None:
         """``like``: columns of a table with the same schema (its field ids are not looked up again)."""
         self.table = table
+        self.names: dict[int | None, str]
+        self.tracking_index: dict[int | None, int]
         self.names = like.names if like is not None else {field_id_of(f): f.name for f in table.schema}
         tracking = table.column(self.names[ce.TRACKING])
         self.tracking = cast(pa.StructArray, tracking.combine_chunks())
