@@ -12,15 +12,18 @@ import dataclasses
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
 from icefloe.catalog.base import Catalog
 from icefloe.spec.content import DataFile
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
+from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.transforms import IdentityTransform
 from icefloe.spec.types import DoubleType, LongType, NestedField, StringType
 from icefloe.table.table import Table
@@ -266,3 +269,84 @@ def test_stored_rows_of_a_snapshot_that_did_more_than_append_inline_are_not_offe
     table.append(_rows(6, 2))
     table.delete("id = 6")  # a delete, not an append
     assert stored_additions_of(table.io, table.metadata, head(table.metadata)) is None
+
+
+def _rewrite_root(location: str, change: Callable[[pa.Table], pa.Table]) -> None:
+    """Rewrite a root in place with its stored rows changed (as another writer could have written
+    it), footer kept; the process forgets what it remembered of it."""
+    path = Path(local(location))
+    stored = pq.ParquetFile(path)
+    table, footer = change(stored.read()), stored.metadata.metadata
+    with pq.ParquetWriter(path, table.schema, store_schema=False) as out:
+        out.write_table(table)
+        out.add_key_value_metadata(footer)
+    clear_caches()
+
+
+def _with_snapshot_ids(table: pa.Table, ids: list[int | None]) -> pa.Table:
+    tracking = table.column("tracking").combine_chunks()
+    children = [
+        pa.array(ids, pa.int64()) if f.name == "snapshot_id" else tracking.field(i)
+        for i, f in enumerate(tracking.type)
+    ]
+    rebuilt = pa.StructArray.from_arrays(children, fields=list(tracking.type))
+    i = table.schema.get_field_index("tracking")
+    return table.set_column(i, table.schema.field(i), rebuilt)
+
+
+def _client_append(catalog: Catalog) -> tuple[Table, TableMetadata]:
+    """A table with inline rows, then a client's append of two files; (table, the head before it)."""
+    schema, spec, props, steps = SHAPES["partitioned"]
+    table = catalog.create_table("db.t", schema, partition_spec=spec, properties=props)
+    for step in steps:
+        step(table)
+    before = table.metadata
+    table.append(_rows(500, 4))  # two files (two partitions), the root's last two rows
+    return table, before
+
+
+def test_added_rows_found_anywhere_in_the_clients_root_are_re_applied_as_the_general_path_does(
+    catalog: Catalog,
+) -> None:
+    table, before = _client_append(catalog)
+    client = head(table.metadata)
+    expected = [e.data_file.file_path for e in entries_added_by(table.io, table.metadata, client)]
+    # another writer's order: one added row first, the carried rows, the other added row last
+    _rewrite_root(
+        cast(str, client.root_manifest),
+        lambda t: t.take(pa.array([t.num_rows - 2, *range(t.num_rows - 2), t.num_rows - 1])),
+    )
+    stored = stored_additions_of(table.io, table.metadata, client)
+    assert stored is not None
+    files, rows = stored
+    assert sorted(f.file_path for f in files) == sorted(expected)
+    request = dataclasses.replace(
+        _request(table, files),
+        metadata=before,
+        parent=before.current_snapshot(),
+        sequence_number=before.last_sequence_number + 1,
+    )
+    with_rows = TreeChange(added_data_files=files, stored_additions=rows)
+    fast = _write(dataclasses.replace(request, change=with_rows))
+    with general_path_only():
+        general = _write(request)
+    _assert_same_roots(fast, general)
+
+
+@pytest.mark.parametrize("lie", ["one-row-not-tracked-to-it", "an-extra-row-claims-it"])
+def test_a_client_root_whose_added_rows_disagree_with_its_summary_is_not_trusted(
+    catalog: Catalog, lie: str
+) -> None:
+    table, _ = _client_append(catalog)
+    client = head(table.metadata)
+    assert client.summary["added-data-files"] == "2"
+
+    def lying(t: pa.Table) -> pa.Table:
+        ids = t.column("tracking").combine_chunks().field("snapshot_id").to_pylist()
+        if lie == "one-row-not-tracked-to-it":
+            ids[-1] = client.parent_snapshot_id
+            return _with_snapshot_ids(t, ids)
+        return _with_snapshot_ids(pa.concat_tables([t, t.slice(t.num_rows - 1)]), [*ids, ids[-1]])
+
+    _rewrite_root(cast(str, client.root_manifest), lying)
+    assert stored_additions_of(table.io, table.metadata, client) is None
