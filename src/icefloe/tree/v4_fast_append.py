@@ -47,7 +47,12 @@ from icefloe.formats.arrow_schema import field_id_of
 from icefloe.formats.v4 import content_entry_schema as ce
 from icefloe.formats.v4.bitmaps import manifest_dv_codec
 from icefloe.formats.v4.content_entry import ROOT_CONTENT, manifest_file_format, relativize_location
-from icefloe.formats.v4.content_entry_schema import POS_COLUMN, content_entry_schema, resolve_table_locations
+from icefloe.formats.v4.content_entry_schema import (
+    POS_COLUMN,
+    ContentEntrySchema,
+    content_entry_schema,
+    resolve_table_locations,
+)
 from icefloe.formats.v4.stored_tables import read_stored_file, read_stored_table, widen_table, widening_plan
 from icefloe.io.fileio import FileIO
 from icefloe.spec.content import (
@@ -473,7 +478,7 @@ def stored_additions(
         return None
     if rows.column(ce.DELETION_VECTOR).null_count != len(positions):
         return None  # an append adds no deletion vector
-    readable = _in_read_types(rows.table, schema.read_arrow)
+    readable = _in_read_types(rows.table, schema)
     if where:
         readable = resolve_table_locations(readable, where)
     readable = readable.append_column(schema.read_arrow.field(POS_COLUMN), pa.array(positions, pa.int64()))
@@ -482,13 +487,13 @@ def stored_additions(
     return files, StoredAdditions(rows.table, schema, where)
 
 
-def _in_read_types(table: pa.Table, read: pa.Schema) -> pa.Table:
-    """Encoder rows in the reader's types (without ``_pos``): only a column whose type differs
-    (the manifest counts, int32 written, int64 read) is cast; ``Table.cast`` casts every column."""
-    fields = [f for f in read if f.name != POS_COLUMN]
+def _in_read_types(table: pa.Table, schema: ContentEntrySchema) -> pa.Table:
+    """Encoder rows (``schema.write_arrow``) in the reader's types, without ``_pos``: only the
+    columns whose type differs are cast (``Table.cast`` casts every column)."""
+    fields = [f for f in schema.read_arrow if f.name != POS_COLUMN]
     arrays = [
-        column if column.type.equals(f.type, check_metadata=True) else column.cast(f.type)
-        for column, f in zip(table.columns, fields, strict=True)
+        column.cast(fields[i].type) if i in schema.read_casts else column
+        for i, column in enumerate(table.columns)
     ]
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
