@@ -451,9 +451,10 @@ def stored_additions(
     """The data files a v4 snapshot added inline to its root, with their stored rows.
 
     For a server rebasing a client's append: the client's root is read with pyarrow, its rows
-    ADDED by ``snapshot`` taken, and only those decoded (row ids unset: they are assigned again on
-    the new head). None when the snapshot's summary counts files that are not among those rows,
-    or when its rows would not encode back as stored (the caller reads them the general way).
+    ADDED by ``snapshot`` found on the stored columns, and only those widened to the encoder's
+    types and decoded (row ids unset: they are assigned again on the new head). None when the
+    snapshot's summary counts files that are not among those rows, or when its rows would not
+    encode back as stored (the caller reads them the general way).
     """
     location = snapshot.root_manifest
     if location is None:
