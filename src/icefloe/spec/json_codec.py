@@ -17,6 +17,7 @@ from typing import Any
 from icefloe.errors import CorruptMetadata, IcefloeError, Unsupported
 from icefloe.spec.json_fields import as_list, optional_int, optional_list, required, required_int
 from icefloe.spec.json_fragments import COMPACT, Fragments, RawArray, fragments_for
+from icefloe.spec.json_known import LOG_VALUE_TYPES, SNAPSHOT_VALUE_TYPES, KnownForms, exact_prefix
 from icefloe.spec.json_structures import (
     partition_field_to_dict,
     schema_from_dict,
@@ -241,20 +242,47 @@ def _snapshot_from_dict_checked(data: Any) -> Snapshot:
 
 
 def _snapshots_from_list(
-    items: Sequence[Any], table_location: str, known: Mapping[int, Snapshot]
+    items: Sequence[Any], table_location: str, held: Sequence[Snapshot], format_version: int
 ) -> tuple[Snapshot, ...]:
-    """The table's snapshots (v4 roots resolved against ``table_location`` when it is given);
-    one of ``known`` is taken as it is where its item says exactly what it holds."""
-    out: list[Snapshot] = []
-    for item in items:
+    """The table's snapshots (v4 roots resolved against ``table_location`` when it is given).
+
+    ``held`` are snapshots of the same table held already: when the list starts with exactly
+    their JSON forms (the common reply to a commit: what the client proposed, then what the
+    catalog added), those are taken with one C-level comparison; after that, one of ``held`` is
+    taken where its item says exactly what it holds, the rest parsed."""
+    reused = 0
+    if held:
+        forms = _SNAPSHOT_FORMS.forms(held, (format_version, table_location))
+        if forms is not None:
+            reused = exact_prefix(items, forms, SNAPSHOT_VALUE_TYPES)
+    out: list[Snapshot] = list(held[:reused])
+    known = {s.snapshot_id: s for s in held[reused:]}
+    for item in items[reused:]:
         snapshot_id = item.get("snapshot-id") if known and type(item) is dict else None
-        held = known.get(snapshot_id) if type(snapshot_id) is int else None
-        if held is not None and _says_exactly(item, held, table_location):
-            out.append(held)
+        found = known.get(snapshot_id) if type(snapshot_id) is int else None
+        if found is not None and _says_exactly(item, found, table_location):
+            out.append(found)
             continue
         snapshot = snapshot_from_dict(item)
         out.append(_resolved_root(snapshot, table_location) if table_location else snapshot)
     return tuple(out)
+
+
+def _snapshot_form(snapshot: Snapshot, context: tuple[int, str]) -> dict[str, Any]:
+    format_version, table_location = context
+    return snapshot_to_dict(snapshot, format_version, table_location)
+
+
+def _parses_back(form: dict[str, Any], snapshot: Snapshot, context: tuple[int, str]) -> bool:
+    snapshot_id = form.get("snapshot-id")
+    return (
+        type(snapshot_id) is int
+        and snapshot_id == snapshot.snapshot_id
+        and _says_exactly(form, snapshot, context[1])
+    )
+
+
+_SNAPSHOT_FORMS: KnownForms[Snapshot, tuple[int, str]] = KnownForms(_snapshot_form, _parses_back)
 
 
 def _says_exactly(item: dict[str, Any], snapshot: Snapshot, table_location: str) -> bool:
@@ -430,7 +458,8 @@ def _table_metadata_from_dict(data: Mapping[str, Any], known: TableMetadata | No
     snapshots = _snapshots_from_list(
         optional_list(data, "snapshots", what),
         table_location if fv >= 4 and isinstance(table_location, str) else "",
-        {s.snapshot_id: s for s in known.snapshots} if known is not None and fv >= 2 else {},
+        known.snapshots if known is not None and fv >= 2 else (),
+        fv,
     )
     current_snapshot_id = optional_int(data, "current-snapshot-id", what)
     if current_snapshot_id == -1:
@@ -445,13 +474,9 @@ def _table_metadata_from_dict(data: Mapping[str, Any], known: TableMetadata | No
     if MAIN_BRANCH not in refs and current_snapshot_id is not None:
         refs[MAIN_BRANCH] = SnapshotRef(current_snapshot_id, RefType.BRANCH)
 
-    snapshot_log = _log_entries(data, "snapshot-log", "snapshot-id", SnapshotLogEntry)
-    metadata_log = _log_entries(data, "metadata-log", "metadata-file", MetadataLogEntry)
-    if fv >= 4 and isinstance(table_location, str) and table_location:
-        metadata_log = tuple(
-            MetadataLogEntry(e.timestamp_ms, resolve_location(e.metadata_file, table_location))
-            for e in metadata_log
-        )
+    resolve_against = table_location if fv >= 4 and isinstance(table_location, str) else ""
+    snapshot_log = _snapshot_log(data, known.snapshot_log if known is not None else ())
+    metadata_log = _metadata_log(data, known.metadata_log if known is not None else (), resolve_against)
 
     properties = data.get("properties") or {}
     if not isinstance(properties, dict):
@@ -524,6 +549,44 @@ def _log_entries(
         else:
             out.append(cls(required_int(e, "timestamp-ms", what), str(required(e, value_key, what))))
     return tuple(out)
+
+
+def _snapshot_log(data: Mapping[str, Any], held: Sequence[SnapshotLogEntry]) -> tuple[SnapshotLogEntry, ...]:
+    """The snapshot log; a prefix repeating ``held`` exactly is taken from it."""
+    items = optional_list(data, "snapshot-log", "table metadata")
+    forms = [{"timestamp-ms": e.timestamp_ms, "snapshot-id": e.snapshot_id} for e in held]
+    reused = exact_prefix(items, forms, LOG_VALUE_TYPES)
+    if not reused:
+        return _log_entries(data, "snapshot-log", "snapshot-id", SnapshotLogEntry)
+    rest = _log_entries({"snapshot-log": items[reused:]}, "snapshot-log", "snapshot-id", SnapshotLogEntry)
+    return (*held[:reused], *rest)
+
+
+def _metadata_log(
+    data: Mapping[str, Any], held: Sequence[MetadataLogEntry], table_location: str
+) -> tuple[MetadataLogEntry, ...]:
+    """The metadata log, files resolved against ``table_location`` (v4; "" leaves them as
+    written); a prefix repeating ``held`` exactly is taken from it."""
+    items = optional_list(data, "metadata-log", "table metadata")
+    reused = exact_prefix(items, _metadata_log_forms(held, table_location), LOG_VALUE_TYPES)
+    rest = _log_entries({"metadata-log": items[reused:]}, "metadata-log", "metadata-file", MetadataLogEntry)
+    if table_location:
+        rest = tuple(
+            MetadataLogEntry(e.timestamp_ms, resolve_location(e.metadata_file, table_location)) for e in rest
+        )
+    return (*held[:reused], *rest)
+
+
+def _metadata_log_forms(held: Sequence[MetadataLogEntry], table_location: str) -> list[dict[str, Any]]:
+    """The JSON objects of ``held`` as a metadata file writes them (relative to ``table_location``
+    when it is given), or none when one would not resolve back to what is held."""
+    forms = []
+    for e in held:
+        written = relative_location(e.metadata_file, table_location)
+        if table_location and resolve_location(written, table_location) != e.metadata_file:
+            return []
+        forms.append({"timestamp-ms": e.timestamp_ms, "metadata-file": written})
+    return forms
 
 
 def table_metadata_to_dict(md: TableMetadata) -> dict[str, Any]:
