@@ -40,9 +40,8 @@ def _reply(format_version: int = 2) -> dict[str, Any]:
         data["metadata-log"][0]["metadata-file"] = "metadata/v1.json"
     data["snapshots"].append(new)
     data["snapshot-log"].append({"timestamp-ms": 1515100955999, "snapshot-id": NEW_ID})
-    data["metadata-log"].append(
-        {"timestamp-ms": 1515100955900, "metadata-file": "s3://b/wh/t/metadata/v2.json"}
-    )
+    v2_file = "metadata/v2.json" if format_version >= 4 else "s3://b/wh/t/metadata/v2.json"
+    data["metadata-log"].append({"timestamp-ms": 1515100955900, "metadata-file": v2_file})
     data.update({"current-snapshot-id": NEW_ID, "last-sequence-number": 2})
     data["refs"]["main"]["snapshot-id"] = NEW_ID
     return data
@@ -131,3 +130,36 @@ def test_exact_prefix_needs_equal_values_of_the_allowed_types() -> None:
     assert exact_prefix([{"a": 1, "b": {"k": "v"}}], [{"a": 1, "b": {"k": "v"}}], SNAPSHOT_VALUE_TYPES) == 1
     assert exact_prefix([{"a": 1, "b": {"k": "v"}}], [{"a": 1, "b": {"k": "v"}}], LOG_VALUE_TYPES) == 0
     assert exact_prefix([], [], LOG_VALUE_TYPES) == 0
+
+
+@pytest.mark.parametrize("format_version", [2, 4])
+def test_the_next_reply_reuses_the_last_forms_and_still_catches_an_altered_item(format_version: int) -> None:
+    """Commit after commit the held lists start with the previous reply's objects; the forms kept
+    for them are reused, and a reply that alters one of them is still read as it says."""
+    reply = _reply(format_version)
+    first = table_metadata_from_json(reply, known=_held(reply))
+    following = copy.deepcopy(reply)
+    third = dict(following["snapshots"][1], **{"snapshot-id": 9051729675574597006, "sequence-number": 3})
+    third["parent-snapshot-id"] = NEW_ID
+    following["snapshots"].append(third)
+    following["snapshot-log"].append({"timestamp-ms": 1515100956999, "snapshot-id": third["snapshot-id"]})
+    held = table_metadata_from_json(following).with_changes(
+        snapshots=(*first.snapshots, table_metadata_from_json(following).snapshots[2]),
+        snapshot_log=(*first.snapshot_log, table_metadata_from_json(following).snapshot_log[2]),
+        metadata_log=first.metadata_log,
+    )
+    second = table_metadata_from_json(following, known=held)
+    assert second == table_metadata_from_json(following)
+    assert all(a is b for a, b in zip(second.snapshots, held.snapshots, strict=True))
+    assert all(a is b for a, b in zip(second.snapshot_log, held.snapshot_log, strict=True))
+    assert second.metadata_log[0] is held.metadata_log[0]
+    for key, member, value in (
+        ("snapshots", "timestamp-ms", 1),
+        ("snapshot-log", "snapshot-id", 5),
+        ("metadata-log", "timestamp-ms", 7),
+    ):
+        altered = copy.deepcopy(following)
+        altered[key][0][member] = value
+        parsed = table_metadata_from_json(altered, known=held)
+        assert parsed == table_metadata_from_json(altered)
+        assert parsed != second

@@ -242,7 +242,7 @@ def _snapshot_from_dict_checked(data: Any) -> Snapshot:
 
 
 def _snapshots_from_list(
-    items: Sequence[Any], table_location: str, held: Sequence[Snapshot], format_version: int
+    items: Sequence[Any], table_location: str, held: Sequence[Snapshot], format_version: int, table: str = ""
 ) -> tuple[Snapshot, ...]:
     """The table's snapshots (v4 roots resolved against ``table_location`` when it is given).
 
@@ -252,7 +252,7 @@ def _snapshots_from_list(
     taken where its item says exactly what it holds, the rest parsed."""
     reused = 0
     if held:
-        forms = _SNAPSHOT_FORMS.forms(held, (format_version, table_location))
+        forms = _SNAPSHOT_FORMS.forms(held, (format_version, table_location, table))
         if forms is not None:
             reused = exact_prefix(items, forms, SNAPSHOT_VALUE_TYPES)
     out: list[Snapshot] = list(held[:reused])
@@ -268,12 +268,12 @@ def _snapshots_from_list(
     return tuple(out)
 
 
-def _snapshot_form(snapshot: Snapshot, context: tuple[int, str]) -> dict[str, Any]:
-    format_version, table_location = context
+def _snapshot_form(snapshot: Snapshot, context: tuple[int, str, str]) -> dict[str, Any]:
+    format_version, table_location, _ = context
     return snapshot_to_dict(snapshot, format_version, table_location)
 
 
-def _parses_back(form: dict[str, Any], snapshot: Snapshot, context: tuple[int, str]) -> bool:
+def _parses_back(form: dict[str, Any], snapshot: Snapshot, context: tuple[int, str, str]) -> bool:
     snapshot_id = form.get("snapshot-id")
     return (
         type(snapshot_id) is int
@@ -282,7 +282,7 @@ def _parses_back(form: dict[str, Any], snapshot: Snapshot, context: tuple[int, s
     )
 
 
-_SNAPSHOT_FORMS: KnownForms[Snapshot, tuple[int, str]] = KnownForms(_snapshot_form, _parses_back)
+_SNAPSHOT_FORMS: KnownForms[Snapshot, tuple[int, str, str]] = KnownForms(_snapshot_form, _parses_back)
 
 
 def _says_exactly(item: dict[str, Any], snapshot: Snapshot, table_location: str) -> bool:
@@ -455,11 +455,13 @@ def _table_metadata_from_dict(data: Mapping[str, Any], known: TableMetadata | No
         default_sort_order_id = orders[0].order_id if orders else 0
 
     table_location = data.get("location")
+    table = f"{data.get('table-uuid')}@{table_location}"  # whose held lists the memos keep
     snapshots = _snapshots_from_list(
         optional_list(data, "snapshots", what),
         table_location if fv >= 4 and isinstance(table_location, str) else "",
         known.snapshots if known is not None and fv >= 2 else (),
         fv,
+        table,
     )
     current_snapshot_id = optional_int(data, "current-snapshot-id", what)
     if current_snapshot_id == -1:
@@ -475,8 +477,10 @@ def _table_metadata_from_dict(data: Mapping[str, Any], known: TableMetadata | No
         refs[MAIN_BRANCH] = SnapshotRef(current_snapshot_id, RefType.BRANCH)
 
     resolve_against = table_location if fv >= 4 and isinstance(table_location, str) else ""
-    snapshot_log = _snapshot_log(data, known.snapshot_log if known is not None else ())
-    metadata_log = _metadata_log(data, known.metadata_log if known is not None else (), resolve_against)
+    snapshot_log = _snapshot_log(data, known.snapshot_log if known is not None else (), table)
+    metadata_log = _metadata_log(
+        data, known.metadata_log if known is not None else (), table, resolve_against
+    )
 
     properties = data.get("properties") or {}
     if not isinstance(properties, dict):
@@ -551,24 +555,25 @@ def _log_entries(
     return tuple(out)
 
 
-def _snapshot_log(data: Mapping[str, Any], held: Sequence[SnapshotLogEntry]) -> tuple[SnapshotLogEntry, ...]:
+def _snapshot_log(
+    data: Mapping[str, Any], held: Sequence[SnapshotLogEntry], table: str
+) -> tuple[SnapshotLogEntry, ...]:
     """The snapshot log; a prefix repeating ``held`` exactly is taken from it."""
     items = optional_list(data, "snapshot-log", "table metadata")
-    forms = [{"timestamp-ms": e.timestamp_ms, "snapshot-id": e.snapshot_id} for e in held]
-    reused = exact_prefix(items, forms, LOG_VALUE_TYPES)
-    if not reused:
-        return _log_entries(data, "snapshot-log", "snapshot-id", SnapshotLogEntry)
+    forms = _SNAPSHOT_LOG_FORMS.forms(held, table) if held else None
+    reused = exact_prefix(items, forms, LOG_VALUE_TYPES) if forms is not None else 0
     rest = _log_entries({"snapshot-log": items[reused:]}, "snapshot-log", "snapshot-id", SnapshotLogEntry)
     return (*held[:reused], *rest)
 
 
 def _metadata_log(
-    data: Mapping[str, Any], held: Sequence[MetadataLogEntry], table_location: str
+    data: Mapping[str, Any], held: Sequence[MetadataLogEntry], table: str, table_location: str
 ) -> tuple[MetadataLogEntry, ...]:
     """The metadata log, files resolved against ``table_location`` (v4; "" leaves them as
     written); a prefix repeating ``held`` exactly is taken from it."""
     items = optional_list(data, "metadata-log", "table metadata")
-    reused = exact_prefix(items, _metadata_log_forms(held, table_location), LOG_VALUE_TYPES)
+    forms = _METADATA_LOG_FORMS.forms(held, (table, table_location)) if held else None
+    reused = exact_prefix(items, forms, LOG_VALUE_TYPES) if forms is not None else 0
     rest = _log_entries({"metadata-log": items[reused:]}, "metadata-log", "metadata-file", MetadataLogEntry)
     if table_location:
         rest = tuple(
@@ -577,16 +582,39 @@ def _metadata_log(
     return (*held[:reused], *rest)
 
 
-def _metadata_log_forms(held: Sequence[MetadataLogEntry], table_location: str) -> list[dict[str, Any]]:
-    """The JSON objects of ``held`` as a metadata file writes them (relative to ``table_location``
-    when it is given), or none when one would not resolve back to what is held."""
-    forms = []
-    for e in held:
-        written = relative_location(e.metadata_file, table_location)
-        if table_location and resolve_location(written, table_location) != e.metadata_file:
-            return []
-        forms.append({"timestamp-ms": e.timestamp_ms, "metadata-file": written})
-    return forms
+def _snapshot_log_form(entry: SnapshotLogEntry, table: str) -> dict[str, Any]:
+    return {"timestamp-ms": entry.timestamp_ms, "snapshot-id": entry.snapshot_id}
+
+
+def _snapshot_log_parses_back(form: dict[str, Any], entry: SnapshotLogEntry, table: str) -> bool:
+    return type(entry.timestamp_ms) is int and type(entry.snapshot_id) is int
+
+
+def _metadata_log_form(entry: MetadataLogEntry, context: tuple[str, str]) -> dict[str, Any]:
+    """As a metadata file writes it: relative to the table location when one is given (v4)."""
+    return {
+        "timestamp-ms": entry.timestamp_ms,
+        "metadata-file": relative_location(entry.metadata_file, context[1]),
+    }
+
+
+def _metadata_log_parses_back(
+    form: dict[str, Any], entry: MetadataLogEntry, context: tuple[str, str]
+) -> bool:
+    written = form["metadata-file"]
+    return (
+        type(entry.timestamp_ms) is int
+        and type(written) is str
+        and (resolve_location(written, context[1]) if context[1] else written) == entry.metadata_file
+    )
+
+
+_SNAPSHOT_LOG_FORMS: KnownForms[SnapshotLogEntry, str] = KnownForms(
+    _snapshot_log_form, _snapshot_log_parses_back
+)
+_METADATA_LOG_FORMS: KnownForms[MetadataLogEntry, tuple[str, str]] = KnownForms(
+    _metadata_log_form, _metadata_log_parses_back
+)
 
 
 def table_metadata_to_dict(md: TableMetadata) -> dict[str, Any]:

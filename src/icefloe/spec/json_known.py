@@ -13,7 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from itertools import chain
+from operator import is_
 from typing import Any, Generic, TypeVar
+
+_CONTEXTS_KEPT = 64
+"""Tables (contexts) whose last list of forms is kept."""
 
 LOG_VALUE_TYPES = frozenset({int, str})
 """Member types of a snapshot-log or metadata-log entry."""
@@ -65,9 +69,28 @@ class KnownForms(Generic[T, C]):
         self._parses_back = parses_back
         self._limit = limit
         self._forms: dict[tuple[int, C], tuple[T, dict[str, Any] | None]] = {}
+        self._last: dict[C, tuple[tuple[T, ...], list[dict[str, Any]]]] = {}
 
     def forms(self, held: Sequence[T], context: C) -> list[dict[str, Any]] | None:
-        """The forms of ``held`` in order, or None when one has none."""
+        """The forms of ``held`` in order, or None when one has none.
+
+        The last list made in each context is kept with its objects: a table's next ``held``
+        usually starts with the same objects (the previous reply's, reused), so only the forms
+        of the objects after them are looked up."""
+        last = self._last.get(context)
+        n = 0 if last is None else len(last[0])
+        if last is not None and len(held) >= n and all(map(is_, held[:n], last[0])):
+            more = self._forms_of(held[n:], context)
+            out = None if more is None else last[1] + more
+        else:
+            out = self._forms_of(held, context)
+        if out is not None:
+            if len(self._last) >= _CONTEXTS_KEPT:
+                self._last.clear()
+            self._last[context] = (tuple(held), out)
+        return out
+
+    def _forms_of(self, held: Sequence[T], context: C) -> list[dict[str, Any]] | None:
         out: list[dict[str, Any]] = []
         for obj in held:
             form = self.form(obj, context)
