@@ -9,7 +9,7 @@ import pytest
 
 from icefloe.errors import CorruptMetadata
 from icefloe.spec.json_codec import table_metadata_from_json
-from icefloe.spec.json_known import LOG_VALUE_TYPES, SNAPSHOT_VALUE_TYPES, exact_prefix
+from icefloe.spec.json_known import LOG_VALUE_TYPES, SNAPSHOT_VALUE_TYPES, KnownForms, exact_prefix
 from tests.spec.test_json_codec import _v2_dict
 
 OLD_ID = 3051729675574597004
@@ -163,3 +163,14 @@ def test_the_next_reply_reuses_the_last_forms_and_still_catches_an_altered_item(
         parsed = table_metadata_from_json(altered, known=held)
         assert parsed == table_metadata_from_json(altered)
         assert parsed != second
+
+
+def test_a_form_with_a_value_of_another_type_is_never_kept() -> None:
+    """exact_prefix checks the reply's types only: a held object whose form holds true or 1.0
+    where JSON would say 1 has no form, so it is always parsed again."""
+    forms = KnownForms(lambda obj, _: {"n": obj}, lambda form, obj, _: True, LOG_VALUE_TYPES)
+    assert forms.form(1, "t") == {"n": 1}
+    assert forms.form(True, "t") is None
+    assert forms.form(1.0, "t") is None
+    assert forms.forms([1, True], "t") is None
+    assert forms.forms([1, 2], "t") == [{"n": 1}, {"n": 2}]

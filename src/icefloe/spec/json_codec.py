@@ -254,7 +254,7 @@ def _snapshots_from_list(
     if held:
         forms = _SNAPSHOT_FORMS.forms(held, (format_version, table_location, table))
         if forms is not None:
-            reused = exact_prefix(items, forms, SNAPSHOT_VALUE_TYPES)
+            reused = exact_prefix(items, forms, _SNAPSHOT_FORMS.value_types)
     out: list[Snapshot] = list(held[:reused])
     known = {s.snapshot_id: s for s in held[reused:]}
     for item in items[reused:]:
@@ -282,7 +282,9 @@ def _parses_back(form: dict[str, Any], snapshot: Snapshot, context: tuple[int, s
     )
 
 
-_SNAPSHOT_FORMS: KnownForms[Snapshot, tuple[int, str, str]] = KnownForms(_snapshot_form, _parses_back)
+_SNAPSHOT_FORMS: KnownForms[Snapshot, tuple[int, str, str]] = KnownForms(
+    _snapshot_form, _parses_back, SNAPSHOT_VALUE_TYPES
+)
 
 
 def _says_exactly(item: dict[str, Any], snapshot: Snapshot, table_location: str) -> bool:
@@ -610,10 +612,10 @@ def _metadata_log_parses_back(
 
 
 _SNAPSHOT_LOG_FORMS: KnownForms[SnapshotLogEntry, str] = KnownForms(
-    _snapshot_log_form, _snapshot_log_parses_back
+    _snapshot_log_form, _snapshot_log_parses_back, LOG_VALUE_TYPES
 )
 _METADATA_LOG_FORMS: KnownForms[MetadataLogEntry, tuple[str, str]] = KnownForms(
-    _metadata_log_form, _metadata_log_parses_back
+    _metadata_log_form, _metadata_log_parses_back, LOG_VALUE_TYPES
 )
 
 

@@ -35,8 +35,9 @@ def exact_prefix(items: Sequence[Any], expected: list[dict[str, Any]], value_typ
     """``len(expected)`` when the first items of ``items`` are exactly ``expected``, else 0.
 
     Exactly: equal JSON objects (a nested object compared by ``==`` holds only strings, as a
-    snapshot summary does) whose top-level member values, in both lists, have only
-    ``value_types``, types no value of which equals a value of another."""
+    snapshot summary does) whose top-level member values have only ``value_types``, types no
+    value of which equals a value of another. The values of ``expected`` must have those types
+    already (``KnownForms`` keeps no other form); only the items' are checked here."""
     n = len(expected)
     if n == 0 or len(items) < n:
         return 0
@@ -45,8 +46,6 @@ def exact_prefix(items: Sequence[Any], expected: list[dict[str, Any]], value_typ
         return 0
     if not set(map(type, chain.from_iterable(map(_values_of, head)))) <= value_types:
         return 0
-    if not set(map(type, chain.from_iterable(map(_values_of, expected)))) <= value_types:
-        return 0
     return n
 
 
@@ -54,8 +53,9 @@ class KnownForms(Generic[T, C]):
     """The JSON object each held object parses back from, made once per object and context.
 
     ``encode(obj, context)`` writes the object; ``parses_back(form, obj, context)`` is the exact
-    check the parser's own reuse rule applies. A form is kept only when it passes that check
-    (otherwise ``None``: the object is always parsed again). Objects are remembered by identity
+    check the parser's own reuse rule applies. A form is kept only when its member values have
+    ``value_types`` and it passes that check (otherwise ``None``: the object is always parsed
+    again). Objects are remembered by identity
     and kept alive by the memo, so an id is never reused for another object while remembered.
     """
 
@@ -63,10 +63,12 @@ class KnownForms(Generic[T, C]):
         self,
         encode: Callable[[T, C], dict[str, Any]],
         parses_back: Callable[[dict[str, Any], T, C], bool],
+        value_types: frozenset[type],
         limit: int = 16384,
     ) -> None:
         self._encode = encode
         self._parses_back = parses_back
+        self.value_types = value_types
         self._limit = limit
         self._forms: dict[tuple[int, C], tuple[T, dict[str, Any] | None]] = {}
         self._last: dict[C, tuple[tuple[T, ...], list[dict[str, Any]]]] = {}
@@ -106,7 +108,9 @@ class KnownForms(Generic[T, C]):
         if hit is not None and hit[0] is obj:
             return hit[1]
         form: dict[str, Any] | None = self._encode(obj, context)
-        if form is not None and not self._parses_back(form, obj, context):
+        if form is not None and not (
+            set(map(type, form.values())) <= self.value_types and self._parses_back(form, obj, context)
+        ):
             form = None
         if len(self._forms) >= self._limit:
             self._forms.clear()
