@@ -64,7 +64,7 @@ class KnownForms(Generic[T, C]):
         encode: Callable[[T, C], dict[str, Any]],
         parses_back: Callable[[dict[str, Any], T, C], bool],
         value_types: frozenset[type],
-        limit: int = 16384,
+        limit: int = 4096,
     ) -> None:
         self._encode = encode
         self._parses_back = parses_back

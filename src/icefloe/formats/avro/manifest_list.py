@@ -212,7 +212,7 @@ def _encoded_records(
 _ENCODED: dict[tuple[int, int], tuple[ManifestFile, dict[str, Any], bytes]] = {}
 """(id of a manifest, format version) -> (the manifest, kept alive so the id stays its own; its
 record; the record's encoding)."""
-_ENCODED_MAX = 8192
+_ENCODED_MAX = 4096
 
 
 def _as_read(
