@@ -24,10 +24,11 @@ from bench._common import command_line, load_average, print_environment, print_t
 from icefloe.formats.avro.manifest import read_manifest, write_manifest
 from icefloe.formats.avro.manifest_list import read_manifest_list, write_manifest_list
 from icefloe.spec.content import DataFile, EntryStatus, ManifestContent, ManifestEntry, ManifestFile
-from icefloe.spec.json_codec import table_metadata_from_json
+from icefloe.spec.json_codec import table_metadata_from_json, table_metadata_to_dict
 from icefloe.spec.partitioning import PartitionSpec
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField
+from icefloe.spec.updates import new_table_metadata
 
 LOCATION = "file:///warehouse/bench/small"
 
@@ -90,33 +91,20 @@ def reply(format_version: int, snapshots: int) -> dict[str, Any]:
                 "metadata-file": file if relative else f"{LOCATION}/{file}",
             }
         )
-    data: dict[str, Any] = {
-        "format-version": format_version,
-        "table-uuid": "fb072c92-a02b-11e9-ae9c-1bb7bc9eca94",
-        "location": LOCATION,
-        "last-sequence-number": snapshots,
-        "last-updated-ms": 1_795_000_000_000 + snapshots,
-        "last-column-id": 1,
-        "current-schema-id": 0,
-        "schemas": [
-            {
-                "type": "struct",
-                "schema-id": 0,
-                "fields": [{"id": 1, "name": "x", "required": True, "type": "long"}],
-            }
-        ],
-        "default-spec-id": 0,
-        "partition-specs": [{"spec-id": 0, "fields": []}],
-        "last-partition-id": 999,
-        "default-sort-order-id": 0,
-        "sort-orders": [{"order-id": 0, "fields": []}],
-        "properties": {},
-        "current-snapshot-id": 10**18 + snapshots - 1,
-        "refs": {"main": {"snapshot-id": 10**18 + snapshots - 1, "type": "branch"}},
-        "snapshots": items,
-        "snapshot-log": snapshot_log,
-        "metadata-log": metadata_log,
-    }
+    schema = Schema(NestedField(1, "x", LongType(), required=True))
+    data = table_metadata_to_dict(
+        new_table_metadata(schema, None, None, LOCATION, format_version=format_version)
+    )
+    data.update(
+        {
+            "last-sequence-number": snapshots,
+            "current-snapshot-id": 10**18 + snapshots - 1,
+            "refs": {"main": {"snapshot-id": 10**18 + snapshots - 1, "type": "branch"}},
+            "snapshots": items,
+            "snapshot-log": snapshot_log,
+            "metadata-log": metadata_log,
+        }
+    )
     if format_version >= 3:
         data["next-row-id"] = 10 * snapshots
     return data
