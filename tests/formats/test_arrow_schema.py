@@ -302,3 +302,43 @@ def test_internal_values_of_nested_columns_with_only_nulls() -> None:
         for f, v in zip(schema.fields, values, strict=True)
     ]
     assert got == [[None, {"a": 7}], [None, ["x"]], [None, [(1, 2)]]]
+
+
+def test_the_arrow_schema_follows_every_schema_change_never_a_cached_one() -> None:
+    base = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "s", StringType()))
+    assert schema_to_arrow(base) is schema_to_arrow(base)  # made once
+    evolved = [
+        Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "name", StringType())),
+        Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "s", StringType())),
+        Schema(NestedField(1, "id", LongType(), required=True), NestedField(3, "s", StringType())),
+        Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "s", StringType(), doc="d")),
+        Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "s", BinaryType())),
+        Schema(
+            NestedField(1, "id", LongType(), required=True),
+            NestedField(2, "s", StringType()),
+            NestedField(3, "n", IntegerType()),
+        ),
+    ]
+    for schema in evolved:
+        fresh = pa.schema([_fresh_field(f) for f in schema.fields])
+        assert schema_to_arrow(base).equals(schema_to_arrow(base), check_metadata=True)
+        assert schema_to_arrow(schema).equals(fresh, check_metadata=True)
+        assert not schema_to_arrow(schema).equals(schema_to_arrow(base), check_metadata=True)
+
+
+def test_a_schema_with_an_unhashable_default_still_converts() -> None:
+    point = StructType(NestedField(3, "x", IntegerType()))
+    schema = Schema(NestedField(1, "p", point, write_default={3: 1}))
+    with pytest.raises(TypeError):
+        hash(schema)
+    assert schema_to_arrow(schema).field("p").type == pa.struct([pa.field("x", pa.int32())])
+
+
+def _fresh_field(f: NestedField) -> pa.Field:
+    metadata = {FIELD_ID_KEY: str(f.field_id).encode()}
+    if f.doc:
+        metadata[b"doc"] = f.doc.encode()
+    arrow_type = {LongType(): pa.int64(), StringType(): pa.string(), BinaryType(): pa.binary()}.get(
+        f.field_type, pa.int32()
+    )
+    return pa.field(f.name, arrow_type, not f.required, metadata)

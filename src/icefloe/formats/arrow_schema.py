@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import uuid
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 import pyarrow as pa
@@ -97,7 +98,24 @@ def field_to_arrow(f: NestedField, include_field_ids: bool = True) -> pa.Field:
 
 
 def schema_to_arrow(schema: Schema | StructType, include_field_ids: bool = True) -> pa.Schema:
-    """The Arrow schema of an Iceberg schema, with ``PARQUET:field_id`` metadata on every field."""
+    """The Arrow schema of an Iceberg schema, with ``PARQUET:field_id`` metadata on every field.
+
+    Made once per distinct schema (schemas are frozen and compared by value, so an evolved schema
+    is another key); a schema that cannot be hashed (a default value such as a struct's dict) is
+    converted each time.
+    """
+    try:
+        return _cached_schema_to_arrow(schema, include_field_ids)
+    except TypeError:
+        return _schema_to_arrow(schema, include_field_ids)
+
+
+@lru_cache(maxsize=256)
+def _cached_schema_to_arrow(schema: Schema | StructType, include_field_ids: bool) -> pa.Schema:
+    return _schema_to_arrow(schema, include_field_ids)
+
+
+def _schema_to_arrow(schema: Schema | StructType, include_field_ids: bool) -> pa.Schema:
     return pa.schema([field_to_arrow(f, include_field_ids) for f in schema.fields])
 
 

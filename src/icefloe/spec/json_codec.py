@@ -17,6 +17,7 @@ from typing import Any
 from icefloe.errors import CorruptMetadata, IcefloeError, Unsupported
 from icefloe.spec.json_fields import as_list, optional_int, optional_list, required, required_int
 from icefloe.spec.json_fragments import COMPACT, Fragments, RawArray, fragments_for
+from icefloe.spec.json_known import LOG_VALUE_TYPES, SNAPSHOT_VALUE_TYPES, KnownForms, exact_prefix
 from icefloe.spec.json_structures import (
     partition_field_to_dict,
     schema_from_dict,
@@ -241,20 +242,49 @@ def _snapshot_from_dict_checked(data: Any) -> Snapshot:
 
 
 def _snapshots_from_list(
-    items: Sequence[Any], table_location: str, known: Mapping[int, Snapshot]
+    items: Sequence[Any], table_location: str, held: Sequence[Snapshot], format_version: int, table: str = ""
 ) -> tuple[Snapshot, ...]:
-    """The table's snapshots (v4 roots resolved against ``table_location`` when it is given);
-    one of ``known`` is taken as it is where its item says exactly what it holds."""
-    out: list[Snapshot] = []
-    for item in items:
+    """The table's snapshots (v4 roots resolved against ``table_location`` when it is given).
+
+    ``held`` are snapshots of the same table held already: when the list starts with exactly
+    their JSON forms (the common reply to a commit: what the client proposed, then what the
+    catalog added), those are taken with one C-level comparison; after that, one of ``held`` is
+    taken where its item says exactly what it holds, the rest parsed."""
+    reused = 0
+    if held:
+        forms = _SNAPSHOT_FORMS.forms(held, (format_version, table_location, table))
+        if forms is not None:
+            reused = exact_prefix(items, forms, _SNAPSHOT_FORMS.value_types)
+    out: list[Snapshot] = list(held[:reused])
+    known = {s.snapshot_id: s for s in held[reused:]}
+    for item in items[reused:]:
         snapshot_id = item.get("snapshot-id") if known and type(item) is dict else None
-        held = known.get(snapshot_id) if type(snapshot_id) is int else None
-        if held is not None and _says_exactly(item, held, table_location):
-            out.append(held)
+        found = known.get(snapshot_id) if type(snapshot_id) is int else None
+        if found is not None and _says_exactly(item, found, table_location):
+            out.append(found)
             continue
         snapshot = snapshot_from_dict(item)
         out.append(_resolved_root(snapshot, table_location) if table_location else snapshot)
     return tuple(out)
+
+
+def _snapshot_form(snapshot: Snapshot, context: tuple[int, str, str]) -> dict[str, Any]:
+    format_version, table_location, _ = context
+    return snapshot_to_dict(snapshot, format_version, table_location)
+
+
+def _parses_back(form: dict[str, Any], snapshot: Snapshot, context: tuple[int, str, str]) -> bool:
+    snapshot_id = form.get("snapshot-id")
+    return (
+        type(snapshot_id) is int
+        and snapshot_id == snapshot.snapshot_id
+        and _says_exactly(form, snapshot, context[1])
+    )
+
+
+_SNAPSHOT_FORMS: KnownForms[Snapshot, tuple[int, str, str]] = KnownForms(
+    _snapshot_form, _parses_back, SNAPSHOT_VALUE_TYPES
+)
 
 
 def _says_exactly(item: dict[str, Any], snapshot: Snapshot, table_location: str) -> bool:
@@ -427,10 +457,13 @@ def _table_metadata_from_dict(data: Mapping[str, Any], known: TableMetadata | No
         default_sort_order_id = orders[0].order_id if orders else 0
 
     table_location = data.get("location")
+    table = f"{data.get('table-uuid')}@{table_location}"  # whose held lists the memos keep
     snapshots = _snapshots_from_list(
         optional_list(data, "snapshots", what),
         table_location if fv >= 4 and isinstance(table_location, str) else "",
-        {s.snapshot_id: s for s in known.snapshots} if known is not None and fv >= 2 else {},
+        known.snapshots if known is not None and fv >= 2 else (),
+        fv,
+        table,
     )
     current_snapshot_id = optional_int(data, "current-snapshot-id", what)
     if current_snapshot_id == -1:
@@ -445,13 +478,11 @@ def _table_metadata_from_dict(data: Mapping[str, Any], known: TableMetadata | No
     if MAIN_BRANCH not in refs and current_snapshot_id is not None:
         refs[MAIN_BRANCH] = SnapshotRef(current_snapshot_id, RefType.BRANCH)
 
-    snapshot_log = _log_entries(data, "snapshot-log", "snapshot-id", SnapshotLogEntry)
-    metadata_log = _log_entries(data, "metadata-log", "metadata-file", MetadataLogEntry)
-    if fv >= 4 and isinstance(table_location, str) and table_location:
-        metadata_log = tuple(
-            MetadataLogEntry(e.timestamp_ms, resolve_location(e.metadata_file, table_location))
-            for e in metadata_log
-        )
+    resolve_against = table_location if fv >= 4 and isinstance(table_location, str) else ""
+    snapshot_log = _snapshot_log(data, known.snapshot_log if known is not None else (), table)
+    metadata_log = _metadata_log(
+        data, known.metadata_log if known is not None else (), table, resolve_against
+    )
 
     properties = data.get("properties") or {}
     if not isinstance(properties, dict):
@@ -524,6 +555,68 @@ def _log_entries(
         else:
             out.append(cls(required_int(e, "timestamp-ms", what), str(required(e, value_key, what))))
     return tuple(out)
+
+
+def _snapshot_log(
+    data: Mapping[str, Any], held: Sequence[SnapshotLogEntry], table: str
+) -> tuple[SnapshotLogEntry, ...]:
+    """The snapshot log; a prefix repeating ``held`` exactly is taken from it."""
+    items = optional_list(data, "snapshot-log", "table metadata")
+    forms = _SNAPSHOT_LOG_FORMS.forms(held, table) if held else None
+    reused = exact_prefix(items, forms, LOG_VALUE_TYPES) if forms is not None else 0
+    rest = _log_entries({"snapshot-log": items[reused:]}, "snapshot-log", "snapshot-id", SnapshotLogEntry)
+    return (*held[:reused], *rest)
+
+
+def _metadata_log(
+    data: Mapping[str, Any], held: Sequence[MetadataLogEntry], table: str, table_location: str
+) -> tuple[MetadataLogEntry, ...]:
+    """The metadata log, files resolved against ``table_location`` (v4; "" leaves them as
+    written); a prefix repeating ``held`` exactly is taken from it."""
+    items = optional_list(data, "metadata-log", "table metadata")
+    forms = _METADATA_LOG_FORMS.forms(held, (table, table_location)) if held else None
+    reused = exact_prefix(items, forms, LOG_VALUE_TYPES) if forms is not None else 0
+    rest = _log_entries({"metadata-log": items[reused:]}, "metadata-log", "metadata-file", MetadataLogEntry)
+    if table_location:
+        rest = tuple(
+            MetadataLogEntry(e.timestamp_ms, resolve_location(e.metadata_file, table_location)) for e in rest
+        )
+    return (*held[:reused], *rest)
+
+
+def _snapshot_log_form(entry: SnapshotLogEntry, table: str) -> dict[str, Any]:
+    return {"timestamp-ms": entry.timestamp_ms, "snapshot-id": entry.snapshot_id}
+
+
+def _snapshot_log_parses_back(form: dict[str, Any], entry: SnapshotLogEntry, table: str) -> bool:
+    return type(entry.timestamp_ms) is int and type(entry.snapshot_id) is int
+
+
+def _metadata_log_form(entry: MetadataLogEntry, context: tuple[str, str]) -> dict[str, Any]:
+    """As a metadata file writes it: relative to the table location when one is given (v4)."""
+    return {
+        "timestamp-ms": entry.timestamp_ms,
+        "metadata-file": relative_location(entry.metadata_file, context[1]),
+    }
+
+
+def _metadata_log_parses_back(
+    form: dict[str, Any], entry: MetadataLogEntry, context: tuple[str, str]
+) -> bool:
+    written = form["metadata-file"]
+    return (
+        type(entry.timestamp_ms) is int
+        and type(written) is str
+        and (resolve_location(written, context[1]) if context[1] else written) == entry.metadata_file
+    )
+
+
+_SNAPSHOT_LOG_FORMS: KnownForms[SnapshotLogEntry, str] = KnownForms(
+    _snapshot_log_form, _snapshot_log_parses_back, LOG_VALUE_TYPES
+)
+_METADATA_LOG_FORMS: KnownForms[MetadataLogEntry, tuple[str, str]] = KnownForms(
+    _metadata_log_form, _metadata_log_parses_back, LOG_VALUE_TYPES
+)
 
 
 def table_metadata_to_dict(md: TableMetadata) -> dict[str, Any]:

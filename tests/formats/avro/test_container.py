@@ -5,6 +5,7 @@ keys, read back by fastavro itself, by icefloe's checked reader and by the colum
 from __future__ import annotations
 
 import io
+import json
 
 import fastavro
 import pytest
@@ -73,3 +74,25 @@ def test_prepared_manifest_schemas_are_made_once_and_match_the_spec_schemas() ->
     assert manifest_entry_writer(3, ptype) is not manifest_entry_writer(2, ptype)
     assert manifest_list_writer(3) is manifest_list_writer(3)
     assert manifest_list_writer(1).schema == avs.manifest_list_schema(1)
+
+
+def test_a_checked_writer_schema_is_reused_and_reads_the_same() -> None:
+    data = container_bytes(WriterSchema.of(SCHEMA), _records(7), {}, "deflate")
+    first_schema, _, first = avs.open_avro(data, "a.avro")
+    again_schema, _, again = avs.open_avro(data, "b.avro")
+    assert again_schema is first_schema  # parsed, rewritten and checked once
+    assert list(first) == list(again) == _records(7)
+
+
+def test_a_refused_writer_schema_is_refused_every_time() -> None:
+    no_fields = {"type": "record", "name": "e", "fields": []}
+    empty_items = {
+        "type": "record",
+        "name": "r",
+        "fields": [{"name": "xs", "type": {"type": "array", "items": no_fields}}],
+    }
+    meta = {"avro.schema": json.dumps(empty_items).encode(), "avro.codec": b"null"}
+    data = avs.encode_header(meta) + b"S" * 16
+    for location in ("first.avro", "second.avro"):  # a refusal is never remembered as checked
+        with pytest.raises(CorruptMetadata, match=rf"{location}: Avro array of items that may take no bytes"):
+            avs.open_avro(data, location)

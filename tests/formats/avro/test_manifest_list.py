@@ -12,8 +12,10 @@ import fastavro
 import pytest
 
 from icefloe.errors import CorruptMetadata, ValidationError
+from icefloe.formats.avro.container import container_bytes, manifest_list_writer
 from icefloe.formats.avro.manifest import UNASSIGNED_SEQ, read_manifest, write_manifest
 from icefloe.formats.avro.manifest_list import (
+    _record,
     assign_commit_values,
     read_manifest_list,
     read_manifest_list_header,
@@ -399,3 +401,39 @@ def test_a_list_field_of_the_wrong_type_is_corrupt() -> None:
 
     with pytest.raises(CorruptMetadata, match=r"'added_rows_count' \(id 512\) has type 'string'"):
         read_manifest_list(_rewritten_list(change))
+
+
+@pytest.mark.parametrize("codec", ["deflate", "null"])
+@pytest.mark.parametrize("format_version", [1, 2, 3])
+def test_a_list_of_records_encoded_once_is_the_list_fastavro_encodes(format_version: int, codec: str) -> None:
+    """Manifests carried from list to list keep their encoded records; the file is the one that
+    encoding every record again gives (only the random sync marker differs)."""
+    first_row_id = 100 if format_version >= 3 else None
+    manifests = _list_manifests(format_version)
+    for _ in range(2):  # the second time every record is a kept one
+        buf = io.BytesIO()
+        result = write_manifest_list(buf, manifests, format_version, 77, 66, 5, first_row_id, codec=codec)
+        records = [_record(m, format_version) for m in result.manifests]
+        meta = {k: v for k, v in fastavro.reader(io.BytesIO(buf.getvalue())).metadata.items()}
+        expected = container_bytes(manifest_list_writer(format_version), records, _list_meta(meta), codec)
+        assert _without_sync(buf.getvalue()) == _without_sync(expected)
+
+
+def test_a_changed_manifest_is_encoded_again_never_taken_from_its_original() -> None:
+    original = manifest("s3://b/m1.avro", sequence_number=3, min_sequence_number=3)
+    write_manifest_list(io.BytesIO(), [original], 2, 77, 66, 5)
+    changed = original.with_changes(added_rows_count=11, manifest_length=1001)
+    buf = io.BytesIO()
+    write_manifest_list(buf, [changed, original], 2, 78, 77, 6)
+    read = read_manifest_list(buf.getvalue())
+    assert [(m.added_rows_count, m.manifest_length) for m in read] == [(11, 1001), (10, 1000)]
+
+
+def _list_meta(meta: dict[str, str]) -> dict[str, str]:
+    """The header keys write_manifest_list sets (the writer adds schema, codec and checksum)."""
+    keys = ("snapshot-id", "parent-snapshot-id", "format-version", "sequence-number", "first-row-id")
+    return {k: meta[k] for k in keys if k in meta}
+
+
+def _without_sync(data: bytes) -> bytes:
+    return data.replace(data[-16:], b"")

@@ -88,20 +88,47 @@ def container_bytes(
     return _framed(writer, head, metadata, codec)
 
 
+def can_frame(count: int, codec: str) -> bool:
+    """Whether a file of ``count`` records in ``codec`` is framed here (one block)."""
+    return count <= FRAMED_HERE_MAX_RECORDS and codec in _FRAMED_CODECS
+
+
+def encode_record(writer: WriterSchema, record: dict) -> bytes:
+    """One record's Avro encoding: a block's records are these, one after another."""
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, writer.parsed, record)
+    return buf.getvalue()
+
+
+def framed_bytes(
+    writer: WriterSchema, encoded: list[bytes], metadata: Mapping[str, str], codec: str
+) -> bytes:
+    """The file ``container_bytes`` writes for records already encoded one by one
+    (:func:`encode_record`); only for files :func:`can_frame` allows."""
+    if not can_frame(len(encoded), codec):
+        raise ValueError(f"{len(encoded)} records in {codec} are not framed in one block")
+    return _frame(writer, len(encoded), b"".join(encoded), metadata, codec)
+
+
 def _framed(writer: WriterSchema, records: list[dict], metadata: Mapping[str, str], codec: str) -> bytes:
-    meta: dict[str, bytes] = {"avro.schema": writer.header_text, "avro.codec": codec.encode("ascii")}
-    meta.update((k, v.encode("utf-8")) for k, v in metadata.items())
-    sync = os.urandom(avs.SYNC_SIZE)
     if not records:
-        meta[avs.BLOCK_CRC_KEY] = b""
-        return avs.encode_header(meta) + sync
+        return _frame(writer, 0, b"", metadata, codec)
     buf = io.BytesIO()
     fastavro.schemaless_writer(buf, writer.parsed_array, records)  # count, records, 0
     count = avs.encode_long(len(records))
-    block = buf.getbuffer()[len(count) : -1].tobytes()
+    return _frame(writer, len(records), buf.getbuffer()[len(count) : -1].tobytes(), metadata, codec)
+
+
+def _frame(writer: WriterSchema, count: int, block: bytes, metadata: Mapping[str, str], codec: str) -> bytes:
+    meta: dict[str, bytes] = {"avro.schema": writer.header_text, "avro.codec": codec.encode("ascii")}
+    meta.update((k, v.encode("utf-8")) for k, v in metadata.items())
+    sync = os.urandom(avs.SYNC_SIZE)
+    if not count:
+        meta[avs.BLOCK_CRC_KEY] = b""
+        return avs.encode_header(meta) + sync
     if codec == "deflate":
         compressor = zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, -15)
         block = compressor.compress(block) + compressor.flush()
     meta[avs.BLOCK_CRC_KEY] = f"{zlib.crc32(block):08x}".encode("ascii")
-    framing = count + avs.encode_long(len(block))
+    framing = avs.encode_long(count) + avs.encode_long(len(block))
     return b"".join((avs.encode_header(meta), sync, framing, block, sync))

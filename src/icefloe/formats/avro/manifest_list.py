@@ -16,7 +16,14 @@ from typing import Any
 
 from icefloe.errors import CorruptMetadata, ValidationError, reading
 from icefloe.formats.avro import schemas as avs
-from icefloe.formats.avro.container import WriterSchema, container_bytes, manifest_list_writer
+from icefloe.formats.avro.container import (
+    WriterSchema,
+    can_frame,
+    container_bytes,
+    encode_record,
+    framed_bytes,
+    manifest_list_writer,
+)
 from icefloe.formats.avro.manifest import UNASSIGNED_SEQ
 from icefloe.spec.content import ManifestContent, ManifestFile, PartitionFieldSummary
 
@@ -163,9 +170,13 @@ def write_manifest_list(
         meta["sequence-number"] = str(sequence_number)
     if format_version >= 3:
         meta["first-row-id"] = str(first_row_id)
-    records = [_record(m, format_version) for m in assigned]
     writer = manifest_list_writer(format_version)
-    data = container_bytes(writer, records, meta, codec)
+    if can_frame(len(assigned), codec):
+        records, encoded = _encoded_records(assigned, format_version, writer)
+        data = framed_bytes(writer, encoded, meta, codec)
+    else:
+        records = [_record(m, format_version) for m in assigned]
+        data = container_bytes(writer, records, meta, codec)
     avs.write_to(output, data)
     return ManifestListResult(
         manifests=assigned,
@@ -174,6 +185,34 @@ def write_manifest_list(
         next_row_id=next_row_id,
         as_read=_as_read(assigned, records, writer, format_version, decoded),
     )
+
+
+def _encoded_records(
+    manifests: Sequence[ManifestFile], format_version: int, writer: WriterSchema
+) -> tuple[list[dict[str, Any]], list[bytes]]:
+    """Each manifest's record and its Avro encoding, made once per (frozen) manifest: a table's
+    next list repeats the parent list's manifests, and encoding them again was most of the
+    list's cost. The records are shared: nothing changes them."""
+    records: list[dict[str, Any]] = []
+    encoded: list[bytes] = []
+    for m in manifests:
+        key = (id(m), format_version)
+        hit = _ENCODED.get(key)
+        if hit is None or hit[0] is not m:
+            record = _record(m, format_version)
+            hit = (m, record, encode_record(writer, record))
+            if len(_ENCODED) >= _ENCODED_MAX:
+                _ENCODED.clear()
+            _ENCODED[key] = hit
+        records.append(hit[1])
+        encoded.append(hit[2])
+    return records, encoded
+
+
+_ENCODED: dict[tuple[int, int], tuple[ManifestFile, dict[str, Any], bytes]] = {}
+"""(id of a manifest, format version) -> (the manifest, kept alive so the id stays its own; its
+record; the record's encoding)."""
+_ENCODED_MAX = 4096
 
 
 def _as_read(

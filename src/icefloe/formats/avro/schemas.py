@@ -712,17 +712,35 @@ def open_avro(data: bytes, location: str) -> tuple[dict, dict[str, str], Iterabl
         raw_meta, sync_at = _parse_header(data, location)
         expected = block_record_count(data, sync_at, location, raw_meta)
         try:
-            writer_schema = json.loads(raw_meta["avro.schema"])
+            schema_text = raw_meta["avro.schema"]
         except KeyError:
             raise CorruptMetadata(f"{location}: Avro header has no avro.schema", location=location) from None
+        known = _CHECKED_SCHEMAS.get(schema_text)
+        if known is None:
+            writer_schema: Any = json.loads(schema_text)
+            plain_text = json.dumps(without_logical_types(writer_schema)).encode("utf-8")
+        else:
+            writer_schema, plain_text = known
         metadata = text_metadata(raw_meta)
-        raw_meta["avro.schema"] = json.dumps(without_logical_types(writer_schema)).encode("utf-8")
+        raw_meta["avro.schema"] = plain_text
         patched = encode_header(raw_meta) + data[sync_at:]
         records = fastavro.reader(io.BytesIO(patched))
-    if not isinstance(writer_schema, dict) or writer_schema.get("type") != "record":
-        raise CorruptMetadata(f"{location}: Avro schema is not a record", location=location)
-    check_bounded_schema(writer_schema, location)
+    if known is None:
+        if not isinstance(writer_schema, dict) or writer_schema.get("type") != "record":
+            raise CorruptMetadata(f"{location}: Avro schema is not a record", location=location)
+        check_bounded_schema(writer_schema, location)
+        if len(_CHECKED_SCHEMAS) >= _CHECKED_SCHEMAS_MAX:
+            _CHECKED_SCHEMAS.clear()
+        _CHECKED_SCHEMAS[schema_text] = (writer_schema, plain_text)
     return writer_schema, metadata, _checked_records(records, expected, location)
+
+
+_CHECKED_SCHEMAS: dict[bytes, tuple[dict, bytes]] = {}
+"""Header schema text -> (its parsed writer schema, the text without logical types), for schemas
+that passed ``open_avro``'s checks: a table's manifests repeat a handful of schemas, and parsing,
+rewriting and checking one costs more than decoding a small manifest. Callers read the parsed
+schema, never change it (it is shared)."""
+_CHECKED_SCHEMAS_MAX = 256
 
 
 def _checked_records(records: Iterable[Any], expected: int, location: str) -> Iterator[Any]:
