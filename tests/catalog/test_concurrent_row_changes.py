@@ -135,10 +135,13 @@ def _wait_for_new_head(table: Table, base: int | None, flags: str) -> None:
     """Hold the commit until another writer moved the branch (fails if the appender stopped)."""
     deadline = time.monotonic() + WAIT_TIMEOUT_S
     while True:
+        # "done" is looked at before the load: the appender may commit its last round and finish
+        # between a load and the look, which must not read as a stop without that commit
+        appender_done = (Path(flags) / "appender-done").exists()
         fresh, _ = table.load_for_commit()
         if fresh.current_snapshot_id != base:
             return
-        if (Path(flags) / "appender-done").exists() or time.monotonic() > deadline:
+        if appender_done or time.monotonic() > deadline:
             raise AssertionError("the appender stopped before committing the round")
         time.sleep(0.005)
 
