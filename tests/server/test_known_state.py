@@ -44,12 +44,18 @@ def _set_property_if_head_is(server: RunningServer, head: int | None, value: str
     return requests.post(server.uri + "/v1/namespaces/db/tables/t", json=body, timeout=TIMEOUT_S)
 
 
+def _create_table(server: RunningServer, catalog: SqlCatalog) -> ServerState:
+    """Create ``db.t`` (v2) straight in the catalog; the server's state."""
+    catalog.create_namespace("db")
+    catalog.create_table("db.t", SCHEMA, properties={"format-version": "2"})
+    state: ServerState = server.app.state.icefloe
+    return state
+
+
 def test_sequential_commits_read_the_pointer_once(
     rest_server: RunningServer, backing_catalog: SqlCatalog
 ) -> None:
-    backing_catalog.create_namespace("db")
-    backing_catalog.create_table("db.t", SCHEMA, properties={"format-version": "2"})
-    state: ServerState = rest_server.app.state.icefloe
+    state = _create_table(rest_server, backing_catalog)
     with RestCatalog("c", uri=rest_server.uri) as client:
         table = client.load_table("db.t")
         for i in range(4):
@@ -62,9 +68,7 @@ def test_sequential_commits_read_the_pointer_once(
 def test_a_commit_made_straight_to_the_catalog_between_two_rest_commits_is_not_lost(
     rest_server: RunningServer, backing_catalog: SqlCatalog
 ) -> None:
-    backing_catalog.create_namespace("db")
-    backing_catalog.create_table("db.t", SCHEMA, properties={"format-version": "2"})
-    state: ServerState = rest_server.app.state.icefloe
+    state = _create_table(rest_server, backing_catalog)
     with RestCatalog("c", uri=rest_server.uri) as client:
         table = client.load_table("db.t")
         table.append(_rows(1))  # the server now knows the table at this commit
@@ -81,8 +85,7 @@ def test_a_commit_made_straight_to_the_catalog_between_two_rest_commits_is_not_l
 def test_a_refusal_rests_on_fresh_state_and_a_commit_valid_only_there_is_accepted(
     rest_server: RunningServer, backing_catalog: SqlCatalog
 ) -> None:
-    backing_catalog.create_namespace("db")
-    backing_catalog.create_table("db.t", SCHEMA, properties={"format-version": "2"})
+    _create_table(rest_server, backing_catalog)
     with RestCatalog("c", uri=rest_server.uri) as client:
         client.load_table("db.t").append(_rows(1))
     seen_by_server = _head(backing_catalog)
