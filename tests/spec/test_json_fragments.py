@@ -210,3 +210,21 @@ def test_v4_writes_metadata_locations_relative_to_the_table(format_version: int)
     data["location"] = ""
     if format_version >= 4:
         assert table_metadata_from_json(data).snapshots[0].root_manifest == "metadata/snap-1-root.parquet"
+
+
+@pytest.mark.parametrize("format_version", [2, 4])
+def test_a_metadata_log_trimmed_at_its_start_matches_the_reference(format_version: int) -> None:
+    """Once the log holds previous-versions-max entries every write drops the oldest one: the
+    entries kept are reused by their file, also when equal but not identical (a reload)."""
+    rng = random.Random(11)
+    md = base_metadata(format_version)
+    for n in range(30):
+        md = append(md, n, rng)
+        md = md.with_changes(metadata_log=md.metadata_log[-8:])  # a window of 8, as the writer trims
+        check(md)
+    reloaded = table_metadata_from_json(check(md))
+    check(append(reloaded, 30, rng).with_changes(metadata_log=(*reloaded.metadata_log[-7:],)))
+    # an entry under a known file but with another timestamp is encoded afresh
+    changed = dataclasses.replace(md.metadata_log[-1], timestamp_ms=1)
+    text = check(md.with_changes(metadata_log=(*md.metadata_log[:-1], changed)))
+    assert json.loads(text)["metadata-log"][-1]["timestamp-ms"] == 1

@@ -25,6 +25,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
+from typing import ClassVar
 
 import pyarrow as pa
 
@@ -108,6 +109,13 @@ def warehouse_location(value: str) -> str:
 
 class Catalog(ABC):
     """A catalog of Iceberg tables grouped in namespaces (PyIceberg-like surface)."""
+
+    swap_checks_location: ClassVar[bool] = False
+    """True when ``commit_table`` moves the pointer only while it still names the base location
+    (a compare-and-swap on the location) and a metadata location names one file content forever.
+    Then a commit may start from metadata seen earlier instead of reading the pointer first: a
+    stale base loses the swap (``CommitConflict``) and nothing changes. False by default (e.g. the
+    Hadoop catalog, whose ``vN`` names are reused)."""
 
     def __init__(self, name: str, **properties: str) -> None:
         self.name = name

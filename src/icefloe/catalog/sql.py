@@ -89,6 +89,8 @@ _VERIFY_ATTEMPTS = 3
 class SqlCatalog(Catalog):
     """An Iceberg catalog in a SQL database using the JDBC catalog tables (SQLite or PostgreSQL)."""
 
+    swap_checks_location = True  # one conditional UPDATE on the old location; fresh UUID file names
+
     def __init__(
         self, name: str = "default", uri: str | None = None, warehouse: str | None = None, **properties: str
     ) -> None:

@@ -10,6 +10,10 @@ refused (as Iceberg Java's FastAppend retries without validation): the server re
 the client's snapshot added and writes a new manifest list / v4 root on top of the current head,
 keeping the client's snapshot id and summary. So N concurrent appenders cost N queue slots, not
 N client round trips per retry, and the table's commit rate is bound by the server.
+
+A batch starts from the state the server last wrote or read for the table (``known_state``) when
+the catalog's swap checks the location, so the common batch reads neither the pointer nor the
+metadata file; a swap lost to another writer starts it again from freshly read state.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from icefloe.errors import CommitConflict, CommitStateUnknown, NoSuchTable
 from icefloe.formats.metadata.files import new_metadata_with_log
 from icefloe.io.durability import durability_barrier
 from icefloe.server.commits import check_metadata_locations, current_state
+from icefloe.server.known_state import KnownStates
 from icefloe.spec.content import FileContent
 from icefloe.spec.requirements import AssertRefSnapshotId, TableRequirement, validate_requirements
 from icefloe.spec.snapshots import Operation
@@ -136,8 +141,11 @@ class CommitCoalescer:
         self._queues: dict[TableKey, list[_Pending]] = {}
         self._leading: set[TableKey] = set()
         self._changed = threading.Condition()  # guards the queues and who leads
+        self._known = KnownStates()
+        self._trust_known = catalog.swap_checks_location
         self.batches = 0
         self.rebased = 0
+        self.state_reads = 0  # batches (or tries) that read the table's pointer and metadata
 
     def commit(
         self, key: TableKey, requirements: list[TableRequirement], updates: list[TableUpdate]
@@ -188,12 +196,21 @@ class CommitCoalescer:
             return len(self._queues.get(key, ()))
 
     def _run_batch(self, key: TableKey, batch: list[_Pending]) -> None:
+        """Attempts on known state (free: they do not count as tries), then on freshly read state,
+        until one concludes; the last of ``retries + 1`` fresh tries gives up on a lost swap."""
         try:
-            for attempt in range(self._retries + 1):
+            fresh_tries = 0
+            while True:
+                known = self._known.get(key) if self._trust_known else None
+                state = known if known is not None else self._read_state(key)
+                final = known is None and fresh_tries == self._retries
                 # rebased roots and the metadata file are made durable together before the swap
                 with durability_barrier():
-                    if self._attempt(key, batch, final=attempt == self._retries):
+                    if self._attempt(key, batch, state, known=known is not None, final=final):
                         break
+                self._known.forget(key)  # the pointer moved (or the state is unconfirmed): read it
+                if known is None:
+                    fresh_tries += 1
         except BaseException as exc:
             for p in batch:
                 if not p.done.is_set():
@@ -203,12 +220,23 @@ class CommitCoalescer:
                 p.done.set()
         self.batches += 1
 
-    def _attempt(self, key: TableKey, batch: list[_Pending], final: bool) -> bool:
-        """One try at the batch; False when the swap lost to another process (and not ``final``)."""
+    def _read_state(self, key: TableKey) -> tuple[str, TableMetadata]:
+        """The table's current state, read from the catalog (and remembered)."""
         namespace, name = key
         state = current_state(self._catalog, namespace, name)
+        self.state_reads += 1
         if state is None:
+            self._known.forget(key)
             raise NoSuchTable(f"table {'.'.join((*namespace, name))!r} does not exist")
+        self._known.put(key, *state)
+        return state
+
+    def _attempt(
+        self, key: TableKey, batch: list[_Pending], state: tuple[str, TableMetadata], known: bool, final: bool
+    ) -> bool:
+        """One try at the batch from ``state``; False when the swap lost to another process (and not
+        ``final``), or when ``state`` is ``known`` (not read just now) and no swap confirmed it."""
+        namespace, name = key
         base_location, base = state
         md = base
         applied: list[_Pending] = []
@@ -240,6 +268,10 @@ class CommitCoalescer:
                 continue
             md = new
             applied.append(p)
+        if md is base:
+            self._delete(md, written)  # a rebase whose commit was then refused
+            if known:
+                return False  # refusals and no-op answers rest on freshly read state only
         if not applied:
             return True
         if md is base:
@@ -255,10 +287,13 @@ class CommitCoalescer:
                 raise
             return False
         except CommitStateUnknown:
+            self._known.forget(key)
             raise
         except BaseException:
+            self._known.forget(key)
             self._delete(md, written)
             raise
+        self._known.put(key, location, md)
         for p in applied:
             p.result = (location, md)
         return True

@@ -12,7 +12,7 @@ from typing import Any
 
 from icefloe.catalog.base import warehouse_location
 from icefloe.errors import AlreadyExists, NoSuchTable, ValidationError
-from icefloe.formats.metadata.files import read_table_metadata, written_metadata_text
+from icefloe.formats.metadata.files import read_table_metadata, written_metadata_bytes
 from icefloe.server.auth import READ, WRITE
 from icefloe.server.checks import (
     check_inside,
@@ -46,7 +46,7 @@ class _RecentResults:
     Every commit of a coalesced batch is answered with the batch's metadata, and loads follow
     commits: the answer (which grows with the table's history) is built once, not once per reply,
     by whichever reply asks first while the others wait for it, and embeds the metadata file's
-    text as this process wrote it (``written_metadata_text``) instead of encoding it again.
+    bytes as this process wrote them (``written_metadata_bytes``) instead of encoding it again.
     """
 
     def __init__(self, size: int = 4) -> None:
@@ -65,7 +65,7 @@ class _RecentResults:
             found = self._find(location, md)
             if found is not None:
                 return found
-            answer = _result_text(location, md, written_metadata_text(location, md)).encode("utf-8")
+            answer = _result_bytes(location, md, written_metadata_bytes(location, md))
             with self._lock:
                 self._answers[location] = (md, answer)
                 self._answers.move_to_end(location)
@@ -80,10 +80,21 @@ class _RecentResults:
         return found[1] if found is not None and found[0] is md else None
 
 
-def _result_text(location: str | None, md: TableMetadata, metadata_text: str | None = None) -> str:
-    head = json.dumps({"metadata-location": location, "config": {}})
-    metadata = metadata_text if metadata_text is not None else table_metadata_to_json(md)
-    return head[:-1] + ', "metadata": ' + metadata + "}"
+def _result_head(location: str | None) -> str:
+    """A result's text up to its metadata."""
+    return json.dumps({"metadata-location": location, "config": {}})[:-1] + ', "metadata": '
+
+
+def _result_text(location: str | None, md: TableMetadata) -> str:
+    return _result_head(location) + table_metadata_to_json(md) + "}"
+
+
+def _result_bytes(location: str, md: TableMetadata, written: bytes | None) -> bytes:
+    """``_result_text`` as UTF-8, around the metadata file's bytes when this process wrote them
+    (one copy of the metadata, no text built)."""
+    if written is None:
+        return _result_text(location, md).encode("utf-8")
+    return b"".join((_result_head(location).encode("utf-8"), written, b"}"))
 
 
 _RECENT = _RecentResults()

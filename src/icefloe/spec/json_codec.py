@@ -12,6 +12,7 @@ import gzip
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
+from json.encoder import encode_basestring
 from typing import Any
 
 from icefloe.errors import CorruptMetadata, IcefloeError, Unsupported
@@ -698,10 +699,15 @@ def _metadata_members(md: TableMetadata, fragments: Fragments | None) -> dict[st
     else:
         out["snapshot-log"] = fragments.join("snapshot-log", md.snapshot_log, None, _snapshot_log_entry_json)
     relative = md.location if fv >= 4 else ""
-    out["metadata-log"] = [
-        {"timestamp-ms": e.timestamp_ms, "metadata-file": relative_location(e.metadata_file, relative)}
-        for e in md.metadata_log
-    ]
+    if fragments is None:
+        out["metadata-log"] = [_metadata_log_entry_to_dict(e, relative) for e in md.metadata_log]
+    else:
+        out["metadata-log"] = fragments.join(
+            f"metadata-log-{relative}",
+            md.metadata_log,
+            _metadata_file,
+            lambda e: _metadata_log_entry_json(e, relative),
+        )
     if md.encryption_keys:
         out["encryption-keys"] = list(md.encryption_keys)
     for key, value in md.extra.items():
@@ -713,7 +719,7 @@ def table_metadata_to_json(md: TableMetadata, indent: int | None = None) -> str:
     """Serialise table metadata to JSON text (compact unless ``indent`` is given).
 
     The compact form is what metadata files hold. Its snapshots, schemas, partition specs, sort
-    orders and snapshot-log are encoded once per table and reused by later writes of the same
+    orders, snapshot-log and metadata-log are encoded once per table and reused by later writes of the same
     table (they are immutable), so a commit to a table with a long history mostly joins cached
     strings. The text is exactly ``json.dumps(table_metadata_to_dict(md), separators=(",", ":"),
     ensure_ascii=False)``.
@@ -729,7 +735,7 @@ def table_metadata_json_chunks(md: TableMetadata) -> list[str]:
     """The compact JSON text of ``md`` (``table_metadata_to_json``) in pieces, for incremental codecs.
 
     The odd-numbered chunks are the bodies of the memoised arrays (snapshots, snapshot-log,
-    schemas, specs, sort orders) without their closing ``]``: from one commit of a table to the
+    metadata-log, schemas, specs, sort orders) without their closing ``]``: from one commit of a table to the
     next such a body usually only grows at its end. The even-numbered chunks are the text around
     them.
     """
@@ -737,10 +743,17 @@ def table_metadata_json_chunks(md: TableMetadata) -> list[str]:
     chunks: list[str] = []
     pending: list[str] = []
     for key, value in _metadata_members(md, fragments_for(md)).items():
-        pending += (",", encode(key), ":")
-        if type(value) is RawArray:
+        pending += (",", encode_basestring(key), ":")
+        kind = type(value)
+        if kind is RawArray:
             chunks += ("".join(pending), value.body)
             pending = ["]"]
+        elif kind is int:  # the scalars spelled as the encoder would, without its set-up per call
+            pending.append(int.__repr__(value))
+        elif kind is str:
+            pending.append(encode_basestring(value))
+        elif value is None:
+            pending.append("null")
         else:
             pending.append(encode(value))
     pending.append("}")
@@ -751,6 +764,24 @@ def table_metadata_json_chunks(md: TableMetadata) -> list[str]:
 
 def _encoder(to_dict: Callable[[Any], Any]) -> Callable[[Any], str]:
     return lambda item: COMPACT.encode(to_dict(item))
+
+
+def _metadata_file(e: MetadataLogEntry) -> str:
+    return e.metadata_file
+
+
+def _metadata_log_entry_to_dict(e: MetadataLogEntry, table_location: str) -> dict[str, Any]:
+    return {
+        "timestamp-ms": e.timestamp_ms,
+        "metadata-file": relative_location(e.metadata_file, table_location),
+    }
+
+
+def _metadata_log_entry_json(e: MetadataLogEntry, table_location: str) -> str:
+    if type(e.timestamp_ms) is int and type(e.metadata_file) is str:
+        file = encode_basestring(relative_location(e.metadata_file, table_location))
+        return f'{{"timestamp-ms":{e.timestamp_ms},"metadata-file":{file}}}'
+    return COMPACT.encode(_metadata_log_entry_to_dict(e, table_location))
 
 
 def _snapshot_log_entry_json(e: SnapshotLogEntry) -> str:

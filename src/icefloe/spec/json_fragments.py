@@ -1,5 +1,6 @@
-"""Memoised JSON of table metadata: the text of snapshots, schemas, specs, sort orders and the
-snapshot-log is kept per table and reused by the table's next write (see ``Fragments``).
+"""Memoised JSON of table metadata: the text of snapshots, schemas, specs, sort orders, the
+snapshot-log and the metadata-log is kept per table and reused by the table's next write (see
+``Fragments``).
 
 Used by ``json_codec.table_metadata_to_json``; nothing here changes the text written.
 """
@@ -10,10 +11,10 @@ import json
 import operator
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
-from icefloe.spec.snapshots import Snapshot
+from icefloe.spec.snapshots import MetadataLogEntry, Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 
 COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
@@ -35,7 +36,7 @@ class _EncodedList:
 
     __slots__ = ("body", "by_key", "items")
 
-    def __init__(self, items: tuple[Any, ...], body: str, by_key: dict[int, tuple[Any, str]]) -> None:
+    def __init__(self, items: tuple[Any, ...], body: str, by_key: dict[Hashable, tuple[Any, str]]) -> None:
         self.items = items
         self.body = body  # the array's text without its closing "]"
         self.by_key = by_key
@@ -45,13 +46,16 @@ _EMPTY_LIST = _EncodedList((), "[", {})
 
 
 class Fragments:
-    """Encoded JSON of one table's snapshots, schemas, specs, sort orders and snapshot-log.
+    """Encoded JSON of one table's snapshots, schemas, specs, sort orders, snapshot-log and
+    metadata-log.
 
     New metadata usually holds the very objects of the previous write plus a few at the end (the
     tuples only grow between commits): then the previous array text is extended. Otherwise each
-    item is looked up by id, and its text reused when the same object (or, for snapshots, an
-    equal one with the same summary order, e.g. after a reload) was written under that id. Texts
-    of items no longer present are dropped.
+    item is looked up by its key (an id, a metadata-log entry's file), and its text reused when the
+    same object (or, for snapshots and metadata-log entries, an equal one, for snapshots with the
+    same summary order, e.g. after a reload) was written under that key: so the metadata-log,
+    trimmed at its start once it holds ``previous-versions-max`` entries, costs a lookup per entry.
+    Texts of items no longer present are dropped.
     """
 
     def __init__(self) -> None:
@@ -68,7 +72,7 @@ class Fragments:
         self,
         kind: str,
         items: tuple[Any, ...],
-        key: Callable[[Any], int] | None,
+        key: Callable[[Any], Hashable] | None,
         to_json: Callable[[Any], str],
     ) -> RawArray:
         """The JSON array of ``items``, each encoded at most once while it stays in the metadata."""
@@ -88,7 +92,7 @@ class Fragments:
     def _extended(
         last: _EncodedList,
         items: tuple[Any, ...],
-        key: Callable[[Any], int] | None,
+        key: Callable[[Any], Hashable] | None,
         to_json: Callable[[Any], str],
     ) -> _EncodedList:
         added = items[len(last.items) :]
@@ -104,11 +108,11 @@ class Fragments:
     def _rebuilt(
         last: _EncodedList,
         items: tuple[Any, ...],
-        key: Callable[[Any], int] | None,
+        key: Callable[[Any], Hashable] | None,
         to_json: Callable[[Any], str],
     ) -> _EncodedList:
         texts = []
-        by_key: dict[int, tuple[Any, str]] = {}
+        by_key: dict[Hashable, tuple[Any, str]] = {}
         for item in items:
             k = key(item) if key is not None else None
             hit = last.by_key.get(k) if k is not None else None
@@ -123,8 +127,11 @@ class Fragments:
 
 
 def _same_json(a: Any, b: Any) -> bool:
-    """Whether two equal-looking objects encode alike: snapshots only (their summary order matters)."""
-    return type(a) is Snapshot and a == b and list(a.summary) == list(b.summary)
+    """Whether two equal-looking objects encode alike: snapshots (their summary order matters) and
+    metadata-log entries."""
+    if type(a) is Snapshot:
+        return a == b and list(a.summary) == list(b.summary)
+    return type(a) is MetadataLogEntry and a == b
 
 
 _fragments: OrderedDict[str, Fragments] = OrderedDict()

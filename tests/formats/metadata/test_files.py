@@ -138,23 +138,23 @@ def test_metadata_log_append_and_trim(md: TableMetadata) -> None:
     assert len(mf.new_metadata_with_log(default, "/m/new", default).metadata_log) == 100
 
 
-def test_the_text_of_a_written_file_is_kept_for_the_object_written(md: TableMetadata) -> None:
-    """A REST server embeds the metadata it has just written in its answers: the text kept is the
+def test_the_bytes_of_a_written_file_are_kept_for_the_object_written(md: TableMetadata) -> None:
+    """A REST server embeds the metadata it has just written in its answers: the bytes kept are the
     file's own, for that very object; equal metadata in another object, a gzip file and files
     written long ago have none."""
     io = load_file_io({}, md.location)
     location = mf.write_table_metadata(io, md.location, md)
-    text = mf.written_metadata_text(location, md)
-    assert text is not None
-    assert text.encode("utf-8") == Path(location).read_bytes() == table_metadata_to_json(md).encode("utf-8")
+    data = mf.written_metadata_bytes(location, md)
+    assert data is not None
+    assert data == Path(location).read_bytes() == table_metadata_to_json(md).encode("utf-8")
     equal = md.with_changes()
-    assert equal == md and mf.written_metadata_text(location, equal) is None
+    assert equal == md and mf.written_metadata_bytes(location, equal) is None
 
     gz = md.with_changes(properties={mf.METADATA_COMPRESSION: "gzip"})
     gz_location = mf.write_table_metadata(io, md.location, gz)
     assert gzip.decompress(Path(gz_location).read_bytes()) == table_metadata_to_json(gz).encode("utf-8")
-    assert mf.written_metadata_text(gz_location, gz) is None
+    assert mf.written_metadata_bytes(gz_location, gz) is None
 
     for _ in range(4):
         mf.write_table_metadata(io, md.location, md)
-    assert mf.written_metadata_text(location, md) is None  # four newer files since
+    assert mf.written_metadata_bytes(location, md) is None  # four newer files since

@@ -12,9 +12,9 @@ modification time (one ``stat``), so a file replaced in place is parsed again. T
 the most recently used files up to ``ICEFLOE_METADATA_CACHE_BYTES`` bytes of JSON (default
 32 MiB, 0 disables it; the newest file is always kept).
 
-The JSON text of the last few plain (not gzip) files this process wrote is kept too
-(``written_metadata_text``): a REST server answers every commit of a batch with the metadata it
-has just written, and embeds that text instead of encoding the metadata a second time.
+The bytes of the last few plain (not gzip) files this process wrote are kept too
+(``written_metadata_bytes``): a REST server answers every commit of a batch with the metadata it
+has just written, and embeds those bytes instead of encoding the metadata a second time.
 """
 
 from __future__ import annotations
@@ -152,12 +152,11 @@ def encode_table_metadata(md: TableMetadata) -> bytes:
     return _encoded(md)[0]
 
 
-def _encoded(md: TableMetadata) -> tuple[bytes, str | None]:
-    """The file's bytes, and its JSON text when the file is that text (not gzip)."""
+def _encoded(md: TableMetadata) -> tuple[bytes, bool]:
+    """The file's bytes, and whether they are the plain JSON text (not gzip)."""
     if _codec(md.properties) == "gzip":
-        return gzip_chunks(table_metadata_json_chunks(md), md.table_uuid or md.location), None
-    text = table_metadata_to_json(md)
-    return text.encode("utf-8"), text
+        return gzip_chunks(table_metadata_json_chunks(md), md.table_uuid or md.location), False
+    return table_metadata_to_json(md).encode("utf-8"), True
 
 
 def write_table_metadata(
@@ -174,7 +173,7 @@ def write_table_metadata(
     """
     previous_version = parse_metadata_version(previous_location)
     version = 0 if previous_version is None else previous_version + 1
-    data, text = _encoded(md)
+    data, plain = _encoded(md)
     for attempt in range(_MAX_UUID_RETRIES):
         location = new_metadata_location(table_location, md.properties, version)
         try:
@@ -187,38 +186,38 @@ def write_table_metadata(
             stamp = _written_stamp(io, location, len(data))
             if stamp is not None:
                 _cache.put(location, stamp, md)
-        if text is not None:
-            _written.put(location, md, text)
+        if plain:
+            _written.put(location, md, data)
         return location
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-class _WrittenTexts:
-    """The JSON text of the last few metadata files written, by location, with the object written."""
+class _WrittenFiles:
+    """The bytes of the last few plain metadata files written, by location, with the object written."""
 
     def __init__(self, size: int) -> None:
-        self._texts: OrderedDict[str, tuple[TableMetadata, str]] = OrderedDict()
+        self._texts: OrderedDict[str, tuple[TableMetadata, bytes]] = OrderedDict()
         self._size = size
         self._lock = threading.Lock()
 
-    def put(self, location: str, md: TableMetadata, text: str) -> None:
+    def put(self, location: str, md: TableMetadata, text: bytes) -> None:
         with self._lock:
             self._texts[location] = (md, text)
             self._texts.move_to_end(location)
             while len(self._texts) > self._size:
                 self._texts.popitem(last=False)
 
-    def get(self, location: str, md: TableMetadata) -> str | None:
+    def get(self, location: str, md: TableMetadata) -> bytes | None:
         with self._lock:
             found = self._texts.get(location)
         return found[1] if found is not None and found[0] is md else None
 
 
-_written = _WrittenTexts(size=4)
+_written = _WrittenFiles(size=4)
 
 
-def written_metadata_text(location: str, md: TableMetadata) -> str | None:
-    """The JSON text this process wrote to ``location`` for this very ``md`` object (the text of
+def written_metadata_bytes(location: str, md: TableMetadata) -> bytes | None:
+    """The bytes this process wrote to ``location`` for this very ``md`` object (the UTF-8 of
     ``table_metadata_to_json(md)``), while it is among the last few plain files written; else None
     (another object, a gzip file, a file written elsewhere or long ago)."""
     return _written.get(location, md)
