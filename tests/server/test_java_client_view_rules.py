@@ -102,6 +102,20 @@ def test_one_sql_text_per_dialect(wire: JavaWire) -> None:
     assert_error(_replace(wire, uuid, "SELECT 2", "spark", "Spark"), 400, "BadRequestException")
 
 
+def test_an_unsupported_view_format_version_is_a_bad_request(wire: JavaWire) -> None:
+    """As Java's ``ViewMetadata.Builder`` (an IllegalArgumentException, 400): a view cannot move to
+    a format version this server does not know, nor back; the view is left as it was."""
+    created = wire.ok("POST", "namespaces/db/views", create_view_request("v", IDS, _version(1, "SELECT 1")))
+    uuid = created["metadata"]["view-uuid"]
+    for version in (2, 0):
+        upgrade = {
+            "requirements": [{"type": "assert-view-uuid", "uuid": uuid}],
+            "updates": [{"action": "upgrade-format-version", "format-version": version}],
+        }
+        assert_error(wire.send("POST", "namespaces/db/views/v", upgrade), 400, "BadRequestException")
+    assert wire.ok("GET", "namespaces/db/views/v") == created
+
+
 def test_a_commit_that_changes_nothing_writes_no_file(wire: JavaWire) -> None:
     created = wire.ok("POST", "namespaces/db/views", create_view_request("v", IDS, _version(1, "SELECT 1")))
     uuid = created["metadata"]["view-uuid"]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from icefloe.errors import CommitConflict, Unsupported, ValidationError
+from icefloe.errors import CommitConflict, ValidationError
 from icefloe.spec.json_structures import schema_to_dict
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField, StringType
@@ -93,8 +93,13 @@ def test_requirements_and_malformed_updates() -> None:
         check_view_requirements(base, [{"type": "assert-table-uuid", "uuid": base.view_uuid}])
     assert apply_view_updates(base, [{"action": "assign-uuid", "uuid": base.view_uuid}]) == base
     assert apply_view_updates(base, [{"action": "upgrade-format-version", "format-version": 1}]) == base
-    with pytest.raises(Unsupported):
+    # Iceberg Java refuses these as bad requests (400), so does the server
+    with pytest.raises(ValidationError, match="unsupported view format version: 2"):
         apply_view_updates(base, [{"action": "upgrade-format-version", "format-version": 2}])
+    with pytest.raises(ValidationError, match="cannot downgrade v1 view to v0"):
+        apply_view_updates(base, [{"action": "upgrade-format-version", "format-version": 0}])
+    with pytest.raises(ValidationError, match="unsupported view format version: '1'"):
+        apply_view_updates(base, [{"action": "upgrade-format-version", "format-version": "1"}])
     for bad in (
         {"action": "assign-uuid", "uuid": "other"},
         {"action": "set-current-view-version", "view-version-id": -1},

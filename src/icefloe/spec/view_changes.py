@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from icefloe.errors import CommitConflict, Unsupported, ValidationError
+from icefloe.errors import CommitConflict, ValidationError
 from icefloe.spec.json_structures import schema_from_dict, schema_to_dict
 from icefloe.spec.schema import Schema
 from icefloe.spec.view_metadata import (
@@ -233,8 +233,12 @@ def _apply(builder: _Builder, update: Mapping[str, Any]) -> None:
         if update.get("uuid") != md.view_uuid:
             raise ValidationError("a view's UUID cannot be reassigned")
     elif action == "upgrade-format-version":
-        if update.get("format-version") != VIEW_FORMAT_VERSION:
-            raise Unsupported(f"view format version {update.get('format-version')} is not supported")
+        # as Iceberg Java's ViewMetadata.Builder: a bad request (400), not an unsupported one
+        wanted = update.get("format-version")
+        if isinstance(wanted, int) and not isinstance(wanted, bool) and wanted < VIEW_FORMAT_VERSION:
+            raise ValidationError(f"cannot downgrade v{VIEW_FORMAT_VERSION} view to v{wanted}")
+        if wanted != VIEW_FORMAT_VERSION:
+            raise ValidationError(f"unsupported view format version: {wanted!r}")
     elif action == "add-schema":
         builder.add_schema(schema_from_dict(_field(update, "schema")))
     elif action == "set-location":
