@@ -586,7 +586,7 @@ def _metadata_log(
 
 
 def _snapshot_log_form(entry: SnapshotLogEntry, table: str) -> dict[str, Any]:
-    return {"timestamp-ms": entry.timestamp_ms, "snapshot-id": entry.snapshot_id}
+    return _snapshot_log_entry_to_dict(entry)
 
 
 def _snapshot_log_parses_back(form: dict[str, Any], entry: SnapshotLogEntry, table: str) -> bool:
@@ -595,10 +595,7 @@ def _snapshot_log_parses_back(form: dict[str, Any], entry: SnapshotLogEntry, tab
 
 def _metadata_log_form(entry: MetadataLogEntry, context: tuple[str, str]) -> dict[str, Any]:
     """As a metadata file writes it: relative to the table location when one is given (v4)."""
-    return {
-        "timestamp-ms": entry.timestamp_ms,
-        "metadata-file": relative_location(entry.metadata_file, context[1]),
-    }
+    return _metadata_log_entry_to_dict(entry, context[1])
 
 
 def _metadata_log_parses_back(
@@ -693,9 +690,7 @@ def _metadata_members(md: TableMetadata, fragments: Fragments | None) -> dict[st
     out["statistics"] = list(md.statistics)
     out["partition-statistics"] = list(md.partition_statistics)
     if fragments is None:
-        out["snapshot-log"] = [
-            {"timestamp-ms": e.timestamp_ms, "snapshot-id": e.snapshot_id} for e in md.snapshot_log
-        ]
+        out["snapshot-log"] = [_snapshot_log_entry_to_dict(e) for e in md.snapshot_log]
     else:
         out["snapshot-log"] = fragments.join("snapshot-log", md.snapshot_log, None, _snapshot_log_entry_json)
     relative = md.location if fv >= 4 else ""
@@ -784,7 +779,11 @@ def _metadata_log_entry_json(e: MetadataLogEntry, table_location: str) -> str:
     return COMPACT.encode(_metadata_log_entry_to_dict(e, table_location))
 
 
+def _snapshot_log_entry_to_dict(e: SnapshotLogEntry) -> dict[str, Any]:
+    return {"timestamp-ms": e.timestamp_ms, "snapshot-id": e.snapshot_id}
+
+
 def _snapshot_log_entry_json(e: SnapshotLogEntry) -> str:
     if type(e.timestamp_ms) is int and type(e.snapshot_id) is int:
         return f'{{"timestamp-ms":{e.timestamp_ms},"snapshot-id":{e.snapshot_id}}}'
-    return COMPACT.encode({"timestamp-ms": e.timestamp_ms, "snapshot-id": e.snapshot_id})
+    return COMPACT.encode(_snapshot_log_entry_to_dict(e))
