@@ -82,14 +82,21 @@ and how to widen it (None: taken as it is)."""
 
 class _Plans:
     """Widening plans of recent (stored, wanted) schema pairs, compared with their field ids
-    (``pa.Schema.__eq__`` ignores field metadata, where the ids are)."""
+    (``pa.Schema.__eq__`` ignores field metadata, where the ids are) but not with the schema's own
+    metadata: a file read with pyarrow carries its footer there (every root its own snapshot id),
+    which says nothing about how its columns widen."""
 
     def __init__(self, size: int = 32) -> None:
         self._recent: list[tuple[pa.Schema, pa.Schema, _Plan | None]] = []
         self._size = size
         self._lock = threading.Lock()
+        self.made = 0  # plans worked out (not found among the recent ones)
 
     def get(self, have: pa.Schema, target: pa.Schema) -> _Plan | None:
+        if have.metadata:
+            have = have.remove_metadata()
+        if target.metadata:
+            target = target.remove_metadata()
         with self._lock:
             recent = list(self._recent)
         for h, t, plan in reversed(recent):
@@ -99,6 +106,7 @@ class _Plans:
                 return plan
         plan = _fields_plan(list(have), list(target))
         with self._lock:
+            self.made += 1
             self._recent = [*self._recent[-(self._size - 1) :], (have, target, plan)]
         return plan
 
