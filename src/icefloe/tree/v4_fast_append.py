@@ -48,9 +48,8 @@ from icefloe.formats.v4 import content_entry_schema as ce
 from icefloe.formats.v4.bitmaps import manifest_dv_codec
 from icefloe.formats.v4.content_entry import ROOT_CONTENT, manifest_file_format, relativize_location
 from icefloe.formats.v4.content_entry_schema import (
-    POS_COLUMN,
-    ContentEntrySchema,
     content_entry_schema,
+    resolve_location,
     resolve_table_locations,
 )
 from icefloe.formats.v4.stored_tables import read_stored_file, read_stored_table, widen_table, widening_plan
@@ -479,41 +478,54 @@ def stored_additions(
         return None
     if rows.column(ce.DELETION_VECTOR).null_count != len(positions):
         return None  # an append adds no deletion vector
-    readable = _in_read_types(rows.table, schema)
-    if where:
-        readable = resolve_table_locations(readable, where)
-    readable = readable.append_column(schema.read_arrow.field(POS_COLUMN), pa.array(positions, pa.int64()))
-    entries = decode_inline_entries(readable, metadata, location)
-    files = [dataclasses.replace(e.data_file, first_row_id=None) for e in entries]
-    return files, StoredAdditions(rows.table, schema, where)
+    return _added_files(rows, metadata, location, where), StoredAdditions(rows.table, schema, where)
 
 
-def _in_read_types(table: pa.Table, schema: ContentEntrySchema) -> pa.Table:
-    """Encoder rows (``schema.write_arrow``) in the reader's types, without ``_pos``: only the
-    columns whose type differs are cast (``Table.cast`` casts every column)."""
-    fields = [f for f in schema.read_arrow if f.name != POS_COLUMN]
-    arrays = [
-        column.cast(fields[i].type) if i in schema.read_casts else column
-        for i, column in enumerate(table.columns)
-    ]
-    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+def _added_files(rows: _Columns, metadata: TableMetadata, location: str, where: str | None) -> list[DataFile]:
+    """The files of an append's encoder rows (no deletion vector), as the reader decodes them,
+    row ids unset.
+
+    The decoder reads manifest counts (whose read type differs) only of references, so the rows
+    are decoded in the encoder's types; without column files the only stored location is each
+    file's own, resolved here per file (an append's few rows) rather than by Arrow compute.
+    """
+    table = rows.table
+    per_file = rows.column(ce.COLUMN_FILES).null_count == table.num_rows
+    if where and not per_file:
+        table = resolve_table_locations(table, where)
+    files = []
+    for e in decode_inline_entries(table, metadata, location):
+        path = resolve_location(e.data_file.file_path, where) if per_file else e.data_file.file_path
+        files.append(dataclasses.replace(e.data_file, file_path=path, first_row_id=None))
+    return files
 
 
 def _added_positions(raw: pa.Table, snapshot_id: int) -> np.ndarray:
     """Positions of the DATA rows a root stores as ADDED by ``snapshot_id`` (``raw``: the root as
     stored, its columns of the encoder's types; an absent column holds only nulls)."""
-    names = {field_id_of(f): f.name for f in raw.schema}
+    names = {field_id_of(f): i for i, f in enumerate(raw.schema)}
     if ce.CONTENT_TYPE not in names or ce.TRACKING not in names:
         return np.empty(0, np.int64)
-    content = raw.column(names[ce.CONTENT_TYPE]).combine_chunks().fill_null(-1).to_numpy()
-    tracking = cast(pa.StructArray, raw.column(names[ce.TRACKING]).combine_chunks())
+    tracking = cast(pa.StructArray, _one_chunk(raw.column(names[ce.TRACKING])))
     members = {field_id_of(f): i for i, f in enumerate(tracking.type)}
     if ce.STATUS not in members or ce.SNAPSHOT_ID not in members:
         return np.empty(0, np.int64)
-    status = tracking.field(members[ce.STATUS]).fill_null(-1).to_numpy()
-    tracked_to = tracking.field(members[ce.SNAPSHOT_ID]).fill_null(0).to_numpy()
+    content = _int_values(_one_chunk(raw.column(names[ce.CONTENT_TYPE])), -1)
+    status = _int_values(tracking.field(members[ce.STATUS]), -1)
+    tracked_to = _int_values(tracking.field(members[ce.SNAPSHOT_ID]), 0)
     mine = (content == int(FileContent.DATA)) & (status == int(EntryStatus.ADDED))
     return np.flatnonzero(mine & (tracked_to == snapshot_id))
+
+
+def _one_chunk(column: pa.ChunkedArray) -> pa.Array:
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+
+
+def _int_values(arr: pa.Array, null: int) -> np.ndarray:
+    """An integer array's values, nulls as ``null`` (no compute call when there is none)."""
+    if arr.null_count:
+        arr = arr.fill_null(null)
+    return arr.to_numpy(zero_copy_only=False)
 
 
 def _rows_at(table: pa.Table, positions: np.ndarray) -> pa.Table:
