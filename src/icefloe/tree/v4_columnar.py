@@ -21,7 +21,7 @@ from icefloe.errors import CorruptMetadata
 from icefloe.formats.arrow_schema import arrow_type_to_iceberg, field_id_of
 from icefloe.formats.frozen_builders import fast_constructor
 from icefloe.formats.v4 import content_entry_schema as ce
-from icefloe.formats.v4.content_entry_schema import POS_COLUMN, to_python_values
+from icefloe.formats.v4.content_entry_schema import POS_COLUMN, single_array, to_python_values
 from icefloe.formats.v4.content_rows import column_files_from_values
 from icefloe.formats.v4.content_stats import (
     LOWER_BOUND,
@@ -54,8 +54,7 @@ def top_columns(table: pa.Table) -> dict[int, pa.Array]:
     for i, f in enumerate(table.schema):
         fid = field_id_of(f)
         if fid is not None and fid not in out:
-            col = table.column(i)
-            out[fid] = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+            out[fid] = single_array(table.column(i))
     return out
 
 

@@ -51,6 +51,7 @@ from icefloe.formats.v4.content_entry_schema import (
     content_entry_schema,
     resolve_location,
     resolve_table_locations,
+    single_array,
 )
 from icefloe.formats.v4.stored_tables import read_stored_file, read_stored_table, widen_table, widening_plan
 from icefloe.io.fileio import FileIO
@@ -221,7 +222,7 @@ class _Columns:
         self.tracking_index: dict[int | None, int]
         self.names = like.names if like is not None else {field_id_of(f): f.name for f in table.schema}
         tracking = table.column(self.names[ce.TRACKING])
-        self.tracking = cast(pa.StructArray, tracking.combine_chunks())
+        self.tracking = cast(pa.StructArray, single_array(tracking))
         if like is not None:
             self.tracking_index = like.tracking_index
         else:
@@ -232,7 +233,7 @@ class _Columns:
         return _Columns(self.table.slice(offset, length), like=self)
 
     def column(self, fid: int) -> pa.Array:
-        return self.table.column(self.names[fid]).combine_chunks()
+        return single_array(self.table.column(self.names[fid]))
 
     def member(self, fid: int) -> pa.Array:
         return self.tracking.field(self.tracking_index[fid])
@@ -367,11 +368,11 @@ def _references_reencode_as_stored(refs: _Columns, policy: V4Policy) -> bool:
 
 
 def _locations(parent: pa.Table, names: dict[int | None, str]) -> Iterator[pa.Array]:
-    yield parent.column(names[ce.LOCATION]).combine_chunks()
-    dv = cast(pa.StructArray, parent.column(names[ce.DELETION_VECTOR]).combine_chunks())
+    yield single_array(parent.column(names[ce.LOCATION]))
+    dv = cast(pa.StructArray, single_array(parent.column(names[ce.DELETION_VECTOR])))
     if dv.null_count < len(dv):
         yield next(dv.field(i) for i, f in enumerate(dv.type) if field_id_of(f) == ce.DV_LOCATION)
-    column_files = cast(pa.ListArray, parent.column(names[ce.COLUMN_FILES]).combine_chunks())
+    column_files = cast(pa.ListArray, single_array(parent.column(names[ce.COLUMN_FILES])))
     if column_files.null_count < len(column_files):
         elements = cast(pa.StructArray, column_files.flatten())
         yield next(elements.field(i) for i, f in enumerate(elements.type) if field_id_of(f) == ce.CF_LOCATION)
@@ -506,19 +507,15 @@ def _added_positions(raw: pa.Table, snapshot_id: int) -> np.ndarray:
     names = {field_id_of(f): i for i, f in enumerate(raw.schema)}
     if ce.CONTENT_TYPE not in names or ce.TRACKING not in names:
         return np.empty(0, np.int64)
-    tracking = cast(pa.StructArray, _one_chunk(raw.column(names[ce.TRACKING])))
+    tracking = cast(pa.StructArray, single_array(raw.column(names[ce.TRACKING])))
     members = {field_id_of(f): i for i, f in enumerate(tracking.type)}
     if ce.STATUS not in members or ce.SNAPSHOT_ID not in members:
         return np.empty(0, np.int64)
-    content = _int_values(_one_chunk(raw.column(names[ce.CONTENT_TYPE])), -1)
+    content = _int_values(single_array(raw.column(names[ce.CONTENT_TYPE])), -1)
     status = _int_values(tracking.field(members[ce.STATUS]), -1)
     tracked_to = _int_values(tracking.field(members[ce.SNAPSHOT_ID]), 0)
     mine = (content == int(FileContent.DATA)) & (status == int(EntryStatus.ADDED))
     return np.flatnonzero(mine & (tracked_to == snapshot_id))
-
-
-def _one_chunk(column: pa.ChunkedArray) -> pa.Array:
-    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 def _int_values(arr: pa.Array, null: int) -> np.ndarray:

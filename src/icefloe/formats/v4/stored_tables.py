@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from icefloe.errors import CorruptMetadata
 from icefloe.formats.arrow_schema import field_id_of
-from icefloe.formats.v4.content_entry_schema import fill_required_members
+from icefloe.formats.v4.content_entry_schema import fill_required_members, single_array
 
 
 def read_stored_table(
@@ -68,8 +68,7 @@ def widen_table(table: pa.Table, target: pa.Schema) -> pa.Table | None:
         if i is None:
             arrays.append(_nulls(want, table.num_rows))
             continue
-        column = table.column(i)
-        arr = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+        arr = single_array(table.column(i))
         # Parquet reads a required member under a null parent as a zero
         arrays.append(arr if members is None else _widen_struct(arr, want.type, members))
     return pa.Table.from_arrays(arrays, schema=target)
