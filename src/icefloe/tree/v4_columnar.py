@@ -150,6 +150,8 @@ def _lazy_maps(members: list[tuple[int, pa.Array, Callable[[pa.Array], Column]]]
         return [None] * n
     column = _StatsMapColumn(members)
     maps: list[Any] = list(map(LazyMap, repeat(column.row, n), range(n)))
+    if any(arr.null_count == 0 for _, arr, _ in members):
+        return maps  # some member has a value in every row
     present = np.zeros(n, dtype=bool)
     for _, arr, _ in members:
         present |= arr.is_valid().to_numpy(zero_copy_only=False)
