@@ -33,6 +33,7 @@ else returns None and the caller takes the general path.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -48,6 +49,7 @@ from icefloe.formats.v4 import content_entry_schema as ce
 from icefloe.formats.v4.bitmaps import manifest_dv_codec
 from icefloe.formats.v4.content_entry import ROOT_CONTENT, manifest_file_format, relativize_location
 from icefloe.formats.v4.content_entry_schema import (
+    ContentEntrySchema,
     content_entry_schema,
     resolve_location,
     resolve_table_locations,
@@ -120,7 +122,7 @@ def fast_append(request: TreeWriteRequest, policy: V4Policy) -> TreeResult | Non
     n_added = len(request.change.added_data_files)
     carried = None
     if parent_rows is not None:
-        carried = _carried(parent_rows[0], parent_rows[1], policy, n_added, key[1])
+        carried = _carried(parent_rows[0], parent_rows[1], policy, n_added, key)
     if carried is None:
         FAST_APPENDS.general += 1
         return None
@@ -212,25 +214,40 @@ def _parent_rows(io: FileIO, location: str, key: RootTableKey) -> tuple[pa.Table
     return table, False
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """Where an encoder-typed table (``ContentEntrySchema.write_arrow``) keeps what, by field id."""
+
+    names: dict[int | None, str]  # top-level columns
+    tracking_index: dict[int | None, int]  # tracking members' positions
+    tracking_ids: tuple[int | None, ...]  # tracking members' ids, in order
+
+
+@functools.lru_cache(maxsize=64)
+def _layout(schema: ContentEntrySchema) -> _Layout:
+    """The layout of ``schema``'s encoder tables (worked out once per entry schema: reading field
+    ids from Arrow field metadata was a few hundred calls per rebased commit)."""
+    names = {field_id_of(f): f.name for f in schema.write_arrow}
+    tracking = schema.write_arrow.field(names[ce.TRACKING]).type
+    ids = tuple(field_id_of(f) for f in tracking)
+    return _Layout(names, {fid: i for i, fid in enumerate(ids)}, ids)
+
+
 class _Columns:
     """Top-level columns and tracking members of an encoder-typed table, by field id."""
 
-    def __init__(self, table: pa.Table, like: _Columns | None = None) -> None:
-        """``like``: columns of a table with the same schema (its field ids are not looked up again)."""
+    def __init__(self, table: pa.Table, layout: _Layout) -> None:
+        """``layout``: that of the table's entry schema (the table has its ``write_arrow`` schema)."""
         self.table = table
-        self.names: dict[int | None, str]
-        self.tracking_index: dict[int | None, int]
-        self.names = like.names if like is not None else {field_id_of(f): f.name for f in table.schema}
+        self.layout = layout
+        self.names = layout.names
+        self.tracking_index = layout.tracking_index
         tracking = table.column(self.names[ce.TRACKING])
         self.tracking = cast(pa.StructArray, single_array(tracking))
-        if like is not None:
-            self.tracking_index = like.tracking_index
-        else:
-            self.tracking_index = {field_id_of(f): i for i, f in enumerate(self.tracking.type)}
 
     def slice(self, offset: int, length: int | None) -> _Columns:
         """The columns of rows ``offset`` on (``length`` of them, None: all)."""
-        return _Columns(self.table.slice(offset, length), like=self)
+        return _Columns(self.table.slice(offset, length), self.layout)
 
     def column(self, fid: int) -> pa.Array:
         return single_array(self.table.column(self.names[fid]))
@@ -248,7 +265,7 @@ class _Columns:
     def with_tracking(self, changes: dict[int | None, pa.Array]) -> pa.Table:
         """The table with these tracking members replaced."""
         t = self.tracking
-        children = [changes.get(field_id_of(f), t.field(i)) for i, f in enumerate(t.type)]
+        children = [changes.get(fid, t.field(i)) for i, fid in enumerate(self.layout.tracking_ids)]
         tracking = pa.StructArray.from_arrays(children, fields=list(t.type))
         i = self.table.schema.get_field_index(self.names[ce.TRACKING])
         return self.table.set_column(i, self.table.schema.field(i), tracking)
@@ -271,13 +288,13 @@ def _same_validity(a: pa.Array, b: pa.Array) -> bool:
 
 
 def _carried(
-    parent: pa.Table, encoded_here: bool, policy: V4Policy, n_added: int, table_location: str | None
+    parent: pa.Table, encoded_here: bool, policy: V4Policy, n_added: int, key: RootTableKey
 ) -> pa.Table | None:
     """The parent's live rows as the new root carries them (None: the general path decides).
 
     ``encoded_here``: the parent's rows are this process's encoder output (checked already).
     """
-    cols = _Columns(parent)
+    cols = _Columns(parent, _layout(key[0]))
     content = cols.column(ce.CONTENT_TYPE).to_numpy(zero_copy_only=False)
     status = cols.member(ce.STATUS).to_numpy(zero_copy_only=False)
     is_ref = _any_of(content, _REFERENCES)
@@ -290,12 +307,12 @@ def _carried(
     if len(refs_first) == parent.num_rows and bool((refs_first == np.arange(parent.num_rows)).all()):
         carried = cols
     else:
-        carried = _Columns(parent.take(pa.array(refs_first, pa.int64())), like=cols)
+        carried = _Columns(parent.take(pa.array(refs_first, pa.int64())), cols.layout)
     refs, inline = carried.slice(0, n_refs), carried.slice(n_refs, None)
     if not encoded_here:
         if not (_entries_reencode_as_stored(inline) and _references_reencode_as_stored(refs, policy)):
             return None
-        if not _locations_stay(carried.table, cols.names, table_location):
+        if not _locations_stay(carried.table, cols.names, key[1]):
             return None
     if n_refs and _compaction_due(refs, inline, policy):
         return None
@@ -426,7 +443,7 @@ def _stored_new_rows(
     additions = request.change.stored_additions
     if additions is None or additions.schema is not key[0] or additions.table_location != key[1]:
         return None
-    rows = _Columns(additions.rows)
+    rows = _Columns(additions.rows, _layout(key[0]))
     paths = [relativize_location(e.data_file.file_path, key[1]) for e in added]
     if rows.column(ce.LOCATION).to_pylist() != paths:
         return None
@@ -438,7 +455,7 @@ def _stored_new_rows(
         ce.FILE_SEQUENCE_NUMBER: [e.file_sequence_number for e in added],
         ce.FIRST_ROW_ID: [e.data_file.first_row_id for e in added],
     }
-    types = {field_id_of(f): f.type for f in rows.tracking.type}
+    types = dict(zip(rows.layout.tracking_ids, (f.type for f in rows.tracking.type), strict=True))
     changes = {fid: pa.nulls(n, t) for fid, t in types.items() if fid != ce.STATUS}
     changes.update({fid: pa.array(v, types[fid]) for fid, v in values.items()})
     FAST_APPENDS.stored_rows += n
@@ -474,7 +491,7 @@ def stored_additions(
     widened = widen_table(_rows_at(raw, positions), schema.write_arrow)
     if widened is None:
         return None
-    rows = _Columns(widened)
+    rows = _Columns(widened, _layout(schema))
     if not (_entries_reencode_as_stored(rows) and _locations_stay(rows.table, rows.names, where)):
         return None
     if rows.column(ce.DELETION_VECTOR).null_count != len(positions):
