@@ -352,3 +352,51 @@ def test_a_client_root_whose_added_rows_disagree_with_its_summary_is_not_trusted
 
     _rewrite_root(cast(str, client.root_manifest), lying)
     assert stored_additions_of(table.io, table.metadata, client) is None
+
+
+def _with_last_value(
+    table: pa.Table, column: str, member: tuple[str, int, pa.DataType] | None, value: object
+) -> pa.Table:
+    """``table`` with the last row's ``column`` (or its struct ``member``: name, field id, type;
+    added when the compact writer left it out) set to ``value``."""
+    i = table.schema.get_field_index(column)
+    arr = table.column(i).combine_chunks()
+    if member is None:
+        values = arr.to_pylist()
+        values[-1] = value
+        return table.set_column(i, table.schema.field(i), pa.array(values, arr.type))
+    name, field_id, member_type = member
+    fields = list(arr.type)
+    children = [arr.field(j) for j in range(len(fields))]
+    if name not in [f.name for f in fields]:
+        fields.append(pa.field(name, member_type, True, {b"PARQUET:field_id": str(field_id).encode()}))
+        children.append(pa.nulls(len(arr), member_type))
+    j = [f.name for f in fields].index(name)
+    values = children[j].to_pylist()
+    values[-1] = value
+    children[j] = pa.array(values, member_type)
+    rebuilt = pa.StructArray.from_arrays(children, fields=fields)
+    return table.set_column(
+        i,
+        pa.field(column, rebuilt.type, table.schema.field(i).nullable, table.schema.field(i).metadata),
+        rebuilt,
+    )
+
+
+@pytest.mark.parametrize(
+    ("column", "member", "value"),
+    [
+        ("file_format", None, "PARQUET"),  # decoded in lower case: encoded again as "parquet"
+        ("tracking", ("first_row_id", 142, pa.int64()), None),  # a DATA row without its row id
+        ("tracking", ("dv_snapshot_id", 5, pa.int64()), 7),  # a DV's snapshot id without a DV
+    ],
+    ids=["upper-case-format", "data-row-without-row-id", "dv-snapshot-id-without-dv"],
+)
+def test_a_client_root_whose_added_rows_would_not_encode_back_as_stored_is_not_taken_as_stored(
+    catalog: Catalog, column: str, member: tuple[str, int, pa.DataType] | None, value: object
+) -> None:
+    table, _ = _client_append(catalog)
+    client = head(table.metadata)
+    assert stored_additions_of(table.io, table.metadata, client) is not None
+    _rewrite_root(cast(str, client.root_manifest), lambda t: _with_last_value(t, column, member, value))
+    assert stored_additions_of(table.io, table.metadata, client) is None

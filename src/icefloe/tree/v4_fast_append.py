@@ -283,10 +283,6 @@ def _all(mask: pa.Array) -> bool:
     return bool(pc.all(pc.fill_null(mask, False)).as_py()) if len(mask) else True
 
 
-def _same_validity(a: pa.Array, b: pa.Array) -> bool:
-    return _all(pc.equal(a.is_valid(), b.is_valid()))
-
-
 def _carried(
     parent: pa.Table, encoded_here: bool, policy: V4Policy, n_added: int, key: RootTableKey
 ) -> pa.Table | None:
@@ -327,29 +323,42 @@ def _carried(
 
 
 def _entries_reencode_as_stored(inline: _Columns) -> bool:
-    """Whether decoding the inline entries and encoding them again gives their stored values."""
+    """Whether decoding the inline entries and encoding them again gives their stored values.
+
+    Checked with numpy and a Python pass over the file formats: an append's root has a few rows
+    to check, where each Arrow compute call costs more than the check itself.
+    """
     if not inline.table.num_rows:
         return True
-    content = inline.column(ce.CONTENT_TYPE)
-    if not set(pc.unique(content).to_pylist()) <= _ENTRY_CONTENTS:
+    content = _int_values(inline.column(ce.CONTENT_TYPE), -1)
+    is_data = content == int(FileContent.DATA)
+    if not (is_data | (content == int(FileContent.EQUALITY_DELETES))).all():
         return False
-    is_data = pc.equal(content, int(FileContent.DATA))
-    first_row_id = inline.member(ce.FIRST_ROW_ID)
-    file_format = inline.column(ce.FILE_FORMAT)
-    checks = [
-        pc.equal(is_data, first_row_id.is_valid()),  # DATA rows carry row ids, others none
-        pc.equal(file_format, pc.utf8_lower(file_format)),
-        # the reader dates a DV (column files) without its snapshot id from the row's snapshot
-        pc.equal(inline.column(ce.DELETION_VECTOR).is_valid(), inline.member(ce.DV_SNAPSHOT_ID).is_valid()),
-    ]
+    if not np.array_equal(is_data, _valid(inline.member(ce.FIRST_ROW_ID))):
+        return False  # DATA rows carry row ids, others none
+    if not all(f is not None and f == f.lower() for f in inline.column(ce.FILE_FORMAT).to_pylist()):
+        return False  # the encoder writes a file format in lower case
+    # the reader dates a DV (column files) without its snapshot id from the row's snapshot
+    if not np.array_equal(
+        _valid(inline.column(ce.DELETION_VECTOR)), _valid(inline.member(ce.DV_SNAPSHOT_ID))
+    ):
+        return False
     column_files = inline.column(ce.COLUMN_FILES)
-    if column_files.null_count < len(column_files):  # an empty list is written as null
-        lengths = pc.fill_null(pc.list_value_length(column_files), 1)
-        checks.append(pc.greater(lengths, 0))
-        checks.append(
-            pc.equal(column_files.is_valid(), inline.member(ce.LATEST_COLUMN_FILE_SNAPSHOT_ID).is_valid())
-        )
-    return all(_all(c) for c in checks)
+    if column_files.null_count == len(column_files):
+        return True
+    lengths = pc.fill_null(pc.list_value_length(column_files), 1)  # an empty list is written as null
+    latest = inline.member(ce.LATEST_COLUMN_FILE_SNAPSHOT_ID)
+    return _all(pc.greater(lengths, 0)) and np.array_equal(_valid(column_files), _valid(latest))
+
+
+def _valid(arr: pa.Array) -> np.ndarray:
+    """Which values of ``arr`` are set (no compute call when all or none are)."""
+    n = len(arr)
+    if not arr.null_count:
+        return np.ones(n, bool)
+    if arr.null_count == n:
+        return np.zeros(n, bool)
+    return np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), bool)
 
 
 def _references_reencode_as_stored(refs: _Columns, policy: V4Policy) -> bool:
@@ -358,7 +367,7 @@ def _references_reencode_as_stored(refs: _Columns, policy: V4Policy) -> bool:
     if not n:
         return True
     seq = refs.member(ce.SEQUENCE_NUMBER)
-    if not (_same_validity(seq, refs.member(ce.FILE_SEQUENCE_NUMBER))):
+    if not np.array_equal(_valid(seq), _valid(refs.member(ce.FILE_SEQUENCE_NUMBER))):
         return False
     if not _all(pc.equal(pc.fill_null(seq, -1), pc.fill_null(refs.member(ce.FILE_SEQUENCE_NUMBER), -1))):
         return False
