@@ -221,6 +221,7 @@ class _Layout:
     names: dict[int | None, str]  # top-level columns
     tracking_index: dict[int | None, int]  # tracking members' positions
     tracking_ids: tuple[int | None, ...]  # tracking members' ids, in order
+    members: dict[int | None, dict[int | None, int]]  # struct columns' members' positions
 
 
 @functools.lru_cache(maxsize=64)
@@ -230,7 +231,12 @@ def _layout(schema: ContentEntrySchema) -> _Layout:
     names = {field_id_of(f): f.name for f in schema.write_arrow}
     tracking = schema.write_arrow.field(names[ce.TRACKING]).type
     ids = tuple(field_id_of(f) for f in tracking)
-    return _Layout(names, {fid: i for i, fid in enumerate(ids)}, ids)
+    members = {
+        field_id_of(f): {field_id_of(m): i for i, m in enumerate(f.type)}
+        for f in schema.write_arrow
+        if pa.types.is_struct(f.type)
+    }
+    return _Layout(names, {fid: i for i, fid in enumerate(ids)}, ids, members)
 
 
 class _Columns:
@@ -256,11 +262,7 @@ class _Columns:
         return self.tracking.field(self.tracking_index[fid])
 
     def struct_member(self, fid: int, member: int) -> pa.Array:
-        struct = cast(pa.StructArray, self.column(fid))
-        for i, f in enumerate(struct.type):
-            if field_id_of(f) == member:
-                return struct.field(i)
-        raise KeyError(member)
+        return cast(pa.StructArray, self.column(fid)).field(self.layout.members[fid][member])
 
     def with_tracking(self, changes: dict[int | None, pa.Array]) -> pa.Table:
         """The table with these tracking members replaced."""
@@ -308,7 +310,7 @@ def _carried(
     if not encoded_here:
         if not (_entries_reencode_as_stored(inline) and _references_reencode_as_stored(refs, policy)):
             return None
-        if not _locations_stay(carried.table, cols.names, key[1]):
+        if not _locations_stay(carried, key[1]):
             return None
     if n_refs and _compaction_due(refs, inline, policy):
         return None
@@ -393,24 +395,23 @@ def _references_reencode_as_stored(refs: _Columns, policy: V4Policy) -> bool:
     return True
 
 
-def _locations(parent: pa.Table, names: dict[int | None, str]) -> Iterator[pa.Array]:
-    yield single_array(parent.column(names[ce.LOCATION]))
-    dv = cast(pa.StructArray, single_array(parent.column(names[ce.DELETION_VECTOR])))
-    if dv.null_count < len(dv):
-        yield next(dv.field(i) for i, f in enumerate(dv.type) if field_id_of(f) == ce.DV_LOCATION)
-    column_files = cast(pa.ListArray, single_array(parent.column(names[ce.COLUMN_FILES])))
+def _locations(rows: _Columns) -> Iterator[pa.Array]:
+    yield rows.column(ce.LOCATION)
+    if rows.column(ce.DELETION_VECTOR).null_count < rows.table.num_rows:
+        yield rows.struct_member(ce.DELETION_VECTOR, ce.DV_LOCATION)
+    column_files = cast(pa.ListArray, rows.column(ce.COLUMN_FILES))
     if column_files.null_count < len(column_files):
         elements = cast(pa.StructArray, column_files.flatten())
         yield next(elements.field(i) for i, f in enumerate(elements.type) if field_id_of(f) == ce.CF_LOCATION)
 
 
-def _locations_stay(parent: pa.Table, names: dict[int | None, str], table_location: str | None) -> bool:
+def _locations_stay(rows: _Columns, table_location: str | None) -> bool:
     """No stored location is one the encoder would write relative (one written absolute under the
     table's location)."""
-    if not table_location or not parent.num_rows:
+    if not table_location or not rows.table.num_rows:
         return True
     prefix = table_location + "/"
-    for arr in _locations(parent, names):
+    for arr in _locations(rows):
         if pc.any(pc.fill_null(pc.starts_with(arr, prefix), False)).as_py():
             return False
     return True
@@ -501,7 +502,7 @@ def stored_additions(
     if widened is None:
         return None
     rows = _Columns(widened, _layout(schema))
-    if not (_entries_reencode_as_stored(rows) and _locations_stay(rows.table, rows.names, where)):
+    if not (_entries_reencode_as_stored(rows) and _locations_stay(rows, where)):
         return None
     if rows.column(ce.DELETION_VECTOR).null_count != len(positions):
         return None  # an append adds no deletion vector
