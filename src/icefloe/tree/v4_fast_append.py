@@ -55,7 +55,7 @@ from icefloe.formats.v4.content_entry_schema import (
     resolve_table_locations,
     single_array,
 )
-from icefloe.formats.v4.stored_tables import read_stored_file, read_stored_table, widen_table, widening_plan
+from icefloe.formats.v4.stored_tables import read_stored_file, read_stored_table, widen_table
 from icefloe.io.fileio import FileIO
 from icefloe.spec.content import (
     DataFile,
@@ -477,11 +477,12 @@ def stored_additions(
 ) -> tuple[list[DataFile], StoredAdditions] | None:
     """The data files a v4 snapshot added inline to its root, with their stored rows.
 
-    For a server rebasing a client's append: the client's root is read with pyarrow, its rows
-    ADDED by ``snapshot`` found on the stored columns, and only those widened to the encoder's
-    types and decoded (row ids unset: they are assigned again on the new head). None when the
-    snapshot's summary counts files that are not among those rows, or when its rows would not
-    encode back as stored (the caller reads them the general way).
+    For a server rebasing a client's append: the client's root is read with pyarrow and widened
+    to the encoder's types (column by column: the whole root costs what its added rows would),
+    the rows ADDED by ``snapshot`` found, and only those checked and decoded (row ids unset: they
+    are assigned again on the new head). None when the snapshot's summary counts files that are
+    not among those rows, or when its rows would not encode back as stored (the caller reads them
+    the general way).
     """
     location = snapshot.root_manifest
     if location is None:
@@ -489,19 +490,19 @@ def stored_additions(
     schema = content_entry_schema(metadata.schema(), metadata.specs_by_id())
     where = table_location(metadata)
     raw, footer = read_stored_file(io.new_input(location).read(), source=location)
-    if footer.get("content") != ROOT_CONTENT or widening_plan(raw.schema, schema.write_arrow) is None:
+    if footer.get("content") != ROOT_CONTENT:
         return None
-    positions = _added_positions(raw, snapshot.snapshot_id)
+    stored = widen_table(raw, schema.write_arrow)
+    if stored is None:
+        return None
+    layout = _layout(schema)
+    positions = _added_positions(_Columns(stored, layout), snapshot.snapshot_id)
     summary = snapshot.summary
     if str(len(positions)) != summary.get(ADDED_DATA_FILES, ""):
         return None
     if summary.get(ADDED_DELETE_FILES, "0") != "0":
         return None
-    # only the snapshot's own rows are widened (a fast append's are the root's last, one slice)
-    widened = widen_table(_rows_at(raw, positions), schema.write_arrow)
-    if widened is None:
-        return None
-    rows = _Columns(widened, _layout(schema))
+    rows = _Columns(_rows_at(stored, positions), layout)  # a fast append's: the root's last rows
     if not (_entries_reencode_as_stored(rows) and _locations_stay(rows, where)):
         return None
     if rows.column(ce.DELETION_VECTOR).null_count != len(positions):
@@ -528,19 +529,11 @@ def _added_files(rows: _Columns, metadata: TableMetadata, location: str, where: 
     return files
 
 
-def _added_positions(raw: pa.Table, snapshot_id: int) -> np.ndarray:
-    """Positions of the DATA rows a root stores as ADDED by ``snapshot_id`` (``raw``: the root as
-    stored, its columns of the encoder's types; an absent column holds only nulls)."""
-    names = {field_id_of(f): i for i, f in enumerate(raw.schema)}
-    if ce.CONTENT_TYPE not in names or ce.TRACKING not in names:
-        return np.empty(0, np.int64)
-    tracking = cast(pa.StructArray, single_array(raw.column(names[ce.TRACKING])))
-    members = {field_id_of(f): i for i, f in enumerate(tracking.type)}
-    if ce.STATUS not in members or ce.SNAPSHOT_ID not in members:
-        return np.empty(0, np.int64)
-    content = _int_values(single_array(raw.column(names[ce.CONTENT_TYPE])), -1)
-    status = _int_values(tracking.field(members[ce.STATUS]), -1)
-    tracked_to = _int_values(tracking.field(members[ce.SNAPSHOT_ID]), 0)
+def _added_positions(root: _Columns, snapshot_id: int) -> np.ndarray:
+    """Positions of the DATA rows a root stores as ADDED by ``snapshot_id``."""
+    content = _int_values(root.column(ce.CONTENT_TYPE), -1)
+    status = _int_values(root.member(ce.STATUS), -1)
+    tracked_to = _int_values(root.member(ce.SNAPSHOT_ID), 0)
     mine = (content == int(FileContent.DATA)) & (status == int(EntryStatus.ADDED))
     return np.flatnonzero(mine & (tracked_to == snapshot_id))
 
