@@ -12,7 +12,7 @@ import dataclasses
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -355,15 +355,15 @@ def test_a_client_root_whose_added_rows_disagree_with_its_summary_is_not_trusted
 
 
 def _with_last_value(
-    table: pa.Table, column: str, member: tuple[str, int, pa.DataType] | None, value: object
+    table: pa.Table, column: str, member: tuple[str, int, pa.DataType] | None, value: Callable[[Any], Any]
 ) -> pa.Table:
     """``table`` with the last row's ``column`` (or its struct ``member``: name, field id, type;
-    added when the compact writer left it out) set to ``value``."""
+    added when the compact writer left it out) set to ``value(its value)``."""
     i = table.schema.get_field_index(column)
     arr = table.column(i).combine_chunks()
     if member is None:
         values = arr.to_pylist()
-        values[-1] = value
+        values[-1] = value(values[-1])
         return table.set_column(i, table.schema.field(i), pa.array(values, arr.type))
     name, field_id, member_type = member
     fields = list(arr.type)
@@ -373,7 +373,7 @@ def _with_last_value(
         children.append(pa.nulls(len(arr), member_type))
     j = [f.name for f in fields].index(name)
     values = children[j].to_pylist()
-    values[-1] = value
+    values[-1] = value(values[-1])
     children[j] = pa.array(values, member_type)
     rebuilt = pa.StructArray.from_arrays(children, fields=fields)
     return table.set_column(
@@ -386,17 +386,22 @@ def _with_last_value(
 @pytest.mark.parametrize(
     ("column", "member", "value"),
     [
-        ("file_format", None, "PARQUET"),  # decoded in lower case: encoded again as "parquet"
-        ("tracking", ("first_row_id", 142, pa.int64()), None),  # a DATA row without its row id
-        ("tracking", ("dv_snapshot_id", 5, pa.int64()), 7),  # a DV's snapshot id without a DV
+        ("file_format", None, lambda _: "PARQUET"),  # decoded in lower case, encoded "parquet"
+        ("tracking", ("first_row_id", 142, pa.int64()), lambda _: None),  # a DATA row without row id
+        ("tracking", ("dv_snapshot_id", 5, pa.int64()), lambda _: 7),  # a DV's snapshot id, no DV
+        ("location", None, None),  # absolute under the table's location: encoded relative
     ],
-    ids=["upper-case-format", "data-row-without-row-id", "dv-snapshot-id-without-dv"],
+    ids=["upper-case-format", "data-row-without-row-id", "dv-snapshot-id-without-dv", "absolute-location"],
 )
 def test_a_client_root_whose_added_rows_would_not_encode_back_as_stored_is_not_taken_as_stored(
-    catalog: Catalog, column: str, member: tuple[str, int, pa.DataType] | None, value: object
+    catalog: Catalog,
+    column: str,
+    member: tuple[str, int, pa.DataType] | None,
+    value: Callable[[Any], Any] | None,
 ) -> None:
     table, _ = _client_append(catalog)
     client = head(table.metadata)
     assert stored_additions_of(table.io, table.metadata, client) is not None
-    _rewrite_root(cast(str, client.root_manifest), lambda t: _with_last_value(t, column, member, value))
+    change = value or (lambda relative: f"{table.metadata.location}/{relative}")
+    _rewrite_root(cast(str, client.root_manifest), lambda t: _with_last_value(t, column, member, change))
     assert stored_additions_of(table.io, table.metadata, client) is None
