@@ -63,3 +63,19 @@ def test_files_differing_only_in_their_footer_share_a_plan() -> None:
     other_ids = pa.schema([columns[0], _field("s", pa.struct([_field("a", pa.int32(), 31)]), 2)])
     assert widening_plan(other_ids, target) is None  # member 31 is not the target's
     assert stored_tables._PLANS.made == made + 2
+
+
+def test_a_plan_widens_tables_of_any_length_with_the_nulls_it_keeps() -> None:
+    stored_type = pa.struct([_field("a", pa.int32(), 40)])
+    stored_schema = pa.schema([_field("id", pa.int64(), 1, nullable=False), _field("s", stored_type, 2)])
+    for n in (1, 3, 5000):  # more rows than the nulls kept per type: built for the table
+        stored = pa.table(
+            [
+                pa.array(range(n), pa.int64()),
+                pa.array([{"a": i} if i % 2 else None for i in range(n)], stored_type),
+            ],
+            schema=stored_schema,
+        )
+        widened = widen_table(stored, _target(40))
+        assert widened is not None and widened.num_rows == n
+        assert widened.column("s").to_pylist() == [{"a": i, "b": None} if i % 2 else None for i in range(n)]
