@@ -76,7 +76,6 @@ from icefloe.tree.v4_root_checks import MDV_ENCODING_KEY
 
 _LIVE = tuple(int(s) for s in EntryStatus if s.is_live)
 _REFERENCES = (int(FileContent.DATA_MANIFEST), int(FileContent.DELETE_MANIFEST))
-_ENTRY_CONTENTS = {int(FileContent.DATA), int(FileContent.EQUALITY_DELETES)}
 _REF_CONTENT = {
     int(FileContent.DATA_MANIFEST): ManifestContent.DATA,
     int(FileContent.DELETE_MANIFEST): ManifestContent.DELETES,

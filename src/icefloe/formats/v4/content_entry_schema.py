@@ -209,12 +209,6 @@ class ContentEntrySchema:
         read_fields = [field_to_arrow(f) for f in self.read_type.fields]
         pos = pa.field(POS_COLUMN, pa.int64(), False, {FIELD_ID_KEY: str(POS_COLUMN_ID).encode()})
         self.read_arrow = pa.schema([*read_fields, pos])
-        # the columns whose read type is not their write type (manifest counts: int32 -> int64)
-        self.read_casts = frozenset(
-            i
-            for i, (w, r) in enumerate(zip(self.write_arrow, read_fields, strict=True))
-            if not w.type.equals(r.type, check_metadata=True)
-        )
 
     @property
     def has_partition(self) -> bool:
