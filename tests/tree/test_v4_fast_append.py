@@ -12,7 +12,7 @@ import dataclasses
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -242,10 +242,12 @@ def test_an_append_re_applied_from_its_stored_rows_writes_the_general_paths_root
     stored = stored_additions_of(table.io, table.metadata, client)
     assert stored is not None
     files, rows = stored
-    assert [f.file_path for f in files] == [
-        e.data_file.file_path for e in entries_added_by(table.io, table.metadata, client)
+    # the files as the general read decodes them (absolute paths, metrics), row ids unset
+    assert files == [
+        dataclasses.replace(e.data_file, first_row_id=None)
+        for e in entries_added_by(table.io, table.metadata, client)
     ]
-    assert all(f.first_row_id is None for f in files)
+    assert all(f.file_path.startswith(table.metadata.location + "/") for f in files)
     request = dataclasses.replace(  # the append re-applied on the head it was made on
         _request(table, files),
         metadata=head_before,
@@ -349,4 +351,57 @@ def test_a_client_root_whose_added_rows_disagree_with_its_summary_is_not_trusted
         return _with_snapshot_ids(pa.concat_tables([t, t.slice(t.num_rows - 1)]), [*ids, ids[-1]])
 
     _rewrite_root(cast(str, client.root_manifest), lying)
+    assert stored_additions_of(table.io, table.metadata, client) is None
+
+
+def _with_last_value(
+    table: pa.Table, column: str, member: tuple[str, int, pa.DataType] | None, value: Callable[[Any], Any]
+) -> pa.Table:
+    """``table`` with the last row's ``column`` (or its struct ``member``: name, field id, type;
+    added when the compact writer left it out) set to ``value(its value)``."""
+    i = table.schema.get_field_index(column)
+    arr = table.column(i).combine_chunks()
+    if member is None:
+        values = arr.to_pylist()
+        values[-1] = value(values[-1])
+        return table.set_column(i, table.schema.field(i), pa.array(values, arr.type))
+    name, field_id, member_type = member
+    fields = list(arr.type)
+    children = [arr.field(j) for j in range(len(fields))]
+    if name not in [f.name for f in fields]:
+        fields.append(pa.field(name, member_type, True, {b"PARQUET:field_id": str(field_id).encode()}))
+        children.append(pa.nulls(len(arr), member_type))
+    j = [f.name for f in fields].index(name)
+    values = children[j].to_pylist()
+    values[-1] = value(values[-1])
+    children[j] = pa.array(values, member_type)
+    rebuilt = pa.StructArray.from_arrays(children, fields=fields)
+    return table.set_column(
+        i,
+        pa.field(column, rebuilt.type, table.schema.field(i).nullable, table.schema.field(i).metadata),
+        rebuilt,
+    )
+
+
+@pytest.mark.parametrize(
+    ("column", "member", "value"),
+    [
+        ("file_format", None, lambda _: "PARQUET"),  # decoded in lower case, encoded "parquet"
+        ("tracking", ("first_row_id", 142, pa.int64()), lambda _: None),  # a DATA row without row id
+        ("tracking", ("dv_snapshot_id", 5, pa.int64()), lambda _: 7),  # a DV's snapshot id, no DV
+        ("location", None, None),  # absolute under the table's location: encoded relative
+    ],
+    ids=["upper-case-format", "data-row-without-row-id", "dv-snapshot-id-without-dv", "absolute-location"],
+)
+def test_a_client_root_whose_added_rows_would_not_encode_back_as_stored_is_not_taken_as_stored(
+    catalog: Catalog,
+    column: str,
+    member: tuple[str, int, pa.DataType] | None,
+    value: Callable[[Any], Any] | None,
+) -> None:
+    table, _ = _client_append(catalog)
+    client = head(table.metadata)
+    assert stored_additions_of(table.io, table.metadata, client) is not None
+    change = value or (lambda relative: f"{table.metadata.location}/{relative}")
+    _rewrite_root(cast(str, client.root_manifest), lambda t: _with_last_value(t, column, member, change))
     assert stored_additions_of(table.io, table.metadata, client) is None

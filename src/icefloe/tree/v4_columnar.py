@@ -21,7 +21,7 @@ from icefloe.errors import CorruptMetadata
 from icefloe.formats.arrow_schema import arrow_type_to_iceberg, field_id_of
 from icefloe.formats.frozen_builders import fast_constructor
 from icefloe.formats.v4 import content_entry_schema as ce
-from icefloe.formats.v4.content_entry_schema import POS_COLUMN, to_python_values
+from icefloe.formats.v4.content_entry_schema import POS_COLUMN, single_array, to_python_values
 from icefloe.formats.v4.content_rows import column_files_from_values
 from icefloe.formats.v4.content_stats import (
     LOWER_BOUND,
@@ -54,8 +54,7 @@ def top_columns(table: pa.Table) -> dict[int, pa.Array]:
     for i, f in enumerate(table.schema):
         fid = field_id_of(f)
         if fid is not None and fid not in out:
-            col = table.column(i)
-            out[fid] = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+            out[fid] = single_array(table.column(i))
     return out
 
 
@@ -151,6 +150,8 @@ def _lazy_maps(members: list[tuple[int, pa.Array, Callable[[pa.Array], Column]]]
         return [None] * n
     column = _StatsMapColumn(members)
     maps: list[Any] = list(map(LazyMap, repeat(column.row, n), range(n)))
+    if any(arr.null_count == 0 for _, arr, _ in members):
+        return maps  # some member has a value in every row
     present = np.zeros(n, dtype=bool)
     for _, arr, _ in members:
         present |= arr.is_valid().to_numpy(zero_copy_only=False)

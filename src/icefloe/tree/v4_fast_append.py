@@ -33,6 +33,7 @@ else returns None and the caller takes the general path.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -48,12 +49,13 @@ from icefloe.formats.v4 import content_entry_schema as ce
 from icefloe.formats.v4.bitmaps import manifest_dv_codec
 from icefloe.formats.v4.content_entry import ROOT_CONTENT, manifest_file_format, relativize_location
 from icefloe.formats.v4.content_entry_schema import (
-    POS_COLUMN,
     ContentEntrySchema,
     content_entry_schema,
+    resolve_location,
     resolve_table_locations,
+    single_array,
 )
-from icefloe.formats.v4.stored_tables import read_stored_file, read_stored_table, widen_table, widening_plan
+from icefloe.formats.v4.stored_tables import read_stored_file, read_stored_table, widen_table
 from icefloe.io.fileio import FileIO
 from icefloe.spec.content import (
     DataFile,
@@ -74,7 +76,6 @@ from icefloe.tree.v4_root_checks import MDV_ENCODING_KEY
 
 _LIVE = tuple(int(s) for s in EntryStatus if s.is_live)
 _REFERENCES = (int(FileContent.DATA_MANIFEST), int(FileContent.DELETE_MANIFEST))
-_ENTRY_CONTENTS = {int(FileContent.DATA), int(FileContent.EQUALITY_DELETES)}
 _REF_CONTENT = {
     int(FileContent.DATA_MANIFEST): ManifestContent.DATA,
     int(FileContent.DELETE_MANIFEST): ManifestContent.DELETES,
@@ -120,7 +121,7 @@ def fast_append(request: TreeWriteRequest, policy: V4Policy) -> TreeResult | Non
     n_added = len(request.change.added_data_files)
     carried = None
     if parent_rows is not None:
-        carried = _carried(parent_rows[0], parent_rows[1], policy, n_added, key[1])
+        carried = _carried(parent_rows[0], parent_rows[1], policy, n_added, key)
     if carried is None:
         FAST_APPENDS.general += 1
         return None
@@ -212,43 +213,60 @@ def _parent_rows(io: FileIO, location: str, key: RootTableKey) -> tuple[pa.Table
     return table, False
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """Where an encoder-typed table (``ContentEntrySchema.write_arrow``) keeps what, by field id."""
+
+    names: dict[int | None, str]  # top-level columns
+    tracking_index: dict[int | None, int]  # tracking members' positions
+    tracking_ids: tuple[int | None, ...]  # tracking members' ids, in order
+    members: dict[int | None, dict[int | None, int]]  # struct columns' members' positions
+
+
+@functools.lru_cache(maxsize=64)
+def _layout(schema: ContentEntrySchema) -> _Layout:
+    """The layout of ``schema``'s encoder tables (worked out once per entry schema: reading field
+    ids from Arrow field metadata was a few hundred calls per rebased commit)."""
+    names = {field_id_of(f): f.name for f in schema.write_arrow}
+    tracking = schema.write_arrow.field(names[ce.TRACKING]).type
+    ids = tuple(field_id_of(f) for f in tracking)
+    members = {
+        field_id_of(f): {field_id_of(m): i for i, m in enumerate(f.type)}
+        for f in schema.write_arrow
+        if pa.types.is_struct(f.type)
+    }
+    return _Layout(names, {fid: i for i, fid in enumerate(ids)}, ids, members)
+
+
 class _Columns:
     """Top-level columns and tracking members of an encoder-typed table, by field id."""
 
-    def __init__(self, table: pa.Table, like: _Columns | None = None) -> None:
-        """``like``: columns of a table with the same schema (its field ids are not looked up again)."""
+    def __init__(self, table: pa.Table, layout: _Layout) -> None:
+        """``layout``: that of the table's entry schema (the table has its ``write_arrow`` schema)."""
         self.table = table
-        self.names: dict[int | None, str]
-        self.tracking_index: dict[int | None, int]
-        self.names = like.names if like is not None else {field_id_of(f): f.name for f in table.schema}
+        self.layout = layout
+        self.names = layout.names
+        self.tracking_index = layout.tracking_index
         tracking = table.column(self.names[ce.TRACKING])
-        self.tracking = cast(pa.StructArray, tracking.combine_chunks())
-        if like is not None:
-            self.tracking_index = like.tracking_index
-        else:
-            self.tracking_index = {field_id_of(f): i for i, f in enumerate(self.tracking.type)}
+        self.tracking = cast(pa.StructArray, single_array(tracking))
 
     def slice(self, offset: int, length: int | None) -> _Columns:
         """The columns of rows ``offset`` on (``length`` of them, None: all)."""
-        return _Columns(self.table.slice(offset, length), like=self)
+        return _Columns(self.table.slice(offset, length), self.layout)
 
     def column(self, fid: int) -> pa.Array:
-        return self.table.column(self.names[fid]).combine_chunks()
+        return single_array(self.table.column(self.names[fid]))
 
     def member(self, fid: int) -> pa.Array:
         return self.tracking.field(self.tracking_index[fid])
 
     def struct_member(self, fid: int, member: int) -> pa.Array:
-        struct = cast(pa.StructArray, self.column(fid))
-        for i, f in enumerate(struct.type):
-            if field_id_of(f) == member:
-                return struct.field(i)
-        raise KeyError(member)
+        return cast(pa.StructArray, self.column(fid)).field(self.layout.members[fid][member])
 
     def with_tracking(self, changes: dict[int | None, pa.Array]) -> pa.Table:
         """The table with these tracking members replaced."""
         t = self.tracking
-        children = [changes.get(field_id_of(f), t.field(i)) for i, f in enumerate(t.type)]
+        children = [changes.get(fid, t.field(i)) for i, fid in enumerate(self.layout.tracking_ids)]
         tracking = pa.StructArray.from_arrays(children, fields=list(t.type))
         i = self.table.schema.get_field_index(self.names[ce.TRACKING])
         return self.table.set_column(i, self.table.schema.field(i), tracking)
@@ -266,18 +284,14 @@ def _all(mask: pa.Array) -> bool:
     return bool(pc.all(pc.fill_null(mask, False)).as_py()) if len(mask) else True
 
 
-def _same_validity(a: pa.Array, b: pa.Array) -> bool:
-    return _all(pc.equal(a.is_valid(), b.is_valid()))
-
-
 def _carried(
-    parent: pa.Table, encoded_here: bool, policy: V4Policy, n_added: int, table_location: str | None
+    parent: pa.Table, encoded_here: bool, policy: V4Policy, n_added: int, key: RootTableKey
 ) -> pa.Table | None:
     """The parent's live rows as the new root carries them (None: the general path decides).
 
     ``encoded_here``: the parent's rows are this process's encoder output (checked already).
     """
-    cols = _Columns(parent)
+    cols = _Columns(parent, _layout(key[0]))
     content = cols.column(ce.CONTENT_TYPE).to_numpy(zero_copy_only=False)
     status = cols.member(ce.STATUS).to_numpy(zero_copy_only=False)
     is_ref = _any_of(content, _REFERENCES)
@@ -290,12 +304,12 @@ def _carried(
     if len(refs_first) == parent.num_rows and bool((refs_first == np.arange(parent.num_rows)).all()):
         carried = cols
     else:
-        carried = _Columns(parent.take(pa.array(refs_first, pa.int64())), like=cols)
+        carried = _Columns(parent.take(pa.array(refs_first, pa.int64())), cols.layout)
     refs, inline = carried.slice(0, n_refs), carried.slice(n_refs, None)
     if not encoded_here:
         if not (_entries_reencode_as_stored(inline) and _references_reencode_as_stored(refs, policy)):
             return None
-        if not _locations_stay(carried.table, cols.names, table_location):
+        if not _locations_stay(carried, key[1]):
             return None
     if n_refs and _compaction_due(refs, inline, policy):
         return None
@@ -310,29 +324,42 @@ def _carried(
 
 
 def _entries_reencode_as_stored(inline: _Columns) -> bool:
-    """Whether decoding the inline entries and encoding them again gives their stored values."""
+    """Whether decoding the inline entries and encoding them again gives their stored values.
+
+    Checked with numpy and a Python pass over the file formats: an append's root has a few rows
+    to check, where each Arrow compute call costs more than the check itself.
+    """
     if not inline.table.num_rows:
         return True
-    content = inline.column(ce.CONTENT_TYPE)
-    if not set(pc.unique(content).to_pylist()) <= _ENTRY_CONTENTS:
+    content = _int_values(inline.column(ce.CONTENT_TYPE), -1)
+    is_data = content == int(FileContent.DATA)
+    if not (is_data | (content == int(FileContent.EQUALITY_DELETES))).all():
         return False
-    is_data = pc.equal(content, int(FileContent.DATA))
-    first_row_id = inline.member(ce.FIRST_ROW_ID)
-    file_format = inline.column(ce.FILE_FORMAT)
-    checks = [
-        pc.equal(is_data, first_row_id.is_valid()),  # DATA rows carry row ids, others none
-        pc.equal(file_format, pc.utf8_lower(file_format)),
-        # the reader dates a DV (column files) without its snapshot id from the row's snapshot
-        pc.equal(inline.column(ce.DELETION_VECTOR).is_valid(), inline.member(ce.DV_SNAPSHOT_ID).is_valid()),
-    ]
+    if not np.array_equal(is_data, _valid(inline.member(ce.FIRST_ROW_ID))):
+        return False  # DATA rows carry row ids, others none
+    if not all(f is not None and f == f.lower() for f in inline.column(ce.FILE_FORMAT).to_pylist()):
+        return False  # the encoder writes a file format in lower case
+    # the reader dates a DV (column files) without its snapshot id from the row's snapshot
+    if not np.array_equal(
+        _valid(inline.column(ce.DELETION_VECTOR)), _valid(inline.member(ce.DV_SNAPSHOT_ID))
+    ):
+        return False
     column_files = inline.column(ce.COLUMN_FILES)
-    if column_files.null_count < len(column_files):  # an empty list is written as null
-        lengths = pc.fill_null(pc.list_value_length(column_files), 1)
-        checks.append(pc.greater(lengths, 0))
-        checks.append(
-            pc.equal(column_files.is_valid(), inline.member(ce.LATEST_COLUMN_FILE_SNAPSHOT_ID).is_valid())
-        )
-    return all(_all(c) for c in checks)
+    if column_files.null_count == len(column_files):
+        return True
+    lengths = pc.fill_null(pc.list_value_length(column_files), 1)  # an empty list is written as null
+    latest = inline.member(ce.LATEST_COLUMN_FILE_SNAPSHOT_ID)
+    return _all(pc.greater(lengths, 0)) and np.array_equal(_valid(column_files), _valid(latest))
+
+
+def _valid(arr: pa.Array) -> np.ndarray:
+    """Which values of ``arr`` are set (no compute call when all or none are)."""
+    n = len(arr)
+    if not arr.null_count:
+        return np.ones(n, bool)
+    if arr.null_count == n:
+        return np.zeros(n, bool)
+    return np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), bool)
 
 
 def _references_reencode_as_stored(refs: _Columns, policy: V4Policy) -> bool:
@@ -341,7 +368,7 @@ def _references_reencode_as_stored(refs: _Columns, policy: V4Policy) -> bool:
     if not n:
         return True
     seq = refs.member(ce.SEQUENCE_NUMBER)
-    if not (_same_validity(seq, refs.member(ce.FILE_SEQUENCE_NUMBER))):
+    if not np.array_equal(_valid(seq), _valid(refs.member(ce.FILE_SEQUENCE_NUMBER))):
         return False
     if not _all(pc.equal(pc.fill_null(seq, -1), pc.fill_null(refs.member(ce.FILE_SEQUENCE_NUMBER), -1))):
         return False
@@ -367,27 +394,26 @@ def _references_reencode_as_stored(refs: _Columns, policy: V4Policy) -> bool:
     return True
 
 
-def _locations(parent: pa.Table, names: dict[int | None, str]) -> Iterator[pa.Array]:
-    yield parent.column(names[ce.LOCATION]).combine_chunks()
-    dv = cast(pa.StructArray, parent.column(names[ce.DELETION_VECTOR]).combine_chunks())
-    if dv.null_count < len(dv):
-        yield next(dv.field(i) for i, f in enumerate(dv.type) if field_id_of(f) == ce.DV_LOCATION)
-    column_files = cast(pa.ListArray, parent.column(names[ce.COLUMN_FILES]).combine_chunks())
+def _locations(rows: _Columns) -> Iterator[pa.Array]:
+    yield rows.column(ce.LOCATION)
+    if rows.column(ce.DELETION_VECTOR).null_count < rows.table.num_rows:
+        yield rows.struct_member(ce.DELETION_VECTOR, ce.DV_LOCATION)
+    column_files = cast(pa.ListArray, rows.column(ce.COLUMN_FILES))
     if column_files.null_count < len(column_files):
         elements = cast(pa.StructArray, column_files.flatten())
         yield next(elements.field(i) for i, f in enumerate(elements.type) if field_id_of(f) == ce.CF_LOCATION)
 
 
-def _locations_stay(parent: pa.Table, names: dict[int | None, str], table_location: str | None) -> bool:
+def _locations_stay(rows: _Columns, table_location: str | None) -> bool:
     """No stored location is one the encoder would write relative (one written absolute under the
     table's location)."""
-    if not table_location or not parent.num_rows:
+    if not table_location or not rows.table.num_rows:
         return True
     prefix = table_location + "/"
-    for arr in _locations(parent, names):
-        if pc.any(pc.fill_null(pc.starts_with(arr, prefix), False)).as_py():
-            return False
-    return True
+    # in Python: a root's few hundred locations at most, where four compute calls cost more
+    return not any(
+        v is not None and v.startswith(prefix) for arr in _locations(rows) for v in arr.to_pylist()
+    )
 
 
 def _compaction_due(refs: _Columns, inline: _Columns, policy: V4Policy) -> bool:
@@ -426,7 +452,7 @@ def _stored_new_rows(
     additions = request.change.stored_additions
     if additions is None or additions.schema is not key[0] or additions.table_location != key[1]:
         return None
-    rows = _Columns(additions.rows)
+    rows = _Columns(additions.rows, _layout(key[0]))
     paths = [relativize_location(e.data_file.file_path, key[1]) for e in added]
     if rows.column(ce.LOCATION).to_pylist() != paths:
         return None
@@ -438,7 +464,7 @@ def _stored_new_rows(
         ce.FILE_SEQUENCE_NUMBER: [e.file_sequence_number for e in added],
         ce.FIRST_ROW_ID: [e.data_file.first_row_id for e in added],
     }
-    types = {field_id_of(f): f.type for f in rows.tracking.type}
+    types = dict(zip(rows.layout.tracking_ids, (f.type for f in rows.tracking.type), strict=True))
     changes = {fid: pa.nulls(n, t) for fid, t in types.items() if fid != ce.STATUS}
     changes.update({fid: pa.array(v, types[fid]) for fid, v in values.items()})
     FAST_APPENDS.stored_rows += n
@@ -450,11 +476,12 @@ def stored_additions(
 ) -> tuple[list[DataFile], StoredAdditions] | None:
     """The data files a v4 snapshot added inline to its root, with their stored rows.
 
-    For a server rebasing a client's append: the client's root is read with pyarrow, its rows
-    ADDED by ``snapshot`` found on the stored columns, and only those widened to the encoder's
-    types and decoded (row ids unset: they are assigned again on the new head). None when the
-    snapshot's summary counts files that are not among those rows, or when its rows would not
-    encode back as stored (the caller reads them the general way).
+    For a server rebasing a client's append: the client's root is read with pyarrow and widened
+    to the encoder's types (column by column: the whole root costs what its added rows would),
+    the rows ADDED by ``snapshot`` found, and only those checked and decoded (row ids unset: they
+    are assigned again on the new head). None when the snapshot's summary counts files that are
+    not among those rows, or when its rows would not encode back as stored (the caller reads them
+    the general way).
     """
     location = snapshot.root_manifest
     if location is None:
@@ -462,58 +489,59 @@ def stored_additions(
     schema = content_entry_schema(metadata.schema(), metadata.specs_by_id())
     where = table_location(metadata)
     raw, footer = read_stored_file(io.new_input(location).read(), source=location)
-    if footer.get("content") != ROOT_CONTENT or widening_plan(raw.schema, schema.write_arrow) is None:
+    if footer.get("content") != ROOT_CONTENT:
         return None
-    positions = _added_positions(raw, snapshot.snapshot_id)
+    stored = widen_table(raw, schema.write_arrow)
+    if stored is None:
+        return None
+    layout = _layout(schema)
+    positions = _added_positions(_Columns(stored, layout), snapshot.snapshot_id)
     summary = snapshot.summary
     if str(len(positions)) != summary.get(ADDED_DATA_FILES, ""):
         return None
     if summary.get(ADDED_DELETE_FILES, "0") != "0":
         return None
-    # only the snapshot's own rows are widened (a fast append's are the root's last, one slice)
-    widened = widen_table(_rows_at(raw, positions), schema.write_arrow)
-    if widened is None:
-        return None
-    rows = _Columns(widened)
-    if not (_entries_reencode_as_stored(rows) and _locations_stay(rows.table, rows.names, where)):
+    rows = _Columns(_rows_at(stored, positions), layout)  # a fast append's: the root's last rows
+    if not (_entries_reencode_as_stored(rows) and _locations_stay(rows, where)):
         return None
     if rows.column(ce.DELETION_VECTOR).null_count != len(positions):
         return None  # an append adds no deletion vector
-    readable = _in_read_types(rows.table, schema)
-    if where:
-        readable = resolve_table_locations(readable, where)
-    readable = readable.append_column(schema.read_arrow.field(POS_COLUMN), pa.array(positions, pa.int64()))
-    entries = decode_inline_entries(readable, metadata, location)
-    files = [dataclasses.replace(e.data_file, first_row_id=None) for e in entries]
-    return files, StoredAdditions(rows.table, schema, where)
+    return _added_files(rows, metadata, location, where), StoredAdditions(rows.table, schema, where)
 
 
-def _in_read_types(table: pa.Table, schema: ContentEntrySchema) -> pa.Table:
-    """Encoder rows (``schema.write_arrow``) in the reader's types, without ``_pos``: only the
-    columns whose type differs are cast (``Table.cast`` casts every column)."""
-    fields = [f for f in schema.read_arrow if f.name != POS_COLUMN]
-    arrays = [
-        column.cast(fields[i].type) if i in schema.read_casts else column
-        for i, column in enumerate(table.columns)
-    ]
-    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+def _added_files(rows: _Columns, metadata: TableMetadata, location: str, where: str | None) -> list[DataFile]:
+    """The files of an append's encoder rows (no deletion vector), as the reader decodes them,
+    row ids unset.
+
+    The decoder reads manifest counts (whose read type differs) only of references, so the rows
+    are decoded in the encoder's types; without column files the only stored location is each
+    file's own, resolved here per file (an append's few rows) rather than by Arrow compute.
+    """
+    table = rows.table
+    per_file = rows.column(ce.COLUMN_FILES).null_count == table.num_rows
+    if where and not per_file:
+        table = resolve_table_locations(table, where)
+    files = []
+    for e in decode_inline_entries(table, metadata, location):
+        path = resolve_location(e.data_file.file_path, where) if per_file else e.data_file.file_path
+        files.append(dataclasses.replace(e.data_file, file_path=path, first_row_id=None))
+    return files
 
 
-def _added_positions(raw: pa.Table, snapshot_id: int) -> np.ndarray:
-    """Positions of the DATA rows a root stores as ADDED by ``snapshot_id`` (``raw``: the root as
-    stored, its columns of the encoder's types; an absent column holds only nulls)."""
-    names = {field_id_of(f): f.name for f in raw.schema}
-    if ce.CONTENT_TYPE not in names or ce.TRACKING not in names:
-        return np.empty(0, np.int64)
-    content = raw.column(names[ce.CONTENT_TYPE]).combine_chunks().fill_null(-1).to_numpy()
-    tracking = cast(pa.StructArray, raw.column(names[ce.TRACKING]).combine_chunks())
-    members = {field_id_of(f): i for i, f in enumerate(tracking.type)}
-    if ce.STATUS not in members or ce.SNAPSHOT_ID not in members:
-        return np.empty(0, np.int64)
-    status = tracking.field(members[ce.STATUS]).fill_null(-1).to_numpy()
-    tracked_to = tracking.field(members[ce.SNAPSHOT_ID]).fill_null(0).to_numpy()
+def _added_positions(root: _Columns, snapshot_id: int) -> np.ndarray:
+    """Positions of the DATA rows a root stores as ADDED by ``snapshot_id``."""
+    content = _int_values(root.column(ce.CONTENT_TYPE), -1)
+    status = _int_values(root.member(ce.STATUS), -1)
+    tracked_to = _int_values(root.member(ce.SNAPSHOT_ID), 0)
     mine = (content == int(FileContent.DATA)) & (status == int(EntryStatus.ADDED))
     return np.flatnonzero(mine & (tracked_to == snapshot_id))
+
+
+def _int_values(arr: pa.Array, null: int) -> np.ndarray:
+    """An integer array's values, nulls as ``null`` (no compute call when there is none)."""
+    if arr.null_count:
+        arr = arr.fill_null(null)
+    return arr.to_numpy(zero_copy_only=False)
 
 
 def _rows_at(table: pa.Table, positions: np.ndarray) -> pa.Table:

@@ -51,6 +51,7 @@ from icefloe.formats.v4.content_entry_schema import (
     POS_COLUMN,
     ContentEntrySchema,
     column_by_field_id,
+    single_array,
     union_partition_type,
 )
 from icefloe.formats.v4.content_rows import to_positioned_rows
@@ -487,9 +488,7 @@ def _tracking_member(table: pa.Table, field_id: int) -> pa.Array:
     tracking = column_by_field_id(table, ce.TRACKING)
     if tracking is None:
         raise CorruptMetadata("content entries without a tracking column")
-    arr = cast(
-        pa.StructArray, tracking.combine_chunks() if isinstance(tracking, pa.ChunkedArray) else tracking
-    )
+    arr = cast(pa.StructArray, tracking)
     for i in range(arr.type.num_fields):
         if field_id_of(arr.type.field(i)) == field_id:
             return pc.struct_field(arr, [i])
@@ -500,7 +499,7 @@ def _column(table: pa.Table, field_id: int) -> pa.Array:
     col = column_by_field_id(table, field_id)
     if col is None:
         raise CorruptMetadata(f"content entries without field {field_id}")
-    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    return col
 
 
 def inherited_first_row_ids(table: pa.Table, ref: ManifestFile) -> list[int | None]:
@@ -610,7 +609,7 @@ def locate(io: FileIO, metadata: TableMetadata, ref: ManifestFile, paths: set[st
         pc.is_in(loc, value_set=pa.array(sorted(paths), pa.string())),
         pc.is_in(_tracking_member(table, ce.STATUS), value_set=_LIVE_STATUSES),
     )
-    pos = table.column(POS_COLUMN).combine_chunks()
+    pos = single_array(table.column(POS_COLUMN))
     found = dict(zip(loc.filter(hit).to_pylist(), pos.filter(hit).to_pylist(), strict=True))
     masked = positions(dv_codec(metadata), ref.mdv, ref.manifest_path)
     return {p: i for p, i in found.items() if i not in masked}

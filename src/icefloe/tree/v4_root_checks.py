@@ -60,7 +60,7 @@ def recorded_cardinalities(ref_rows: pa.Table) -> list[int | None]:
     info = ce.column_by_field_id(ref_rows, ce.MANIFEST_INFO)
     if info is None:
         return [None] * ref_rows.num_rows
-    arr = cast(pa.StructArray, info.combine_chunks() if isinstance(info, pa.ChunkedArray) else info)
+    arr = cast(pa.StructArray, ce.single_array(info))
     for i in range(arr.type.num_fields):
         if field_id_of(arr.type.field(i)) == ce.MDV_CARDINALITY:
             return cast(list[int | None], pc.struct_field(arr, [i]).to_pylist())
@@ -127,7 +127,7 @@ def check_deletion_vectors(entries: pa.Table, location: str) -> None:
     column = ce.column_by_field_id(entries, ce.DELETION_VECTOR)
     if column is None or not len(column):
         return
-    arr = cast(pa.StructArray, column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
+    arr = cast(pa.StructArray, ce.single_array(column))
     present = arr.is_valid()
     for i in range(arr.type.num_fields):
         fid = field_id_of(arr.type.field(i))

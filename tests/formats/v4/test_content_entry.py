@@ -870,3 +870,15 @@ def test_required_members_are_filled_under_null_parents_only() -> None:
     missing = pa.array([{"all_optional": None, "inner": {"k": None, "v": "a"}}], t)
     with pytest.raises(ValidationError, match=r"e\.inner\.k is required but missing"):
         fill_required_members(missing, t, "e")
+
+
+def test_single_array_takes_a_columns_only_chunk_without_copying_it() -> None:
+    struct = pa.array([{"a": 1, "b": "x"}, None, {"a": 3, "b": "z"}])
+    one = pa.chunked_array([struct.slice(1)])
+    taken = ce.single_array(one)
+    assert taken.to_pylist() == [None, {"a": 3, "b": "z"}]
+    # the chunk's own buffers (combine_chunks copied even a single chunk)
+    assert taken.buffers()[0].address == struct.buffers()[0].address
+    several = pa.chunked_array([struct.slice(0, 1), struct.slice(2)])
+    assert ce.single_array(several).to_pylist() == [{"a": 1, "b": "x"}, {"a": 3, "b": "z"}]
+    assert ce.single_array(struct) is struct

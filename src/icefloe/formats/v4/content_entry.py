@@ -35,7 +35,6 @@ import pyarrow.parquet as pq
 from icefloe.errors import CorruptMetadata, ValidationError
 from icefloe.formats.arrow_schema import (
     field_id_of,
-    internal_to_arrow,
 )
 from icefloe.formats.v4 import content_entry_schema as ce
 from icefloe.formats.v4.bitmaps import manifest_dv_codec
@@ -61,6 +60,7 @@ from icefloe.formats.v4.content_stats import (
     struct_value_from_metrics,
 )
 from icefloe.formats.v4.encoded_rows import ENCODED_ROWS
+from icefloe.formats.v4.row_values import entry_values_to_arrow
 from icefloe.spec.content import (
     ColumnFile,
     DataFile,
@@ -364,9 +364,7 @@ def content_entries_table(
 
     def encode_rows(batch: list[ContentRow]) -> pa.Array:
         values = [writer.row(r) for r in batch]
-        return fill_required_members(
-            internal_to_arrow(schema.write_type, values, target), target, "content_entry"
-        )
+        return fill_required_members(entry_values_to_arrow(schema, values, target), target, "content_entry")
 
     # rows carried on from a root this process encoded a moment ago are not converted again
     key = (schema, kind, location, options.get("mdv_encoding"))

@@ -55,6 +55,7 @@ __all__ = [
     "relativize_location",
     "resolve_location",
     "resolve_table_locations",
+    "single_array",
     "specs_by_id",
     "to_python_values",
     "union_partition_type",
@@ -208,12 +209,6 @@ class ContentEntrySchema:
         read_fields = [field_to_arrow(f) for f in self.read_type.fields]
         pos = pa.field(POS_COLUMN, pa.int64(), False, {FIELD_ID_KEY: str(POS_COLUMN_ID).encode()})
         self.read_arrow = pa.schema([*read_fields, pos])
-        # the columns whose read type is not their write type (manifest counts: int32 -> int64)
-        self.read_casts = frozenset(
-            i
-            for i, (w, r) in enumerate(zip(self.write_arrow, read_fields, strict=True))
-            if not w.type.equals(r.type, check_metadata=True)
-        )
 
     @property
     def has_partition(self) -> bool:
@@ -276,6 +271,14 @@ def _cached_entry_schema(
     return ContentEntrySchema(
         union_partition_type(specs, table_schema), content_stats_type(table_schema, row_lineage=row_lineage)
     )
+
+
+def single_array(column: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """A column as one array: its only chunk as it is (``combine_chunks`` copies even one chunk,
+    tens of microseconds for a nested column), several chunks combined."""
+    if isinstance(column, pa.ChunkedArray):
+        return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    return column
 
 
 # -- projection by field id ----------------------------------------------------------------------
@@ -346,7 +349,7 @@ def project_by_field_id(
         if idx is None:
             columns.append(pa.nulls(table.num_rows, f.type))
         else:
-            col: Any = table.column(idx).combine_chunks()
+            col: Any = single_array(table.column(idx))
             columns.append(_project(col, f, f.name, source))
     return pa.Table.from_arrays(columns, schema=target)
 
@@ -451,7 +454,7 @@ def column_by_field_id(table: pa.Table, field_id: int) -> pa.Array | None:
     """The (combined) top-level column with this field id, or None."""
     for i, f in enumerate(table.schema):
         if field_id_of(f) == field_id:
-            return cast(pa.Array, table.column(i).combine_chunks())
+            return single_array(table.column(i))
     return None
 
 
@@ -460,10 +463,10 @@ def resolve_table_locations(table: pa.Table, table_location: str) -> pa.Table:
     for i, f in enumerate(table.schema):
         fid = field_id_of(f)
         if fid == LOCATION:
-            col = table.column(i).combine_chunks()
+            col = single_array(table.column(i))
             table = table.set_column(i, f, _resolve_array(col, table_location))
         elif fid == DELETION_VECTOR:
-            dv = cast(pa.StructArray, table.column(i).combine_chunks())
+            dv = cast(pa.StructArray, single_array(table.column(i)))
             if dv.null_count == len(dv):
                 continue  # no deletion vector, no location (e.g. an append's rows)
             children = dv.flatten()
@@ -475,7 +478,7 @@ def resolve_table_locations(table: pa.Table, table_location: str) -> pa.Table:
                 i, f, pa.StructArray.from_arrays(children, fields=list(f.type), mask=mask)
             )
         elif fid == COLUMN_FILES:
-            lists = cast(pa.ListArray, table.column(i).combine_chunks())
+            lists = cast(pa.ListArray, single_array(table.column(i)))
             if lists.null_count == len(lists):
                 continue
             table = table.set_column(i, f, _resolve_column_file_locations(lists, f, table_location))
@@ -519,7 +522,7 @@ def prune_null_columns(table: pa.Table) -> pa.Table:
     """The table without optional columns (and struct members) that hold only nulls."""
     arrays, fields = [], []
     for f, col in zip(table.schema, table.columns, strict=True):
-        kept = _prune(col.combine_chunks(), f)
+        kept = _prune(single_array(col), f)
         if kept is not None:
             arrays.append(kept[0])
             fields.append(kept[1])

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Callable
 from typing import cast
 
 import pyarrow as pa
@@ -24,7 +25,7 @@ import pyarrow.parquet as pq
 
 from icefloe.errors import CorruptMetadata
 from icefloe.formats.arrow_schema import field_id_of
-from icefloe.formats.v4.content_entry_schema import fill_required_members
+from icefloe.formats.v4.content_entry_schema import fill_required_members, single_array
 
 
 def read_stored_table(
@@ -60,19 +61,11 @@ def read_stored_file(data: bytes, *, source: str) -> tuple[pa.Table, dict[str, s
 
 def widen_table(table: pa.Table, target: pa.Schema) -> pa.Table | None:
     """``table`` with the fields of ``target`` it lacks added as nulls (None if it cannot be)."""
-    plan = widening_plan(table.schema, target)
-    if plan is None:
+    widening = _PLANS.widening(table.schema, target)
+    if widening is None:
         return None
-    arrays = []
-    for want, (i, members) in zip(target, plan, strict=True):
-        if i is None:
-            arrays.append(_nulls(want, table.num_rows))
-            continue
-        column = table.column(i)
-        arr = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
-        # Parquet reads a required member under a null parent as a zero
-        arrays.append(arr if members is None else _widen_struct(arr, want.type, members))
-    return pa.Table.from_arrays(arrays, schema=target)
+    columns = widening.columns(lambda i: single_array(table.column(i)), table.num_rows)
+    return pa.Table.from_arrays(columns, schema=target)
 
 
 _Plan = tuple[tuple[int | None, "_Plan | None"], ...]
@@ -80,27 +73,83 @@ _Plan = tuple[tuple[int | None, "_Plan | None"], ...]
 and how to widen it (None: taken as it is)."""
 
 
+class _Widening:
+    """A plan with what applying it needs, built once: the wanted fields and the nulls of the
+    absent ones (listing a struct type's fields or finding a type's nulls costs tens of
+    microseconds, per column of every table widened)."""
+
+    __slots__ = ("fields", "steps")
+
+    def __init__(self, plan: _Plan, fields: list[pa.Field]) -> None:
+        self.fields = fields
+        self.steps = [
+            (
+                i,
+                None if members is None else _Widening(members, list(f.type)),
+                _null_block(f.type) if i is None else None,
+            )
+            for f, (i, members) in zip(fields, plan, strict=True)
+        ]
+
+    def columns(self, stored: Callable[[int], pa.Array], n: int) -> list[pa.Array]:
+        """The wanted columns of ``n`` rows from the stored ones (``stored(i)``: the i-th)."""
+        out = []
+        for f, (i, members, nulls) in zip(self.fields, self.steps, strict=True):
+            if i is None:  # left out by the compact writer: nulls, required members filled
+                out.append(
+                    nulls.slice(0, n) if nulls is not None and n <= _NULLS_BUILT else _null_values(f.type, n)
+                )
+                continue
+            arr = stored(i)
+            # Parquet reads a required member under a null parent as a zero
+            out.append(arr if members is None else members.struct(arr))
+        return out
+
+    def struct(self, arr: pa.Array) -> pa.Array:
+        """A stored struct array with the wanted members."""
+        struct = cast(pa.StructArray, arr)
+        children = self.columns(struct.field, len(struct))
+        mask = struct.is_null() if struct.null_count else None
+        return pa.StructArray.from_arrays(children, fields=self.fields, mask=mask)
+
+
 class _Plans:
     """Widening plans of recent (stored, wanted) schema pairs, compared with their field ids
-    (``pa.Schema.__eq__`` ignores field metadata, where the ids are)."""
+    (``pa.Schema.__eq__`` ignores field metadata, where the ids are) but not with the schema's own
+    metadata: a file read with pyarrow carries its footer there (every root its own snapshot id),
+    which says nothing about how its columns widen."""
 
     def __init__(self, size: int = 32) -> None:
-        self._recent: list[tuple[pa.Schema, pa.Schema, _Plan | None]] = []
+        self._recent: list[tuple[pa.Schema, pa.Schema, _Plan | None, _Widening | None]] = []
         self._size = size
         self._lock = threading.Lock()
+        self.made = 0  # plans worked out (not found among the recent ones)
 
     def get(self, have: pa.Schema, target: pa.Schema) -> _Plan | None:
+        return self._find(have, target)[0]
+
+    def widening(self, have: pa.Schema, target: pa.Schema) -> _Widening | None:
+        return self._find(have, target)[1]
+
+    def _find(self, have: pa.Schema, target: pa.Schema) -> tuple[_Plan | None, _Widening | None]:
+        if have.metadata:
+            have = have.remove_metadata()
+        if target.metadata:
+            target = target.remove_metadata()
         with self._lock:
             recent = list(self._recent)
-        for h, t, plan in reversed(recent):
+        for h, t, plan, widening in reversed(recent):
             if (h is have or h.equals(have, check_metadata=True)) and (
                 t is target or t.equals(target, check_metadata=True)
             ):
-                return plan
-        plan = _fields_plan(list(have), list(target))
+                return plan, widening
+        fields = list(target)
+        plan = _fields_plan(list(have), fields)
+        widening = None if plan is None else _Widening(plan, fields)
         with self._lock:
-            self._recent = [*self._recent[-(self._size - 1) :], (have, target, plan)]
-        return plan
+            self.made += 1
+            self._recent = [*self._recent[-(self._size - 1) :], (have, target, plan, widening)]
+        return plan, widening
 
 
 _PLANS = _Plans()
@@ -137,24 +186,6 @@ def _fields_plan(have: list[pa.Field], want: list[pa.Field]) -> _Plan | None:
     if by_id:
         return None  # a column the encoder does not write
     return tuple(steps)
-
-
-def _widen_struct(arr: pa.Array, want: pa.DataType, plan: _Plan) -> pa.Array:
-    struct = cast(pa.StructArray, arr)
-    children = []
-    for member, (i, members) in zip(want, plan, strict=True):
-        if i is None:
-            children.append(_null_values(member.type, len(struct)))
-            continue
-        child = struct.field(i)
-        children.append(child if members is None else _widen_struct(child, member.type, members))
-    mask = struct.is_null() if struct.null_count else None
-    return pa.StructArray.from_arrays(children, fields=list(want), mask=mask)
-
-
-def _nulls(f: pa.Field, n: int) -> pa.Array:
-    """A column the compact writer left out: nulls, required members filled as the encoder does."""
-    return _null_values(f.type, n)
 
 
 _NULLS_BUILT = 4096
