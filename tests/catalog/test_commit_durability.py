@@ -1,6 +1,7 @@
 """One durability barrier per commit: every file a commit wrote is fsynced before the pointer moves.
 
-The catalog below is a real SqlCatalog whose compare-and-swap first looks at the disk: which files
+The catalog below is a real SqlCatalog whose compare-and-swap, at the moment its transaction
+commits (when the new pointer becomes visible and durable), looks at the disk: which files
 appeared under the warehouse since the test began, and which of them (and of their directories)
 the barrier had fsynced by then. The barrier is a real one that also records what it fsynced.
 """
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from sqlalchemy import Connection
 
 from icefloe.catalog.identifiers import Namespace
 from icefloe.catalog.sql import SqlCatalog
@@ -47,7 +49,9 @@ class SwapSeen:
 
 
 class SwapWatchingCatalog(SqlCatalog):
-    """A SqlCatalog that records, at each compare-and-swap, the files written since ``watch``."""
+    """A SqlCatalog that records, as each compare-and-swap commits, the files written since ``watch``."""
+
+    swapping = False
 
     def watch(self, root: Path, barrier: RecordingBarrier) -> None:
         self.root, self.barrier = root, barrier
@@ -55,16 +59,24 @@ class SwapWatchingCatalog(SqlCatalog):
         self.swaps: list[SwapSeen] = []
 
     def _swap_metadata_location(self, namespace: Namespace, name: str, expected: str, new: str) -> None:
-        barrier = current_barrier()
-        self.swaps.append(
-            SwapSeen(
-                new_files=_files(self.root) - self.existing,
-                synced=set(self.barrier.synced),
-                swapping_thread_barrier=barrier,
-                pending_in_swapping_thread=barrier.pending if barrier is not None else (),
+        self.swapping = True
+        try:
+            super()._swap_metadata_location(namespace, name, expected, new)
+        finally:
+            self.swapping = False
+
+    def _commit_transaction(self, conn: Connection) -> None:
+        if self.swapping:  # the swap's COMMIT: the moment the new pointer becomes visible
+            barrier = current_barrier()
+            self.swaps.append(
+                SwapSeen(
+                    new_files=_files(self.root) - self.existing,
+                    synced=set(self.barrier.synced),
+                    swapping_thread_barrier=barrier,
+                    pending_in_swapping_thread=barrier.pending if barrier is not None else (),
+                )
             )
-        )
-        super()._swap_metadata_location(namespace, name, expected, new)
+        super()._commit_transaction(conn)
 
 
 def _files(root: Path) -> set[str]:
