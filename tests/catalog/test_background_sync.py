@@ -14,15 +14,14 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from sqlalchemy import Connection, event
+from sqlalchemy import event
 
-from icefloe.catalog.identifiers import Namespace
-from icefloe.catalog.sql import SqlCatalog
 from icefloe.errors import CommitConflict
 from icefloe.formats.metadata.files import write_table_metadata
 from icefloe.io.durability import DurabilityBarrier, durability_barrier
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField, StringType
+from tests.support.swap_commits import SwapCommitWatchingCatalog, opened
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "s", StringType()))
 GATE_TIMEOUT_S = 10.0
@@ -55,42 +54,29 @@ class GatedBarrier(DurabilityBarrier):
             self.synced.add(path)
 
 
-class WatchingCatalog(SqlCatalog):
+class WatchingCatalog(SwapCommitWatchingCatalog):
     """Opens ``update_ran`` when the swap's UPDATE has run; records what was durable at its COMMIT."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.update_ran = threading.Event()
         self.barrier: GatedBarrier | None = None
         self.synced_at_commit: list[set[str]] = []
-        self._swapping = False
         super().__init__(*args, **kwargs)
 
         @event.listens_for(self.engine, "after_cursor_execute")
         def _after(conn: Any, cursor: Any, statement: str, *rest: Any) -> None:
-            if self._swapping and statement.lstrip().upper().startswith("UPDATE"):
+            if self.swapping and statement.lstrip().upper().startswith("UPDATE"):
                 self.update_ran.set()
 
-    def _swap_metadata_location(self, namespace: Namespace, name: str, expected: str, new: str) -> None:
-        self._swapping = True
-        try:
-            super()._swap_metadata_location(namespace, name, expected, new)
-        finally:
-            self._swapping = False
-
-    def _commit_transaction(self, conn: Connection) -> None:
-        if self._swapping and self.barrier is not None:
+    def at_swap_commit(self) -> None:
+        if self.barrier is not None:
             self.synced_at_commit.append(set(self.barrier.synced))
-        super()._commit_transaction(conn)
 
 
 @pytest.fixture
 def watched(tmp_path: Path) -> Iterator[WatchingCatalog]:
-    found = WatchingCatalog("c", uri=f"sqlite:///{tmp_path / 'c.db'}", warehouse=str(tmp_path / "wh"))
-    found.create_namespace("db")
-    try:
-        yield found
-    finally:
-        found.close()
+    with opened(WatchingCatalog, tmp_path) as catalog:
+        yield catalog
 
 
 def _new_files(root: Path, before: set[str]) -> set[str]:

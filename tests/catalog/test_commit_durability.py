@@ -15,13 +15,11 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from sqlalchemy import Connection
 
-from icefloe.catalog.identifiers import Namespace
-from icefloe.catalog.sql import SqlCatalog
 from icefloe.io.durability import DurabilityBarrier, current_barrier, durability_barrier
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField, StringType
+from tests.support.swap_commits import SwapCommitWatchingCatalog, opened
 
 
 class RecordingBarrier(DurabilityBarrier):
@@ -48,35 +46,24 @@ class SwapSeen:
     pending_in_swapping_thread: tuple[str, ...]
 
 
-class SwapWatchingCatalog(SqlCatalog):
+class SwapWatchingCatalog(SwapCommitWatchingCatalog):
     """A SqlCatalog that records, as each compare-and-swap commits, the files written since ``watch``."""
-
-    swapping = False
 
     def watch(self, root: Path, barrier: RecordingBarrier) -> None:
         self.root, self.barrier = root, barrier
         self.existing = _files(root)
         self.swaps: list[SwapSeen] = []
 
-    def _swap_metadata_location(self, namespace: Namespace, name: str, expected: str, new: str) -> None:
-        self.swapping = True
-        try:
-            super()._swap_metadata_location(namespace, name, expected, new)
-        finally:
-            self.swapping = False
-
-    def _commit_transaction(self, conn: Connection) -> None:
-        if self.swapping:  # the swap's COMMIT: the moment the new pointer becomes visible
-            barrier = current_barrier()
-            self.swaps.append(
-                SwapSeen(
-                    new_files=_files(self.root) - self.existing,
-                    synced=set(self.barrier.synced),
-                    swapping_thread_barrier=barrier,
-                    pending_in_swapping_thread=barrier.pending if barrier is not None else (),
-                )
+    def at_swap_commit(self) -> None:
+        barrier = current_barrier()
+        self.swaps.append(
+            SwapSeen(
+                new_files=_files(self.root) - self.existing,
+                synced=set(self.barrier.synced),
+                swapping_thread_barrier=barrier,
+                pending_in_swapping_thread=barrier.pending if barrier is not None else (),
             )
-        super()._commit_transaction(conn)
+        )
 
 
 def _files(root: Path) -> set[str]:
@@ -92,12 +79,8 @@ def _rows(n: int) -> pa.Table:
 
 @pytest.fixture
 def watched(tmp_path: Path) -> Iterator[SwapWatchingCatalog]:
-    catalog = SwapWatchingCatalog("c", uri=f"sqlite:///{tmp_path / 'c.db'}", warehouse=str(tmp_path / "wh"))
-    catalog.create_namespace("db")
-    try:
+    with opened(SwapWatchingCatalog, tmp_path) as catalog:
         yield catalog
-    finally:
-        catalog.close()
 
 
 @pytest.mark.parametrize("format_version", ["2", "4"])

@@ -15,8 +15,8 @@ the rest of the fsyncs, so writers of *other* tables of the same database wait t
 
 from __future__ import annotations
 
+import functools
 import os
-import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 from icefloe.io.durability import SYNC_WORKERS, current_barrier
@@ -56,25 +56,14 @@ def start_pending_sync() -> BackgroundSync | None:
     return BackgroundSync([pool.submit(barrier.fsync_path, path) for path in targets])
 
 
-_pool_lock = threading.Lock()
-_executor: ThreadPoolExecutor | None = None
-
-
+@functools.cache
 def _pool() -> ThreadPoolExecutor:
-    global _executor
-    with _pool_lock:
-        if _executor is None:
-            _executor = ThreadPoolExecutor(max_workers=SYNC_WORKERS, thread_name_prefix="icefloe-swap-fsync")
-        return _executor
+    # made on first use; two racing first uses may each make one, the uncached one's few idle
+    # threads then stay (harmless)
+    return ThreadPoolExecutor(max_workers=SYNC_WORKERS, thread_name_prefix="icefloe-swap-fsync")
 
 
-def _forget_pool_after_fork() -> None:
-    # a forked child (Spark's Python workers) inherits the pool object but none of its threads
-    global _executor, _pool_lock
-    _executor = None
-    _pool_lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_pool_after_fork)
+# a forked child (Spark's Python workers) inherits the pool object but none of its threads
+os.register_at_fork(after_in_child=_pool.cache_clear)
 
 __all__ = ["BackgroundSync", "start_pending_sync"]
