@@ -1,6 +1,7 @@
 """One durability barrier per commit: every file a commit wrote is fsynced before the pointer moves.
 
-The catalog below is a real SqlCatalog whose compare-and-swap first looks at the disk: which files
+The catalog below is a real SqlCatalog whose compare-and-swap, at the moment its transaction
+commits (when the new pointer becomes visible and durable), looks at the disk: which files
 appeared under the warehouse since the test began, and which of them (and of their directories)
 the barrier had fsynced by then. The barrier is a real one that also records what it fsynced.
 """
@@ -15,11 +16,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from icefloe.catalog.identifiers import Namespace
-from icefloe.catalog.sql import SqlCatalog
 from icefloe.io.durability import DurabilityBarrier, current_barrier, durability_barrier
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField, StringType
+from tests.support.swap_commits import SwapCommitWatchingCatalog, opened
 
 
 class RecordingBarrier(DurabilityBarrier):
@@ -46,15 +46,15 @@ class SwapSeen:
     pending_in_swapping_thread: tuple[str, ...]
 
 
-class SwapWatchingCatalog(SqlCatalog):
-    """A SqlCatalog that records, at each compare-and-swap, the files written since ``watch``."""
+class SwapWatchingCatalog(SwapCommitWatchingCatalog):
+    """A SqlCatalog that records, as each compare-and-swap commits, the files written since ``watch``."""
 
     def watch(self, root: Path, barrier: RecordingBarrier) -> None:
         self.root, self.barrier = root, barrier
         self.existing = _files(root)
         self.swaps: list[SwapSeen] = []
 
-    def _swap_metadata_location(self, namespace: Namespace, name: str, expected: str, new: str) -> None:
+    def at_swap_commit(self) -> None:
         barrier = current_barrier()
         self.swaps.append(
             SwapSeen(
@@ -64,7 +64,6 @@ class SwapWatchingCatalog(SqlCatalog):
                 pending_in_swapping_thread=barrier.pending if barrier is not None else (),
             )
         )
-        super()._swap_metadata_location(namespace, name, expected, new)
 
 
 def _files(root: Path) -> set[str]:
@@ -80,12 +79,8 @@ def _rows(n: int) -> pa.Table:
 
 @pytest.fixture
 def watched(tmp_path: Path) -> Iterator[SwapWatchingCatalog]:
-    catalog = SwapWatchingCatalog("c", uri=f"sqlite:///{tmp_path / 'c.db'}", warehouse=str(tmp_path / "wh"))
-    catalog.create_namespace("db")
-    try:
+    with opened(SwapWatchingCatalog, tmp_path) as catalog:
         yield catalog
-    finally:
-        catalog.close()
 
 
 @pytest.mark.parametrize("format_version", ["2", "4"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -13,9 +14,12 @@ import requests
 from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.server import RunningServer
+from icefloe.server.coalescer import CommitCoalescer
+from icefloe.server.commits import TableLocks
 from icefloe.server.context import ServerState
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField
+from icefloe.spec.updates import SetProperties
 from icefloe.table.table import Table
 from icefloe.tree.read_seam import entries_added_by
 from icefloe.tree.v4_fast_append import FAST_APPENDS
@@ -136,3 +140,99 @@ def test_a_commit_pointing_outside_the_warehouse_is_refused_inside_a_batch_of_ap
     assert sorted(backing_catalog.load_table("db.t").scan().to_arrow()["id"].to_pylist()) == [0, 1, 2]
     for client in clients:
         client.close()
+
+
+class _SwapThreads(SqlCatalog):
+    """A real SqlCatalog that remembers which thread swapped each pointer."""
+
+    swapped_by: list[str]
+
+    def _swap_metadata_location(self, namespace: tuple[str, ...], name: str, expected: str, new: str) -> None:
+        self.swapped_by.append(threading.current_thread().name)
+        super()._swap_metadata_location(namespace, name, expected, new)
+
+
+class _GateLock:
+    """A table lock that holds its first taker until ``go`` is set, then fails it (as an interrupt
+    while waiting for the lock would); later takers get a real lock."""
+
+    def __init__(self) -> None:
+        self.go = threading.Event()
+        self.taken = 0
+        self._real = threading.Lock()
+
+    def __enter__(self) -> None:
+        self.taken += 1
+        if self.taken == 1:
+            self.go.wait(WAIT_S)
+            raise RuntimeError("interrupted while waiting for the table lock")
+        self._real.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._real.release()
+
+
+def _property_commit(
+    coalescer: CommitCoalescer, value: str, outcomes: dict[str, object]
+) -> Callable[[], None]:
+    def run() -> None:
+        try:
+            _, md = coalescer.commit(KEY, [], [SetProperties({value: value})])
+            outcomes[threading.current_thread().name] = md.properties
+        except Exception as exc:
+            outcomes[threading.current_thread().name] = exc
+
+    return run
+
+
+def _named(name: str, target: Callable[[], None]) -> threading.Thread:
+    thread = threading.Thread(target=target, name=name)
+    thread.start()
+    return thread
+
+
+def test_the_lead_passes_to_the_first_commit_queued_behind_the_batch(tmp_path: Path) -> None:
+    catalog = _SwapThreads("c", uri=f"sqlite:///{tmp_path / 'c.db'}", warehouse=str(tmp_path / "wh"))
+    catalog.create_namespace("db")
+    catalog.create_table("db.t", Schema(NestedField(1, "id", LongType(), required=True)))
+    catalog.swapped_by = []
+    locks = TableLocks()
+    coalescer = CommitCoalescer(catalog, locks.lock, retries=0)
+    outcomes: dict[str, object] = {}
+    with locks.lock(KEY):  # the first batch waits here while the others queue behind it
+        threads = [_named("first", _property_commit(coalescer, "a", outcomes))]
+        _wait_until(lambda: coalescer.running(KEY) and coalescer.queued(KEY) == 0)
+        for i, name in enumerate(("second", "third", "fourth")):
+            threads.append(_named(name, _property_commit(coalescer, name, outcomes)))
+            _wait_until(lambda n=i: coalescer.queued(KEY) == n + 1)  # type: ignore[misc]
+    for thread in threads:
+        thread.join(WAIT_S)
+    assert not any(t.is_alive() for t in threads)
+    assert catalog.swapped_by == ["first", "second"]  # the second batch ran on the first queued thread
+    assert coalescer.batches == 2 and not coalescer.running(KEY)
+    assert set(outcomes["fourth"]) >= {"a", "second", "third", "fourth"}  # type: ignore[arg-type]
+    catalog.close()
+
+
+def test_a_leader_that_fails_before_its_batch_still_hands_the_lead_on(tmp_path: Path) -> None:
+    catalog = SqlCatalog("c", uri=f"sqlite:///{tmp_path / 'c.db'}", warehouse=str(tmp_path / "wh"))
+    catalog.create_namespace("db")
+    catalog.create_table("db.t", Schema(NestedField(1, "id", LongType(), required=True)))
+    gate = _GateLock()
+    coalescer = CommitCoalescer(catalog, lambda key: gate, retries=0)  # type: ignore[arg-type,return-value]
+    outcomes: dict[str, object] = {}
+    threads = [_named("first", _property_commit(coalescer, "a", outcomes))]
+    _wait_until(lambda: gate.taken == 1)
+    for i, name in enumerate(("second", "third")):
+        threads.append(_named(name, _property_commit(coalescer, name, outcomes)))
+        _wait_until(lambda n=i: coalescer.queued(KEY) == n + 1)  # type: ignore[misc]
+    gate.go.set()
+    for thread in threads:
+        thread.join(WAIT_S)
+    assert not any(t.is_alive() for t in threads), "a queued commit was left waiting"
+    assert isinstance(outcomes["first"], RuntimeError)
+    third = outcomes["third"]
+    assert isinstance(third, dict) and {"second", "third"} <= set(third) and "a" not in third
+    assert coalescer.batches == 1 and not coalescer.running(KEY)
+    assert set(catalog.load_table("db.t").metadata.properties) >= {"second", "third"}
+    catalog.close()

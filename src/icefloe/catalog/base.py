@@ -117,6 +117,11 @@ class Catalog(ABC):
     stale base loses the swap (``CommitConflict``) and nothing changes. False by default (e.g. the
     Hadoop catalog, whose ``vN`` names are reused)."""
 
+    swap_syncs_pending: ClassVar[bool] = False
+    """True when ``_swap_metadata_location`` makes the files pending in the durability barrier
+    durable itself before the pointer moves (the SQL catalog overlaps those fsyncs with its
+    transaction's statements, ``catalog.background_sync``); else ``commit_table`` syncs them first."""
+
     def __init__(self, name: str, **properties: str) -> None:
         self.name = name
         self.properties: dict[str, str] = dict(properties)
@@ -449,7 +454,8 @@ class Catalog(ABC):
             md = new_metadata_with_log(md, None, None)  # trims to previous-versions-max only
         with durability_barrier():  # the metadata file is synced with the commit's other files
             location = write_table_metadata(io, md.location, md, previous_location=base_metadata_location)
-            sync_pending()
+            if not self.swap_syncs_pending:
+                sync_pending()
             try:
                 self._swap_metadata_location(namespace, name, base_metadata_location, location)
             except BaseException as exc:

@@ -13,7 +13,9 @@ can share one catalog database:
   namespace created without properties is marked by the reserved ``exists = true`` row (which
   ``load_namespace_properties`` hides, as Java does).
 
-A commit is one conditional UPDATE of ``metadata_location`` (compare-and-swap on the old value).
+A commit is one conditional UPDATE of ``metadata_location`` (compare-and-swap on the old value);
+the files it names are fsynced while that transaction runs, and it commits once they are
+durable (``background_sync``).
 SQLite connections use WAL, a busy timeout, ``BEGIN IMMEDIATE`` for writes (see sql_engine.py),
 and operations are retried while the database is locked.
 """
@@ -41,6 +43,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
+from icefloe.catalog.background_sync import BackgroundSync, start_pending_sync
 from icefloe.catalog.base import Catalog, PropertiesUpdateSummary
 from icefloe.catalog.identifiers import (
     Namespace,
@@ -69,7 +72,6 @@ from icefloe.errors import (
     TableGoneDuringCommit,
     ValidationError,
 )
-from icefloe.io.durability import sync_pending
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +92,7 @@ class SqlCatalog(Catalog):
     """An Iceberg catalog in a SQL database using the JDBC catalog tables (SQLite or PostgreSQL)."""
 
     swap_checks_location = True  # one conditional UPDATE on the old location; fresh UUID file names
+    swap_syncs_pending = True  # every write transaction waits for the barrier's fsyncs before COMMIT
 
     def __init__(
         self, name: str = "default", uri: str | None = None, warehouse: str | None = None, **properties: str
@@ -159,9 +162,27 @@ class SqlCatalog(Catalog):
 
         With ``verify``: if the COMMIT itself fails, ask ``verify`` on a fresh connection whether
         the change landed; if it cannot be confirmed, raise CommitStateUnknown.
+
+        A write may move a pointer to the files written so far in this context's durability
+        barrier: they are fsynced while ``work`` runs, and the COMMIT waits for them
+        (``catalog.background_sync``).
         """
-        if write:
-            sync_pending()  # a catalog write may move a pointer to the files written so far
+        syncing = start_pending_sync() if write else None
+        try:
+            return self._run_transaction(work, write=write, verify=verify, what=what, syncing=syncing)
+        finally:
+            if syncing is not None:
+                syncing.settle()  # waited for before any COMMIT; here only when failing before one
+
+    def _run_transaction(
+        self,
+        work: Callable[[Connection], T],
+        *,
+        write: bool,
+        verify: Callable[[Connection], bool] | None,
+        what: str,
+        syncing: BackgroundSync | None,
+    ) -> T:
         deadline = time.monotonic() + self._lock_retry_seconds
         delay = 0.005
         while True:
@@ -176,6 +197,8 @@ class SqlCatalog(Catalog):
                 if not write:
                     conn.rollback()
                     return result
+                if syncing is not None:
+                    syncing.wait()  # the files the pointer may name are durable before it moves
                 committing = True
                 self._commit_transaction(conn)
                 return result

@@ -47,11 +47,21 @@ TableKey = tuple[tuple[str, ...], str]
 
 @dataclass
 class _Pending:
+    """One queued commit, and how its waiting thread is woken: once, when a batch has finished it
+    or when it is this thread's turn to lead the table's next batch (``leads``)."""
+
     requirements: list[TableRequirement]
     updates: list[TableUpdate]
-    done: threading.Event = field(default_factory=threading.Event)
     result: tuple[str, TableMetadata] | None = None
     error: BaseException | None = None
+    finished: bool = False
+    leads: bool = False
+    wake: threading.Event = field(default_factory=threading.Event)
+
+    def finish(self) -> None:
+        """The outcome (``result`` or ``error``) is final: wake the waiting thread."""
+        self.finished = True
+        self.wake.set()
 
 
 def _append_shape(updates: list[TableUpdate]) -> tuple[AddSnapshot, SetSnapshotRef] | None:
@@ -140,7 +150,7 @@ class CommitCoalescer:
         self._retries = retries
         self._queues: dict[TableKey, list[_Pending]] = {}
         self._leading: set[TableKey] = set()
-        self._changed = threading.Condition()  # guards the queues and who leads
+        self._guard = threading.Lock()  # guards the queues and who leads
         self._known = KnownStates()
         self._trust_known = catalog.swap_checks_location
         self.batches = 0
@@ -152,47 +162,61 @@ class CommitCoalescer:
     ) -> tuple[str, TableMetadata]:
         """Queue one commit and wait for its outcome (this thread may run the batch).
 
-        A thread waits until its commit is done or no batch of its table is running while
-        commits are queued; then it leads the next batch. The end of every batch wakes the
-        waiting threads, so the next batch starts at once.
+        The thread that finds no batch of its table running leads: it takes everything queued and
+        applies it. When the batch ends, the lead passes to the first commit queued meanwhile (its
+        thread is woken to take the queue) or lapses when none is. A waiting thread is woken only
+        when its own commit is finished or its turn to lead has come, never by other batches.
         """
         pending = _Pending(requirements, updates)
-        with self._changed:
+        with self._guard:
             self._queues.setdefault(key, []).append(pending)
-        while True:
-            with self._changed:
-                while not pending.done.is_set() and (key in self._leading or not self._queues.get(key)):
-                    self._changed.wait()
-                if pending.done.is_set():
-                    break
+            if key not in self._leading:
                 self._leading.add(key)
-                batch = self._queues.pop(key)
-            try:
-                with self._lock_for(key):
-                    self._run_batch(key, batch)
-            except BaseException as exc:  # e.g. interrupted waiting for the lock: nobody may hang
-                for p in batch:
-                    if not p.done.is_set():
-                        p.error = exc
-                        p.done.set()
-                raise
-            finally:
-                with self._changed:
-                    self._leading.discard(key)
-                    self._changed.notify_all()
+                pending.leads = True
+        if not pending.leads:
+            pending.wake.wait()
+        if pending.leads:  # set before the wake when this thread is handed the lead
+            self._lead(key)
         if pending.error is not None:
             raise pending.error
         assert pending.result is not None
         return pending.result
 
+    def _lead(self, key: TableKey) -> None:
+        """Apply everything queued for the table as one batch, then hand the lead on."""
+        with self._guard:
+            batch = self._queues.pop(key)
+        try:
+            with self._lock_for(key):
+                self._run_batch(key, batch)
+        except BaseException as exc:  # e.g. interrupted waiting for the lock: nobody may hang
+            for p in batch:
+                if not p.finished:
+                    p.error = exc
+                    p.finish()
+            raise
+        finally:
+            self._hand_off(key)
+
+    def _hand_off(self, key: TableKey) -> None:
+        """Wake the first commit queued behind the batch that ended to lead the next one."""
+        with self._guard:
+            queue = self._queues.get(key)
+            if queue:
+                successor = queue[0]
+                successor.leads = True
+                successor.wake.set()
+            else:
+                self._leading.discard(key)
+
     def running(self, key: TableKey) -> bool:
-        """Whether a batch of the table is being applied."""
-        with self._changed:
+        """Whether a batch of the table is being applied (or about to be, by a woken leader)."""
+        with self._guard:
             return key in self._leading
 
     def queued(self, key: TableKey) -> int:
         """How many commits to the table wait for its next batch."""
-        with self._changed:
+        with self._guard:
             return len(self._queues.get(key, ()))
 
     def _run_batch(self, key: TableKey, batch: list[_Pending]) -> None:
@@ -213,11 +237,11 @@ class CommitCoalescer:
                     fresh_tries += 1
         except BaseException as exc:
             for p in batch:
-                if not p.done.is_set():
+                if not p.finished:
                     p.error = exc
         finally:
             for p in batch:
-                p.done.set()
+                p.finish()
         self.batches += 1
 
     def _read_state(self, key: TableKey) -> tuple[str, TableMetadata]:

@@ -22,7 +22,7 @@ from icefloe.catalog.base import Catalog, warehouse_location
 from icefloe.catalog.identifiers import Namespace
 from icefloe.errors import CommitConflict, NoSuchTable, Unsupported, ValidationError
 from icefloe.formats.metadata.files import new_metadata_with_log, read_table_metadata, write_table_metadata
-from icefloe.io.durability import durability_barrier, sync_pending
+from icefloe.io.durability import durability_barrier
 from icefloe.io.fileio import FileIO
 from icefloe.server.checks import check_inside, check_location_properties
 from icefloe.spec.requirements import AssertCreate, TableRequirement, validate_requirements
@@ -223,8 +223,7 @@ def commit_transaction(catalog: Catalog, locks: TableLocks, changes: list[TableC
                     location = write_table_metadata(io, md.location, md, previous_location=p.base_location)
                     written.append((io, location))
                     swaps.append(PointerSwap(p.change.namespace, p.change.name, p.base_location, location))
-                sync_pending()
-                swap_pointers(catalog, swaps)
+                swap_pointers(catalog, swaps)  # its transaction waits for the fsyncs before COMMIT
         except BaseException as exc:
             from icefloe.errors import CommitStateUnknown
 
