@@ -9,13 +9,15 @@ fsyncs every recorded file and directory concurrently on a small thread pool, wh
 system lets concurrent fsyncs share journal commits (~4x faster than the same fsyncs in turn on
 this project's ext4 machines, see BENCHMARKS.md).
 
-The rule that keeps this safe: **everything that moves a catalog pointer calls ``sync_pending()``
-first** (``SqlCatalog._run`` before any write transaction, the REST client before any mutation,
-the Hadoop catalog before creating ``vN.metadata.json``). Leaving the outermost barrier syncs
-whatever is still pending, so no file outlives its barrier undurable. A crash before the sync can
-leave a recorded file incomplete under its final name; nothing refers to it (it is an orphan, as
-every file of an uncommitted attempt is). Files under reused names (Hadoop's ``vN``) and files
-written on other threads (which do not inherit the barrier) are fsynced on close, as before.
+The rule that keeps this safe: **everything that moves a catalog pointer makes the pending files
+durable first** (``SqlCatalog._run`` fsyncs them while a write transaction's statements run and
+waits for them before its COMMIT, ``catalog.background_sync``; the REST client calls
+``sync_pending()`` before any mutation, the Hadoop catalog before creating ``vN.metadata.json``).
+Leaving the outermost barrier syncs whatever is still pending, so no file outlives its barrier
+undurable. A crash before the sync can leave a recorded file incomplete under its final name;
+nothing refers to it (it is an orphan, as every file of an uncommitted attempt is). Files under
+reused names (Hadoop's ``vN``) and files written on other threads (which do not inherit the
+barrier) are fsynced on close, as before.
 """
 
 from __future__ import annotations
