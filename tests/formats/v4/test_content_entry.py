@@ -30,11 +30,11 @@ from icefloe.formats.v4.content_entry import (
 from icefloe.formats.v4.content_entry_schema import (
     content_entry_schema,
     fill_required_members,
-    prune_null_columns,
     union_partition_type,
 )
 from icefloe.formats.v4.content_rows import to_content_rows, to_positioned_rows
 from icefloe.formats.v4.content_stats import ColumnStats
+from icefloe.formats.v4.null_columns import prune_null_columns
 from icefloe.spec.content import (
     DataFile,
     DeletionVectorRef,

@@ -23,8 +23,6 @@ those rows into objects when they are wanted.
 
 from __future__ import annotations
 
-import functools
-import io
 import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, TypeAlias, TypedDict, Unpack, cast
@@ -46,7 +44,6 @@ from icefloe.formats.v4.content_entry_schema import (
     filter_positions,
     has_scheme,
     project_by_field_id,
-    prune_null_columns,
     relativize_location,
     resolve_location,
     resolve_table_locations,
@@ -60,6 +57,7 @@ from icefloe.formats.v4.content_stats import (
     struct_value_from_metrics,
 )
 from icefloe.formats.v4.encoded_rows import ENCODED_ROWS
+from icefloe.formats.v4.null_columns import prune_null_columns
 from icefloe.formats.v4.row_values import entry_values_to_arrow
 from icefloe.spec.content import (
     ColumnFile,
@@ -400,7 +398,7 @@ def encode_entries_table(
     compact = options.get("compact", False)
     if compact:  # readers project by field id: a missing optional column reads as null
         table = prune_null_columns(table)
-    buf = io.BytesIO()
+    buf = pa.BufferOutputStream()  # written by Arrow, not through a Python file object's write calls
     with pq.ParquetWriter(
         buf,
         table.schema,
@@ -414,7 +412,7 @@ def encode_entries_table(
     ) as out:
         out.write_table(table)
         out.add_key_value_metadata(footer)
-    return buf.getvalue()
+    return cast(bytes, buf.getvalue().to_pybytes())
 
 
 _COMPRESSION: dict[Kind, str] = {"root": "snappy", "leaf": "zstd"}
@@ -434,15 +432,30 @@ def _delta_encodings(schema: pa.Schema) -> dict[str, str] | None:
     return {path: "DELTA_BINARY_PACKED" for path in _integer_column_paths(schema)} or None
 
 
-@functools.lru_cache(maxsize=64)
+_SCHEMAS_KEPT = 64
+_recent_integer_paths: list[tuple[pa.Schema, tuple[str, ...]]] = []
+
+
 def _integer_column_paths(schema: pa.Schema) -> tuple[str, ...]:
-    """Dotted Parquet paths of the leaf columns that Parquet stores as INT32 or INT64 (once per
-    schema: every root of a table is written with one of a few)."""
+    """Dotted Parquet paths of the leaf columns that Parquet stores as INT32 or INT64.
+
+    Worked out once per schema: every root of a table is written with one of a few. A schema is
+    found again by equality, never by hashing it (tens of microseconds for a root's schema); the
+    pruning gives a table's roots the same Arrow schema each time
+    (:mod:`icefloe.formats.v4.null_columns`), which compares equal at once.
+    """
+    global _recent_integer_paths
+    recent = _recent_integer_paths
+    for known, paths in reversed(recent):
+        if known.equals(schema):
+            return paths
     is_integer: dict[str, bool] = {}
     for path, t in _leaf_columns(list(schema), ()):
         # names may contain dots: a path shared with a non-integer leaf gets no special encoding
         is_integer[path] = is_integer.get(path, True) and _stored_as_integer(t)
-    return tuple(path for path, ok in is_integer.items() if ok)
+    found = tuple(path for path, ok in is_integer.items() if ok)
+    _recent_integer_paths = [*recent[-(_SCHEMAS_KEPT - 1) :], (schema, found)]
+    return found
 
 
 def _leaf_columns(fields: list[pa.Field], prefix: tuple[str, ...]) -> Iterator[tuple[str, pa.DataType]]:

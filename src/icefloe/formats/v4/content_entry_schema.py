@@ -51,7 +51,6 @@ __all__ = [
     "filter_positions",
     "has_scheme",
     "project_by_field_id",
-    "prune_null_columns",
     "relativize_location",
     "resolve_location",
     "resolve_table_locations",
@@ -497,36 +496,6 @@ def _resolve_column_file_locations(lists: pa.ListArray, f: pa.Field, table_locat
     return pa.ListArray.from_arrays(
         lists.offsets, rebuilt, type=f.type, mask=lists.is_null() if lists.null_count else None
     )
-
-
-def _prune(arr: pa.Array, f: pa.Field) -> tuple[pa.Array, pa.Field] | None:
-    """An array without its all-null optional struct members (None when it is all null itself)."""
-    if f.nullable and arr.null_count == len(arr) and len(arr):
-        return None
-    if not pa.types.is_struct(f.type):
-        return arr, f
-    struct = cast(pa.StructArray, arr)
-    children = [struct.field(i) for i in range(f.type.num_fields)]
-    members = [_prune(child, f.type.field(i)) for i, child in enumerate(children)]
-    kept = [r for r in members if r is not None]
-    if not kept:
-        return None if f.nullable else (arr, f)
-    if len(kept) == len(children) and all(r[0] is c for r, c in zip(kept, children, strict=True)):
-        return arr, f  # every member kept as it is: the struct needs no rebuilding
-    mask = struct.is_null() if struct.null_count else None
-    out = pa.StructArray.from_arrays([a for a, _ in kept], fields=[g for _, g in kept], mask=mask)
-    return out, pa.field(f.name, out.type, f.nullable, f.metadata)
-
-
-def prune_null_columns(table: pa.Table) -> pa.Table:
-    """The table without optional columns (and struct members) that hold only nulls."""
-    arrays, fields = [], []
-    for f, col in zip(table.schema, table.columns, strict=True):
-        kept = _prune(single_array(col), f)
-        if kept is not None:
-            arrays.append(kept[0])
-            fields.append(kept[1])
-    return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=table.schema.metadata))
 
 
 def filter_positions(table: pa.Table, positions: Iterable[int]) -> pa.Table:
