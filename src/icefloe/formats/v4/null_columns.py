@@ -21,6 +21,8 @@ from typing import cast
 
 import pyarrow as pa
 
+from icefloe.formats.v4.content_entry_schema import single_array
+
 __all__ = ["prune_null_columns"]
 
 _OUTCOMES_KEPT = 64
@@ -28,10 +30,6 @@ _OUTCOMES_KEPT = 64
 
 _SCHEMAS_KEPT = 32
 """Input schemas whose member trees are kept (a process writes a few tables' roots at once)."""
-
-
-def _single_array(column: pa.ChunkedArray) -> pa.Array:
-    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 class _Member:
@@ -103,7 +101,7 @@ class _SchemaMembers:
         arrays: list[pa.Array] = []
         fields: list[pa.Field] = []
         for column, values in zip(self.columns, table.columns, strict=True):
-            kept = column.prune(_single_array(values), n)
+            kept = column.prune(single_array(values), n)
             if kept is not None:
                 arrays.append(kept[0])
                 fields.append(kept[1])
