@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -153,3 +154,29 @@ def test_metadata_path_and_gzip_as_javas_view_operations(
     assert second.startswith(f"{sql_catalog.warehouse}/db/v/metadata/00001-")
     assert not second.endswith(".gz.metadata.json")
     assert views.load("db.v") == (plain, second)
+
+
+def test_a_representation_icefloe_does_not_know_survives_its_rewrites(
+    sql_catalog: SqlCatalog, schema: Schema
+) -> None:
+    sql_catalog.create_namespace("db")
+    views = SqlViews(sql_catalog)
+    plan = {"type": "substrait", "plan": "CgRmYWtl", "extensions": [{"uri": "x"}]}
+    theirs = replace(version("SELECT id, name FROM db.t", 1000), other_representations=(plan,))
+    first = views.create("db.v", ViewMetadata.new(f"{sql_catalog.warehouse}/db/v", theirs, schema, {}))
+    md, _ = views.load("db.v")
+    second = views.replace("db.v", first, md.with_properties({"comment": "changed"}))
+    written = json.loads(Path(second.removeprefix("file://")).read_text())
+    assert written["properties"] == {"comment": "changed"}
+    assert written["versions"][0]["representations"] == [
+        {"type": "sql", "sql": "SELECT id, name FROM db.t", "dialect": "spark"},
+        plan,
+    ]
+    # the same SQL without the other representation is another definition: a version of its own
+    third = views.replace(
+        "db.v", second, views.load("db.v")[0].with_version(version("SELECT id, name FROM db.t", 2000), schema)
+    )
+    md, _ = views.load("db.v")
+    assert third != second and [v.version_id for v in md.versions] == [1, 2]
+    assert md.versions[0].other_representations == (plan,)
+    assert md.current_version().other_representations == ()

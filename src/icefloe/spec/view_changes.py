@@ -312,6 +312,7 @@ def _same_version(a: ViewVersion, b: ViewVersion) -> bool:
     return (
         a.summary == b.summary
         and a.representations == b.representations
+        and a.other_representations == b.other_representations
         and a.schema_id == b.schema_id
         and a.default_namespace == b.default_namespace
         and a.default_catalog == b.default_catalog

@@ -8,6 +8,7 @@ a table's; Iceberg Java, PyIceberg and icefloe read the same files.
 
 from __future__ import annotations
 
+import copy
 import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -40,6 +41,9 @@ class ViewVersion:
     default_namespace: tuple[str, ...]
     summary: dict[str, str] = field(default_factory=dict)
     default_catalog: str | None = None
+    other_representations: tuple[dict[str, Any], ...] = ()
+    """Representations of a type other than ``sql`` (another engine's, or a later spec's), kept as
+    their JSON objects and written back unchanged, so rewriting the view's metadata loses none."""
 
     def sql_for(self, dialect: str) -> str | None:
         """The SQL text for ``dialect`` (case-insensitive), None when the view has none."""
@@ -153,7 +157,10 @@ def view_version_to_dict(v: ViewVersion) -> dict[str, Any]:
         "timestamp-ms": v.timestamp_ms,
         "schema-id": v.schema_id,
         "summary": dict(v.summary),
-        "representations": [{"type": SQL, "sql": r.sql, "dialect": r.dialect} for r in v.representations],
+        "representations": [
+            *({"type": SQL, "sql": r.sql, "dialect": r.dialect} for r in v.representations),
+            *(dict(r) for r in v.other_representations),
+        ],
         "default-namespace": list(v.default_namespace),
     }
     if v.default_catalog is not None:
@@ -164,11 +171,16 @@ def view_version_to_dict(v: ViewVersion) -> dict[str, Any]:
 def view_version_from_dict(data: Any) -> ViewVersion:
     """Parse a view version JSON object."""
     what = "view version"
+    listed = as_list(required(data, "representations", what), "representations", what)
+    for r in listed:
+        if not isinstance(r, dict) or not isinstance(r.get("type"), str):
+            raise CorruptMetadata(f"a view representation must be a JSON object with a type: {r!r}")
     representations = tuple(
-        SqlRepresentation(str(r["sql"]), str(r["dialect"]))
-        for r in as_list(required(data, "representations", what), "representations", what)
-        if str(r.get("type", "")).lower() == SQL
+        SqlRepresentation(str(required(r, "sql", what)), str(required(r, "dialect", what)))
+        for r in listed
+        if r["type"].lower() == SQL
     )
+    others = tuple(copy.deepcopy(r) for r in listed if r["type"].lower() != SQL)
     return ViewVersion(
         version_id=required_int(data, "version-id", what),
         timestamp_ms=required_int(data, "timestamp-ms", what),
@@ -179,4 +191,5 @@ def view_version_from_dict(data: Any) -> ViewVersion:
         ),
         summary={str(k): str(v) for k, v in (data.get("summary") or {}).items()},
         default_catalog=data.get("default-catalog"),
+        other_representations=others,
     )
