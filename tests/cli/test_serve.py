@@ -9,14 +9,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
 
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.cli.main import build_parser
-from icefloe.cli.serve import server_config
+from icefloe.cli.serve import server_config, tls_files
 from icefloe.errors import ValidationError
+from tests.support.certificates import self_signed_certificate
 
 
 def _free_port() -> int:
@@ -96,3 +98,56 @@ def test_auth_file_grants_and_clients(tmp_path: Path) -> None:
     with pytest.raises(ValidationError):
         server_config(catalog, _args("--host", "0.0.0.0"))  # open server off loopback
     catalog.close()
+
+
+def test_tls_arguments(tmp_path: Path) -> None:
+    cert, key = self_signed_certificate(tmp_path)
+    assert tls_files(_args()) is None
+    tls = tls_files(_args("--tls-cert", str(cert), "--tls-key", str(key)))
+    assert (tls.certificate, tls.key) == (str(cert), str(key))
+    with pytest.raises(ValidationError, match="--tls-key needs --tls-cert"):
+        tls_files(_args("--tls-key", str(key)))
+    with pytest.raises(ValidationError, match=r"missing\.pem"):
+        tls_files(_args("--tls-cert", str(tmp_path / "missing.pem")))
+
+
+def test_serve_process_answers_over_https(tmp_path: Path) -> None:
+    cert, key = self_signed_certificate(tmp_path)
+    port = _free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable, "-m", "icefloe.cli",
+            "--uri", f"sqlite:///{tmp_path / 'c.db'}", "--warehouse", str(tmp_path / "wh"),
+            "serve", "--port", str(port), "--token", "t0k", "--tls-cert", str(cert), "--tls-key", str(key),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        url = f"https://127.0.0.1:{port}/v1/config"
+        deadline = time.monotonic() + 60
+        while (config := _https_json(url, "t0k", str(cert))) is None:
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            assert time.monotonic() < deadline, "server did not start"
+            time.sleep(0.1)
+        assert "POST /v1/{prefix}/transactions/commit" in config["endpoints"]
+        assert _https_json(url, "t0k", True) == "untrusted"  # the system's CAs do not know it
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=30)
+    assert f"icefloe REST catalog on https://127.0.0.1:{port} (bearer tokens)" in stderr.decode()
+
+
+def _https_json(url: str, token: str, verify: str | bool) -> Any:
+    """The JSON answer of a GET, "untrusted" when the client refuses the server's certificate, None
+    when nothing listens yet. Nothing of the exchange outlives the call: a response or error kept
+    alive keeps its TLS connection open, and the server's shutdown would wait for its close."""
+    try:
+        with requests.Session() as session:
+            answer = session.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=5, verify=verify)
+            answer.raise_for_status()
+            return answer.json()
+    except requests.exceptions.SSLError as exc:
+        return "untrusted" if "CERTIFICATE_VERIFY_FAILED" in str(exc) else None
+    except requests.ConnectionError:
+        return None

@@ -5,6 +5,11 @@ Authentication: ``--token T`` (repeatable) accepts bearer token T with full acce
 "clients": {"id": {"secret": "...", "grants": {...}}}}`` for per-namespace grants and OAuth2
 client credentials; ``$ICEFLOE_REST_TOKENS`` (comma-separated) adds full-access tokens. Without
 any of them the server is open, which it only allows on a loopback address.
+
+TLS: ``--tls-cert FILE`` (with ``--tls-key FILE`` unless the certificate file holds the key) serves
+HTTPS, so tokens and table credentials do not cross the network in clear text. Serving tokens over
+plain HTTP on a non-loopback address is allowed (a TLS-terminating proxy in front is a common
+deployment) but warned about.
 """
 
 from __future__ import annotations
@@ -35,6 +40,27 @@ def add_serve(commands: Any, handler: Any) -> None:
     sub.add_argument(
         "--max-request-bytes", type=int, default=16 * 1024 * 1024, help="refuse larger requests (413)"
     )
+    sub.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this PEM certificate (chain)")
+    sub.add_argument(
+        "--tls-key", metavar="FILE", help="the certificate's PEM private key (when not in --tls-cert)"
+    )
+
+
+def tls_files(args: argparse.Namespace) -> Any:
+    """The TlsFiles the arguments name, None for plain HTTP (ValidationError for a key without a
+    certificate or a file that does not exist)."""
+    from icefloe.server import TlsFiles
+
+    if args.tls_cert is None:
+        if args.tls_key is not None:
+            raise ValidationError("--tls-key needs --tls-cert")
+        return None
+    tls = TlsFiles(args.tls_cert, args.tls_key)
+    try:
+        tls.check()
+    except ValueError as exc:
+        raise ValidationError(str(exc)) from None
+    return tls
 
 
 def server_config(catalog: Catalog, args: argparse.Namespace) -> Any:
@@ -68,7 +94,17 @@ def cmd_serve(catalog: Catalog, args: argparse.Namespace) -> list[str]:
     from icefloe.server import serve_forever
 
     config = server_config(catalog, args)
-    auth = "open (no authentication)" if not config.tokens and not config.clients else "bearer tokens"
-    print(f"icefloe REST catalog on http://{args.host}:{args.port} ({auth}); Ctrl-C stops", file=sys.stderr)
-    serve_forever(config, args.host, args.port)
+    tls = tls_files(args)
+    open_access = not config.tokens and not config.clients
+    auth = "open (no authentication)" if open_access else "bearer tokens"
+    scheme = "https" if tls is not None else "http"
+    if tls is None and not open_access and args.host not in LOOPBACK:
+        print(
+            "warning: bearer tokens over plain HTTP on a non-loopback address; serve behind a TLS "
+            "proxy or pass --tls-cert/--tls-key",
+            file=sys.stderr,
+        )
+    where = f"{scheme}://{args.host}:{args.port}"
+    print(f"icefloe REST catalog on {where} ({auth}); Ctrl-C stops", file=sys.stderr)
+    serve_forever(config, args.host, args.port, tls)
     return []

@@ -9,6 +9,14 @@ from __future__ import annotations
 
 from icefloe.server.auth import Grants, OAuthClient
 from icefloe.server.config import ServerConfig
-from icefloe.server.runner import RunningServer, serve_forever, start_server
+from icefloe.server.runner import RunningServer, TlsFiles, serve_forever, start_server
 
-__all__ = ["Grants", "OAuthClient", "RunningServer", "ServerConfig", "serve_forever", "start_server"]
+__all__ = [
+    "Grants",
+    "OAuthClient",
+    "RunningServer",
+    "ServerConfig",
+    "TlsFiles",
+    "serve_forever",
+    "start_server",
+]

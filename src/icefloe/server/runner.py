@@ -1,8 +1,10 @@
 """Run the REST catalog server: in the foreground (``icefloe serve``) or in a background thread
-of the current process (tests, benchmarks) on a free port of 127.0.0.1."""
+of the current process (tests, benchmarks) on a free port of 127.0.0.1; over plain HTTP, or over
+TLS when given a certificate and its key (``TlsFiles``)."""
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -23,6 +25,22 @@ HTTP_AUTO = "auto"
 """uvicorn's choice: httptools and uvloop when installed (the ``rest`` extra), else h11 and asyncio."""
 
 
+@dataclass(frozen=True)
+class TlsFiles:
+    """The server's certificate chain and private key (PEM files) for serving HTTPS. ``key`` may be
+    None when the certificate file holds the key too; ``key_password`` decrypts an encrypted key."""
+
+    certificate: str
+    key: str | None = None
+    key_password: str | None = None
+
+    def check(self) -> None:
+        """ValueError naming the file that cannot be read, before the server starts listening."""
+        for path in (self.certificate, self.key):
+            if path is not None and not os.path.isfile(path):
+                raise ValueError(f"TLS file {path!r} does not exist")
+
+
 def _uvicorn_config(
     config: ServerConfig,
     host: str,
@@ -30,8 +48,11 @@ def _uvicorn_config(
     wrap: Callable[[Any], Any] | None = None,
     http: str = HTTP_AUTO,
     loop: str = HTTP_AUTO,
+    tls: TlsFiles | None = None,
 ) -> uvicorn.Config:
     app: Any = create_app(config)
+    if tls is not None:
+        tls.check()
     return uvicorn.Config(
         wrap(app) if wrap is not None else app,
         host=host,
@@ -42,12 +63,17 @@ def _uvicorn_config(
         timeout_keep_alive=30,
         http=http,
         loop=loop,
+        ssl_certfile=tls.certificate if tls is not None else None,
+        ssl_keyfile=tls.key if tls is not None else None,
+        ssl_keyfile_password=tls.key_password if tls is not None else None,
     )
 
 
-def serve_forever(config: ServerConfig, host: str = "127.0.0.1", port: int = 8181) -> None:
-    """Serve until interrupted (Ctrl-C)."""
-    uvicorn.Server(_uvicorn_config(config, host, port)).run()
+def serve_forever(
+    config: ServerConfig, host: str = "127.0.0.1", port: int = 8181, tls: TlsFiles | None = None
+) -> None:
+    """Serve until interrupted (Ctrl-C); over HTTPS when ``tls`` is given."""
+    uvicorn.Server(_uvicorn_config(config, host, port, tls=tls)).run()
 
 
 @dataclass
@@ -58,6 +84,7 @@ class RunningServer:
     thread: threading.Thread
     host: str
     port: int
+    tls: bool = False
 
     @property
     def app(self) -> Any:
@@ -66,8 +93,8 @@ class RunningServer:
 
     @property
     def uri(self) -> str:
-        """Base URI for REST clients, e.g. ``http://127.0.0.1:54321``."""
-        return f"http://{self.host}:{self.port}"
+        """Base URI for REST clients, e.g. ``http://127.0.0.1:54321`` (``https://`` over TLS)."""
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
 
     def stop(self) -> None:
         """Ask the server to exit and wait for its thread."""
@@ -90,18 +117,21 @@ def start_server(
     wrap: Callable[[Any], Any] | None = None,
     http: str = HTTP_AUTO,
     loop: str = HTTP_AUTO,
+    tls: TlsFiles | None = None,
 ) -> RunningServer:
     """Start serving in a daemon thread; ``port=0`` picks a free port. Returns once it accepts.
 
     ``wrap`` may wrap the ASGI application (middleware, fault injection in tests). ``http`` and
     ``loop`` pick uvicorn's HTTP implementation and event loop (``h11`` / ``asyncio`` are the
-    pure-Python fallbacks used when httptools / uvloop are not installed).
+    pure-Python fallbacks used when httptools / uvloop are not installed). ``tls`` serves HTTPS.
     """
+    uvicorn_config = _uvicorn_config(config, host, 0, wrap, http, loop, tls)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     bound_port = sock.getsockname()[1]
-    server = uvicorn.Server(_uvicorn_config(config, host, bound_port, wrap, http, loop))
+    uvicorn_config.port = bound_port
+    server = uvicorn.Server(uvicorn_config)
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name=f"icefloe-rest-{bound_port}", daemon=True
     )
@@ -112,4 +142,4 @@ def start_server(
             server.should_exit = True
             raise RuntimeError(f"the REST server on port {bound_port} did not start")
         time.sleep(0.01)
-    return RunningServer(server, thread, host, bound_port)
+    return RunningServer(server, thread, host, bound_port, tls=tls is not None)
