@@ -186,3 +186,14 @@ def test_bench_rest_server_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "server CPU per commit outside the rebase:" in out
     rebase = next(line for line in out.splitlines() if line.startswith("rebase of a stale append"))
     assert float(rebase.split()[-2]) > 0  # the timed server did time its rebases
+
+
+def test_bench_rest_s3_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import bench_rest_s3
+
+    argv = ["--latency-ms", "0,5", "--appends", "1", "--dir", str(tmp_path)]
+    assert bench_rest_s3.main(argv) == 0  # it checks every table's snapshot count itself
+    out = capsys.readouterr().out
+    assert "command:  python -m bench.bench_rest_s3 --latency-ms 0,5 --appends 1" in out
+    rows = [line.split()[:2] for line in out.splitlines() if line.startswith(("0 ms", "5 ms"))]
+    assert rows == [["0", "ms"], ["5", "ms"]]

@@ -1,0 +1,204 @@
+"""REST catalog over object storage: icefloe's REST client against PyIceberg's, where the anchor lives.
+
+    python -m bench.bench_rest_s3                          # latencies 0 and 20 ms, 20 appends each
+    python -m bench.bench_rest_s3 --latency-ms 0,10,40 --appends 10
+
+Issue 16's benchmark (b) compares icefloe's REST client with PyIceberg's ``RestCatalog`` on the
+same server; its anchor is a PyIceberg append that took 2.95 s against Lakekeeper over cloud
+object storage (iceberg-python#1806), where every storage request is a network round trip.
+``bench.bench_rest`` measures (b) on a local warehouse; this measures it on an ``s3://`` one:
+
+- an S3-compatible server (moto, ``tests/support/s3server.py``) runs in its **own process**, so
+  its Python work does not share the clients' GIL, and answers every request after
+  ``--latency-ms`` (a model of the round trip to a real store; 0 is loopback as it is; requests
+  in flight at once wait concurrently, as on a network);
+- ``icefloe serve`` runs in another process over a SQLite catalog whose warehouse is in that
+  store (it writes each commit's metadata file there);
+- the engines append 10 rows each, in turns, after one warm-up append: icefloe's REST client to a
+  v2 table and to a v4 table, PyIceberg's ``RestCatalog`` to a v2 table (PyIceberg writes v2 at
+  most). Both clients reach the store with the same ``s3.*`` properties; the catalog server is on
+  loopback (one commit request per append for every engine, so the catalog's round trip would
+  add the same time to each).
+
+Printed per latency: median and p90 per engine, and PyIceberg / icefloe for both icefloe tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from bench._common import (
+    command_line,
+    fmt_ms,
+    load_average,
+    log,
+    print_environment,
+    print_table,
+    ratio,
+    time_interleaved,
+    workspace,
+)
+
+STARTUP_TIMEOUT_S = 60.0
+
+_S3_CHILD = """
+import json, sys
+from tests.support.s3server import start_s3_server
+server = start_s3_server()
+server.slow_next(10**12, float(sys.argv[1]))  # every request, for the life of the process
+print(json.dumps({"port": server.port, "bucket": server.bucket, "properties": server.properties}), flush=True)
+sys.stdin.read()  # until the parent closes the pipe
+"""
+
+
+@dataclass(frozen=True)
+class Store:
+    """An S3-compatible server in a child process."""
+
+    bucket: str
+    properties: dict[str, str]
+
+
+@contextmanager
+def s3_store(latency_s: float) -> Iterator[Store]:
+    """moto's S3 in a child process, answering each request ``latency_s`` late."""
+    command = [sys.executable, "-c", _S3_CHILD, str(latency_s)]
+    child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        started = json.loads(child.stdout.readline())
+        yield Store(started["bucket"], dict(started["properties"]))
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait(timeout=30)
+
+
+@contextmanager
+def serve_over(work: str, store: Store) -> Iterator[str]:
+    """``icefloe serve`` in a child process, its warehouse in ``store``; yields its URI."""
+    import requests
+
+    from bench.bench_rest import _free_port
+
+    port = _free_port()
+    uri = f"http://127.0.0.1:{port}"
+    properties = [arg for key, value in store.properties.items() for arg in ("--property", f"{key}={value}")]
+    process = subprocess.Popen(
+        [
+            sys.executable, "-m", "icefloe.cli",
+            "--uri", f"sqlite:///{work}/served.db", "--warehouse", f"s3://{store.bucket}/served",
+            *properties, "serve", "--port", str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while True:
+            try:
+                requests.get(uri + "/v1/config", timeout=5)
+                break
+            except requests.ConnectionError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("icefloe serve did not start") from None
+                time.sleep(0.1)
+        yield uri
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def _rows(start: int) -> pa.Table:
+    ids = range(start, start + 10)
+    return pa.table({"id": pa.array(ids, pa.int64()), "s": [f"row {i}" for i in ids]})
+
+
+def measure(uri: str, store: Store, appends: int) -> dict[str, tuple[float, float]]:
+    """Median and p90 (s) of each engine's 10-row append, in turns; snapshot counts checked after."""
+    from pyiceberg.catalog.rest import RestCatalog as PyIcebergRest
+
+    from bench.bench_rest import _schema
+    from icefloe.catalog.rest import RestCatalog
+    from icefloe.table.table import Table
+
+    ours = RestCatalog("bench", uri=uri, **store.properties)
+    ours.create_namespace("bench")
+    tables = {
+        "icefloe v2": ours.create_table("bench.ice_v2", _schema(), properties={"format-version": "2"}),
+        "icefloe v4": ours.create_table("bench.ice_v4", _schema(), properties={"format-version": "4"}),
+    }
+    ours.create_table("bench.py_v2", _schema(), properties={"format-version": "2"})
+    theirs = PyIcebergRest("py", uri=uri, **store.properties).load_table("bench.py_v2")
+    py_schema = theirs.schema().as_arrow()
+    counter = iter(range(10**9))
+
+    def icefloe_append(table: Table) -> Callable[[], None]:
+        return lambda: table.append(_rows(next(counter) * 10))
+
+    def pyiceberg_append() -> None:
+        theirs.append(pa.table(_rows(next(counter) * 10).columns, schema=py_schema))
+
+    fns = [icefloe_append(tables["icefloe v2"]), icefloe_append(tables["icefloe v4"]), pyiceberg_append]
+    timings = time_interleaved(fns, appends)
+    for name, table in tables.items():
+        assert len(table.refresh().snapshots()) == appends + 1, name
+    assert len(theirs.refresh().snapshots()) == appends + 1
+    ours.close()
+    names = [*tables, "PyIceberg v2"]
+    return {name: (t.median, t.p90) for name, t in zip(names, timings, strict=True)}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--latency-ms", default="0,20", help="comma-separated storage round trips to model (default 0,20)"
+    )
+    parser.add_argument("--appends", type=int, default=20, help="timed appends per engine and latency")
+    parser.add_argument("--dir", help="work directory (kept; default: a temporary one)")
+    args = parser.parse_args(argv)
+    latencies = [float(x) for x in args.latency_ms.split(",") if x.strip()]
+    print_environment(
+        "REST catalog over object storage: icefloe's REST client vs PyIceberg's",
+        command_line("bench.bench_rest_s3", argv),
+        {"latency-ms": args.latency_ms, "appends": args.appends},
+    )
+    rows = []
+    for latency_ms in latencies:
+        log(f"latency {latency_ms:g} ms ...")
+        with (
+            workspace(args.dir and f"{args.dir}/{latency_ms:g}", "icefloe-bench-rest-s3-") as work,
+            s3_store(latency_ms / 1000) as store,
+            serve_over(work, store) as uri,
+        ):
+            result = measure(uri, store, args.appends)
+        py = result["PyIceberg v2"][0]
+        rows.append(
+            [
+                f"{latency_ms:g} ms",
+                *(f"{fmt_ms(m)} / {fmt_ms(p)}" for m, p in result.values()),
+                ratio(py, result["icefloe v2"][0]),
+                ratio(py, result["icefloe v4"][0]),
+            ]
+        )
+    print_table(
+        "10-row appends through icefloe serve, warehouse on S3 (median / p90)",
+        ["storage latency", "icefloe v2", "icefloe v4", "PyIceberg v2", "PyIceberg / icefloe v2", "... / v4"],
+        rows,
+    )
+    print("(b) target: PyIceberg / icefloe >= 5x on the same server")
+    print(f"load avg: {load_average()} (1/5/15 min) at the end")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
