@@ -56,7 +56,10 @@ from tests.support.s3server import start_s3_server
 server = start_s3_server()
 server.slow_next(10**12, float(sys.argv[1]))  # every request, for the life of the process
 print(json.dumps({"port": server.port, "bucket": server.bucket, "properties": server.properties}), flush=True)
-sys.stdin.read()  # until the parent closes the pipe
+for line in sys.stdin:  # until the parent closes the pipe
+    counts = server.counts()
+    server.reset_counts()
+    print(json.dumps(counts), flush=True)
 """
 
 
@@ -66,6 +69,14 @@ class Store:
 
     bucket: str
     properties: dict[str, str]
+    child: subprocess.Popen[str]
+
+    def take_counts(self) -> dict[str, int]:
+        """Requests the server answered since the last call, by operation (PUT, GET, HEAD, ...)."""
+        assert self.child.stdin is not None and self.child.stdout is not None
+        self.child.stdin.write("counts\n")
+        self.child.stdin.flush()
+        return dict(json.loads(self.child.stdout.readline()))
 
 
 @contextmanager
@@ -76,7 +87,7 @@ def s3_store(latency_s: float) -> Iterator[Store]:
     try:
         assert child.stdout is not None
         started = json.loads(child.stdout.readline())
-        yield Store(started["bucket"], dict(started["properties"]))
+        yield Store(started["bucket"], dict(started["properties"]), child)
     finally:
         assert child.stdin is not None
         child.stdin.close()
@@ -123,8 +134,9 @@ def _rows(start: int) -> pa.Table:
     return pa.table({"id": pa.array(ids, pa.int64()), "s": [f"row {i}" for i in ids]})
 
 
-def measure(uri: str, store: Store, appends: int) -> dict[str, tuple[float, float]]:
-    """Median and p90 (s) of each engine's 10-row append, in turns; snapshot counts checked after."""
+def measure(uri: str, store: Store, appends: int) -> dict[str, tuple[float, float, dict[str, int]]]:
+    """Median and p90 (s) of each engine's 10-row append, in turns, and the storage requests of one
+    more append each (client and catalog server together); snapshot counts checked after."""
     from pyiceberg.catalog.rest import RestCatalog as PyIcebergRest
 
     from bench.bench_rest import _schema
@@ -150,12 +162,22 @@ def measure(uri: str, store: Store, appends: int) -> dict[str, tuple[float, floa
 
     fns = [icefloe_append(tables["icefloe v2"]), icefloe_append(tables["icefloe v4"]), pyiceberg_append]
     timings = time_interleaved(fns, appends)
+    requests = []
+    for fn in fns:
+        store.take_counts()
+        fn()
+        requests.append(store.take_counts())
     for name, table in tables.items():
-        assert len(table.refresh().snapshots()) == appends + 1, name
-    assert len(theirs.refresh().snapshots()) == appends + 1
+        assert len(table.refresh().snapshots()) == appends + 2, name
+    assert len(theirs.refresh().snapshots()) == appends + 2
     ours.close()
     names = [*tables, "PyIceberg v2"]
-    return {name: (t.median, t.p90) for name, t in zip(names, timings, strict=True)}
+    return {name: (t.median, t.p90, counts) for name, t, counts in zip(names, timings, requests, strict=True)}
+
+
+def _requests_text(counts: dict[str, int]) -> tuple[str, str]:
+    by_operation = ", ".join(f"{n} {op}" for op, n in sorted(counts.items()))
+    return str(sum(counts.values())), by_operation
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -173,6 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         {"latency-ms": args.latency_ms, "appends": args.appends},
     )
     rows = []
+    requests: dict[str, tuple[str, str]] = {}
     for latency_ms in latencies:
         log(f"latency {latency_ms:g} ms ...")
         with (
@@ -185,15 +208,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.append(
             [
                 f"{latency_ms:g} ms",
-                *(f"{fmt_ms(m)} / {fmt_ms(p)}" for m, p in result.values()),
+                *(f"{fmt_ms(m)} / {fmt_ms(p)}" for m, p, _ in result.values()),
                 ratio(py, result["icefloe v2"][0]),
                 ratio(py, result["icefloe v4"][0]),
             ]
         )
+        requests = {name: _requests_text(counts) for name, (_, _, counts) in result.items()}
     print_table(
         "10-row appends through icefloe serve, warehouse on S3 (median / p90)",
         ["storage latency", "icefloe v2", "icefloe v4", "PyIceberg v2", "PyIceberg / icefloe v2", "... / v4"],
         rows,
+    )
+    print_table(
+        "storage requests of one append (client and catalog server together)",
+        ["engine", "requests", "by operation"],
+        [[name, text[0], text[1]] for name, text in requests.items()],
     )
     print("(b) target: PyIceberg / icefloe >= 5x on the same server")
     print(f"load avg: {load_average()} (1/5/15 min) at the end")
