@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import socket
 import subprocess
 import sys
@@ -133,9 +134,10 @@ def test_serve_process_answers_over_https(tmp_path: Path) -> None:
         assert "POST /v1/{prefix}/transactions/commit" in config["endpoints"]
         assert _https_json(url, "t0k", True) == "untrusted"  # the system's CAs do not know it
     finally:
-        process.terminate()
+        process.send_signal(signal.SIGINT)  # Ctrl-C
         _, stderr = process.communicate(timeout=30)
     assert f"icefloe REST catalog on https://127.0.0.1:{port} (bearer tokens)" in stderr.decode()
+    assert process.returncode == 0 and "Traceback" not in stderr.decode()  # Ctrl-C ends it quietly
 
 
 def _https_json(url: str, token: str, verify: str | bool) -> Any:

@@ -4,6 +4,7 @@ TLS when given a certificate and its key (``TlsFiles``)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
@@ -19,6 +20,12 @@ from icefloe.server.app import create_app
 from icefloe.server.config import ServerConfig
 
 STARTUP_TIMEOUT_S = 30.0
+GRACEFUL_SHUTDOWN_S = 5
+"""How long a stopping server waits for its connections to close. Requests in flight finish well
+within it (a commit takes milliseconds); what it bounds is an idle HTTPS keep-alive connection whose
+client never answers the TLS close (an HTTP client's pooled connection does not), which asyncio
+would otherwise wait 30 s for. A commit cut off by the stop is atomic: it lands or not, and the
+client reconciles (CommitStateUnknown)."""
 
 
 HTTP_AUTO = "auto"
@@ -61,6 +68,7 @@ def _uvicorn_config(
         access_log=False,
         lifespan="off",
         timeout_keep_alive=30,
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
         http=http,
         loop=loop,
         ssl_certfile=tls.certificate if tls is not None else None,
@@ -72,8 +80,10 @@ def _uvicorn_config(
 def serve_forever(
     config: ServerConfig, host: str = "127.0.0.1", port: int = 8181, tls: TlsFiles | None = None
 ) -> None:
-    """Serve until interrupted (Ctrl-C); over HTTPS when ``tls`` is given."""
-    uvicorn.Server(_uvicorn_config(config, host, port, tls=tls)).run()
+    """Serve until interrupted (Ctrl-C, or SIGTERM); over HTTPS when ``tls`` is given. uvicorn
+    raises the interrupt again once it has shut down; it ends the serving quietly."""
+    with contextlib.suppress(KeyboardInterrupt):
+        uvicorn.Server(_uvicorn_config(config, host, port, tls=tls)).run()
 
 
 @dataclass
