@@ -9,12 +9,15 @@ Python work per carried item (issue 16). Each step is timed as the minimum of ``
   one new one;
 - ``table_metadata_from_json`` of a reply of ``--snapshots`` snapshots with as many log entries,
   with the metadata the client proposed held (``known=``), v2 and v4 (relative locations);
-- ``read_manifest`` of a one-entry manifest (the header's schema seen before).
+- ``read_manifest`` of a one-entry manifest (the header's schema seen before);
+- ``content_entries_table`` of one new v4 root row (a one-row append's file, with its column
+  statistics): the Arrow row of the only entry a small append encodes from objects.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
 import timeit
 from collections.abc import Callable
@@ -23,11 +26,13 @@ from typing import Any
 from bench._common import command_line, load_average, print_environment, print_table
 from icefloe.formats.avro.manifest import read_manifest, write_manifest
 from icefloe.formats.avro.manifest_list import read_manifest_list, write_manifest_list
+from icefloe.formats.v4.content_entry import content_entries_table
 from icefloe.spec.content import DataFile, EntryStatus, ManifestContent, ManifestEntry, ManifestFile
+from icefloe.spec.conversions import to_bytes
 from icefloe.spec.json_codec import table_metadata_from_json, table_metadata_to_dict
 from icefloe.spec.partitioning import PartitionSpec
 from icefloe.spec.schema import Schema
-from icefloe.spec.types import LongType, NestedField
+from icefloe.spec.types import LongType, NestedField, StringType
 from icefloe.spec.updates import new_table_metadata
 
 LOCATION = "file:///warehouse/bench/small"
@@ -124,6 +129,26 @@ def one_entry_manifest() -> bytes:
     return buf.getvalue()
 
 
+def new_root_row() -> tuple[ManifestEntry, Schema]:
+    """The ADDED root row of a one-row append to a table of (id long, s string), as the client
+    makes it (a new object each time: no earlier encoding of it is reused)."""
+    schema = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "s", StringType()))
+    data_file = DataFile(
+        file_path=f"{LOCATION}/data/00000-0-a.parquet",
+        file_format="parquet",
+        record_count=1,
+        file_size_in_bytes=1032,
+        column_sizes={1: 80, 2: 70},
+        value_counts={1: 1, 2: 1},
+        null_value_counts={1: 0, 2: 0},
+        lower_bounds={1: to_bytes(LongType(), 7), 2: to_bytes(StringType(), "row 7")},
+        upper_bounds={1: to_bytes(LongType(), 7), 2: to_bytes(StringType(), "row 7")},
+        split_offsets=(4,),
+        first_row_id=7,
+    )
+    return ManifestEntry(EntryStatus.ADDED, 9, 8, 8, data_file), schema
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--manifests", type=int, default=60, help="manifests carried from the parent list")
@@ -167,6 +192,20 @@ def main() -> None:
     manifest = one_entry_manifest()
     rows.append(
         ("read_manifest, one entry", best_us(lambda: read_manifest(manifest), args.number, args.repeat))
+    )
+    entry, table_schema = new_root_row()
+
+    def encode_root_row() -> None:
+        content_entries_table(
+            [dataclasses.replace(entry)],
+            table_schema=table_schema,
+            specs={0: PartitionSpec()},
+            kind="root",
+            table_location=LOCATION,
+        )
+
+    rows.append(
+        ("content_entries_table, one new root row", best_us(encode_root_row, args.number, args.repeat))
     )
     print_table("steps, fastest run", ["step", "per call"], [(label, f"{us:,.0f} us") for label, us in rows])
     print(f"load avg: {load_average()} (1/5/15 min) at the end")

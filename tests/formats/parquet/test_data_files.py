@@ -435,3 +435,21 @@ def test_row_filter_and_empty_projection(tmp_path: Path) -> None:
 def test_missing_file_is_not_found(tmp_path: Path) -> None:
     with pytest.raises(NotFound, match=r"nope\.parquet"):
         read_parquet_data_file(IO, f"file:{tmp_path}/nope.parquet", Schema(NestedField(1, "id", LongType())))
+
+
+@pytest.mark.parametrize(
+    "props",
+    [{}, {"write.metadata.metrics.default": "truncate(2)"}, {"write.metadata.metrics.default": "full"}],
+)
+def test_a_one_row_file_has_the_bounds_of_its_value_twice(tmp_path: Path, props: dict[str, str]) -> None:
+    """A one-row file takes its value as both bounds without a min/max pass: the bounds are those of
+    a file holding the same row twice (which takes the min/max pass), byte for byte."""
+    row = dict(ALL_ROWS[0], f=-0.0, d=0.0)  # signed zeros: bounds are normalised the same way
+    _, _, one = _write(tmp_path, ALL_TYPES, [row], props, name="one")
+    _, _, two = _write(tmp_path, ALL_TYPES, [row, row], props, name="two")
+    assert one.lower_bounds == two.lower_bounds
+    assert one.upper_bounds == two.upper_bounds
+    assert len(one.lower_bounds or {}) >= 12  # every primitive top-level column has bounds
+    nan_row = dict(ALL_ROWS[0], f=float("nan"))
+    _, _, nan_one = _write(tmp_path, ALL_TYPES, [nan_row], props, name="nan")
+    assert 4 not in (nan_one.lower_bounds or {}) and 4 not in (nan_one.upper_bounds or {})

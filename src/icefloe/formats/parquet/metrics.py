@@ -307,9 +307,13 @@ def _add_bounds(out: FileMetrics, fid: int, t: IcebergType, data: pa.ChunkedArra
         data = data.cast(pa.int32())
     elif isinstance(t, _TEMPORAL_INT64):
         data = data.cast(pa.int64())
-    mm = pc.min_max(data)
-    lo: Any = mm["min"].as_py()
-    hi: Any = mm["max"].as_py()
+    lo: Any
+    hi: Any
+    if len(data) == 1:  # a one-row file (a small append's): its value is both bounds
+        lo = hi = data[0].as_py()
+    else:
+        mm = pc.min_max(data)
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
     if lo is None or hi is None:
         return
     if isinstance(t, FloatType | DoubleType):

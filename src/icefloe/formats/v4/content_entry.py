@@ -358,7 +358,7 @@ def content_entries_table(
     schema = content_entry_schema(table_schema, spec_map, row_lineage=options.get("row_lineage", True))
     location = options.get("table_location")
     writer = _RowWriter(schema, spec_map, kind, location, options.get("mdv_encoding"))
-    target = pa.struct(list(schema.write_arrow))
+    target = schema.write_struct
 
     def encode_rows(batch: list[ContentRow]) -> pa.Array:
         values = [writer.row(r) for r in batch]

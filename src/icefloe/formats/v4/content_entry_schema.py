@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
@@ -27,6 +28,7 @@ import pyarrow.compute as pc
 from icefloe.errors import CorruptMetadata, ValidationError
 from icefloe.formats.arrow_schema import FIELD_ID_KEY, field_id_of, field_to_arrow, to_internal_values
 from icefloe.formats.v4.content_stats import CONTENT_STATS_ID, content_stats_type
+from icefloe.formats.v4.type_memo import TypeMemo
 from icefloe.spec.partitioning import PartitionSpec
 from icefloe.spec.schema import POS_COLUMN_ID, Schema
 from icefloe.spec.types import (
@@ -205,6 +207,9 @@ class ContentEntrySchema:
         self.write_type = self._entry_type(IntegerType())
         self.read_type = self._entry_type(LongType())
         self.write_arrow = pa.schema([field_to_arrow(f) for f in self.write_type.fields])
+        self.write_struct = pa.struct(list(self.write_arrow))
+        """One entry as a struct of ``write_arrow``'s fields: the same object on every encoding, so
+        what is worked out per type is found by identity (:mod:`~icefloe.formats.v4.type_memo`)."""
         read_fields = [field_to_arrow(f) for f in self.read_type.fields]
         pos = pa.field(POS_COLUMN, pa.int64(), False, {FIELD_ID_KEY: str(POS_COLUMN_ID).encode()})
         self.read_arrow = pa.schema([*read_fields, pos])
@@ -409,17 +414,46 @@ def _has_required_member(t: pa.DataType) -> bool:
 _SMALL_NULL_STRUCTS = 8
 
 
-@functools.lru_cache(maxsize=256)
-def _filled_null_structs(t: pa.DataType, length: int) -> pa.Array:
-    """``length`` null structs of type ``t`` with their required members filled (built once)."""
-    children = []
-    for f in t:  # as the general path below does it
-        child = pa.nulls(length, f.type)
-        if not f.nullable:
-            child = child.fill_null(_zero(f.type))
-        children.append(fill_required_members(child, f.type, f.name))
-    mask = pa.array([True] * length, pa.bool_())
-    return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
+class _FillPlan:
+    """What :func:`fill_required_members` visits in arrays of one struct type, worked out once per
+    type: its required members and the struct members holding one (an entry's many optional
+    leaves need no visit), and its small all-null arrays already filled."""
+
+    __slots__ = ("_lock", "_null_structs", "fields", "members")
+
+    def __init__(self, t: pa.StructType) -> None:
+        self.fields = list(t)
+        self.members = tuple(
+            (i, f, _fill_plans(f.type))
+            for i, f in enumerate(self.fields)
+            if not f.nullable or _fill_plans(f.type) is not None
+        )
+        self._null_structs: dict[int, pa.Array] = {}
+        self._lock = threading.Lock()
+
+    def null_structs(self, length: int) -> pa.Array:
+        """``length`` null structs of this type with their required members filled (built once)."""
+        found = self._null_structs.get(length)
+        if found is not None:
+            return found
+        children = []
+        for f in self.fields:  # as the general path of fill_required_members does it
+            child = pa.nulls(length, f.type)
+            if not f.nullable:
+                child = child.fill_null(_zero(f.type))
+            children.append(fill_required_members(child, f.type, f.name))
+        mask = pa.array([True] * length, pa.bool_())
+        built = pa.StructArray.from_arrays(children, fields=self.fields, mask=mask)
+        with self._lock:
+            return self._null_structs.setdefault(length, built)
+
+
+def _fill_plan_of(t: pa.DataType) -> _FillPlan | None:
+    return _FillPlan(t) if pa.types.is_struct(t) and _has_required_member(t) else None
+
+
+_fill_plans: TypeMemo[_FillPlan | None] = TypeMemo(_fill_plan_of)
+"""A struct type's fill plan (None: nothing to fill), by the type object first (see TypeMemo)."""
 
 
 def fill_required_members(arr: pa.Array, t: pa.DataType, path: str) -> pa.Array:
@@ -427,26 +461,29 @@ def fill_required_members(arr: pa.Array, t: pa.DataType, path: str) -> pa.Array:
 
     Raises ValidationError naming the member when it is null under a non-null parent.
     """
-    if not pa.types.is_struct(t) or not _has_required_member(t):
-        return arr
-    struct = cast(pa.StructArray, arr)
+    plan = _fill_plans(t)
+    return arr if plan is None else _fill(cast(pa.StructArray, arr), plan, path)
+
+
+def _fill(struct: pa.StructArray, plan: _FillPlan, path: str) -> pa.Array:
     if 0 < len(struct) <= _SMALL_NULL_STRUCTS and struct.null_count == len(struct):
-        return _filled_null_structs(t, len(struct))  # e.g. a small root's absent optional structs
-    children = []
-    changed = False
-    for i, f in enumerate(t):
+        return plan.null_structs(len(struct))  # e.g. a small root's absent optional structs
+    changed: dict[int, pa.Array] = {}
+    for i, f, member_plan in plan.members:
         child = filled = struct.field(i)
         if not f.nullable and child.null_count:
             if pc.any(pc.and_(child.is_null(), struct.is_valid())).as_py():
                 raise ValidationError(f"content entry field {path}.{f.name} is required but missing")
             filled = child.fill_null(_zero(f.type))
-        filled = fill_required_members(filled, f.type, f"{path}.{f.name}")
-        changed = changed or filled is not child
-        children.append(filled)
+        if member_plan is not None:
+            filled = _fill(cast(pa.StructArray, filled), member_plan, f"{path}.{f.name}")
+        if filled is not child:
+            changed[i] = filled
     if not changed:  # nothing was null where Parquet needs a value: the array as it is
-        return arr
+        return struct
+    children = [changed[i] if i in changed else struct.field(i) for i in range(len(plan.fields))]
     mask = struct.is_null() if struct.null_count else None
-    return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
+    return pa.StructArray.from_arrays(children, fields=plan.fields, mask=mask)
 
 
 def column_by_field_id(table: pa.Table, field_id: int) -> pa.Array | None:

@@ -14,12 +14,13 @@ uuids, fixed, nanosecond timestamps, ...) and larger batches take ``internal_to_
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 
 from icefloe.formats.arrow_schema import internal_to_arrow
 from icefloe.formats.v4.content_entry_schema import ContentEntrySchema
+from icefloe.formats.v4.type_memo import TypeMemo
 from icefloe.spec.types import (
     BinaryType,
     BooleanType,
@@ -92,23 +93,52 @@ def _named(t: StructType, value: dict[int, Any]) -> dict[str, Any]:
 def values_by_name_to_arrow(t: StructType, values: list[Any], target: pa.DataType) -> pa.Array:
     """Struct values of ``t`` (dicts by field id, or None) as one Arrow array of ``target``, in one
     pyarrow conversion (only for types :func:`converts_by_name` accepts)."""
-    return _null_below_null(pa.array([None if v is None else _named(t, v) for v in values], type=target))
+    arr = pa.array([None if v is None else _named(t, v) for v in values], type=target)
+    return _null_below_null(arr, _null_plans(target))
 
 
-def _null_below_null(arr: pa.Array) -> pa.Array:
-    """``arr`` with every struct member null where its struct is, as ``internal_to_arrow`` builds it
-    (pyarrow's conversion puts empty values there, which pruning would take for values)."""
-    if not isinstance(arr, pa.StructArray):
-        return arr
-    struct = arr
-    children = (
-        struct.flatten() if struct.null_count else [struct.field(i) for i in range(struct.type.num_fields)]
-    )
-    fixed = [_null_below_null(child) for child in children]
-    if not struct.null_count and all(f is c for f, c in zip(fixed, children, strict=True)):
+class _NullPlan:
+    """A struct type's fields and its struct-typed members' plans (the only members that can hold
+    a null struct), worked out once per type."""
+
+    __slots__ = ("fields", "structs")
+
+    def __init__(self, t: pa.StructType) -> None:
+        self.fields = list(t)
+        self.structs = tuple(
+            (i, _null_plans(f.type)) for i, f in enumerate(self.fields) if pa.types.is_struct(f.type)
+        )
+
+
+_null_plans: TypeMemo[_NullPlan] = TypeMemo(_NullPlan)
+
+
+def _null_below_null(struct: pa.StructArray, plan: _NullPlan) -> pa.StructArray:
+    """``struct`` with every member null where its struct is, as ``internal_to_arrow`` builds it
+    (pyarrow's conversion puts empty values there, which pruning would take for values).
+
+    A struct null in every row is replaced whole by nulls (members null at every depth), and one
+    null in no row is rebuilt only when a struct member below it changed: a content entry's
+    absent statistics and bitmaps are whole null structs, its leaf members need no visit.
+    """
+    n = len(struct)
+    if struct.null_count == n and n:
+        return cast(pa.StructArray, pa.nulls(n, struct.type))
+    if struct.null_count:
+        children = struct.flatten()
+        for i, member in plan.structs:
+            children[i] = _null_below_null(children[i], member)
+        return pa.StructArray.from_arrays(children, fields=plan.fields, mask=struct.is_null())
+    changed = {}
+    for i, member in plan.structs:
+        child = struct.field(i)
+        fixed = _null_below_null(child, member)
+        if fixed is not child:
+            changed[i] = fixed
+    if not changed:
         return struct
-    mask = struct.is_null() if struct.null_count else None
-    return pa.StructArray.from_arrays(fixed, fields=list(struct.type), mask=mask)
+    children = [changed[i] if i in changed else struct.field(i) for i in range(len(plan.fields))]
+    return pa.StructArray.from_arrays(children, fields=plan.fields)
 
 
 def entry_values_to_arrow(schema: ContentEntrySchema, values: list[Any], target: pa.DataType) -> pa.Array:
