@@ -454,9 +454,9 @@ class Catalog(ABC):
             md = new_metadata_with_log(md, None, None)  # trims to previous-versions-max only
         with durability_barrier():  # the metadata file is synced with the commit's other files
             location = write_table_metadata(io, md.location, md, previous_location=base_metadata_location)
-            if not self.swap_syncs_pending:
-                sync_pending()
             try:
+                if not self.swap_syncs_pending:
+                    sync_pending()  # a failure here is before the swap: nothing committed
                 self._swap_metadata_location(namespace, name, base_metadata_location, location)
             except BaseException as exc:
                 # Only a failure known to leave the pointer unchanged (a lost compare-and-swap, a
