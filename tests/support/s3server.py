@@ -7,7 +7,9 @@ bucket. Clients talk to it over real HTTP with SigV4 signatures, exactly as they
 Between the HTTP server and moto sits ``_CountingFaultyApp``, a WSGI middleware (a real hook in the
 request path, not a mock): it counts every request by S3 operation (``PUT``, ``GET``, ``HEAD``,
 ``LIST``, ``DELETE``, ``POST``) and can answer the next N PUTs with an error (503 ``SlowDown`` by
-default, what S3 answers when it throttles) or delay the next N requests.
+default, what S3 answers when it throttles), delay the next N requests, or hold the next N PUTs
+until all N are in flight at once (``gather_next_puts``: a client that sends them one after another
+never gathers them).
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ class S3Server:
         }
 
     def filesystem(self) -> Any:
-        """A ``pyarrow.fs.S3FileSystem`` on this server (may create buckets)."""
+        """A ``pyarrow.fs.S3FileSystem`` on this server (may create and delete buckets)."""
         import pyarrow.fs as pafs
 
         return pafs.S3FileSystem(
@@ -90,6 +92,7 @@ class S3Server:
             endpoint_override=f"{self.host}:{self.port}",
             scheme="http",
             allow_bucket_creation=True,
+            allow_bucket_deletion=True,
         )
 
     def counts(self) -> dict[str, int]:
@@ -117,10 +120,31 @@ class S3Server:
             self._app.faults.slow_requests = n
             self._app.faults.slow_seconds = seconds
 
+    def gather_next_puts(self, n: int, timeout_s: float = 10.0) -> None:
+        """Hold each of the next ``n`` PUTs until all ``n`` are being served at once, then serve them.
+
+        ``gathered_puts`` then says how many were in flight together; a PUT still alone after
+        ``timeout_s`` (a client that waits for each PUT before sending the next) gives up waiting
+        and is served, uncounted.
+        """
+        assert self._app is not None
+        with self._app.lock:
+            self._app.gather = threading.Barrier(n, timeout=timeout_s)
+            self._app.gather_left = n
+            self._app.gathered = 0
+
+    def gathered_puts(self) -> int:
+        """PUTs of the last ``gather_next_puts`` that were in flight together."""
+        assert self._app is not None
+        with self._app.lock:
+            return self._app.gathered
+
     def clear_faults(self) -> None:
         assert self._app is not None
         with self._app.lock:
             self._app.faults = _Faults()
+            self._app.gather = None
+            self._app.gather_left = 0
 
     def stop(self) -> None:
         if self._stop is not None:
@@ -136,6 +160,9 @@ class _CountingFaultyApp:
         self.lock = threading.Lock()
         self.counts: collections.Counter[str] = collections.Counter()
         self.faults = _Faults()
+        self.gather: threading.Barrier | None = None
+        self.gather_left = 0
+        self.gathered = 0
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         op = s3_operation(
@@ -143,14 +170,26 @@ class _CountingFaultyApp:
         )
         delay = 0.0
         fail_status = 0
+        gather: threading.Barrier | None = None
         with self.lock:
             self.counts[op] += 1
+            if op == "PUT" and self.gather_left > 0:
+                self.gather_left -= 1
+                gather = self.gather
             if self.faults.slow_requests > 0:
                 self.faults.slow_requests -= 1
                 delay = self.faults.slow_seconds
             if op == "PUT" and self.faults.failing_puts > 0:
                 self.faults.failing_puts -= 1
                 fail_status = self.faults.put_status
+        if gather is not None:
+            try:
+                gather.wait()
+            except threading.BrokenBarrierError:
+                pass  # not all of them came: served anyway, not counted as gathered
+            else:
+                with self.lock:
+                    self.gathered += 1
         if delay:
             time.sleep(delay)
         if fail_status:
