@@ -10,12 +10,19 @@ request path, not a mock): it counts every request by S3 operation (``PUT``, ``G
 default, what S3 answers when it throttles), delay the next N requests, or hold the next N PUTs
 until all N are in flight at once (``gather_next_puts``: a client that sends them one after another
 never gathers them).
+
+``start_s3_server_process()`` runs the same server in a child process (``python -m
+tests.support.s3server``), so that a benchmark's client and server do not share one GIL; it counts
+requests too, and answers ``counts``, ``reset`` and ``slow`` over its stdin and stdout.
 """
 
 from __future__ import annotations
 
 import collections
+import json
 import logging
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -248,3 +255,68 @@ def running_s3_server() -> Iterator[S3Server]:
         yield server
     finally:
         server.stop()
+
+
+@dataclass
+class S3ServerProcess(S3Server):
+    """The server in a child process: requests counted there, faults not available."""
+
+    _process: subprocess.Popen[str] | None = field(default=None, repr=False)
+
+    def _ask(self, command: str) -> str:
+        assert self._process is not None and self._process.stdin and self._process.stdout
+        self._process.stdin.write(command + "\n")
+        self._process.stdin.flush()
+        return self._process.stdout.readline()
+
+    def counts(self) -> dict[str, int]:
+        return {op: int(n) for op, n in json.loads(self._ask("counts")).items()}
+
+    def reset_counts(self) -> None:
+        self._ask("reset")
+
+    def slow_next(self, n: int, seconds: float) -> None:
+        self._ask(f"slow {n} {seconds}")
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._ask("stop")
+            self._process.wait(timeout=30)
+            self._process = None
+
+
+def start_s3_server_process(bucket: str = BUCKET) -> S3ServerProcess:
+    """Start the server in a child process (same interpreter) and wait until it serves."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.s3server", bucket],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    ready = json.loads(process.stdout.readline())
+    return S3ServerProcess(host=ready["host"], port=ready["port"], bucket=bucket, _process=process)
+
+
+def _serve_over_pipe(bucket: str) -> None:
+    server = start_s3_server(bucket)
+    print(json.dumps({"host": server.host, "port": server.port}), flush=True)
+    for line in sys.stdin:
+        command = line.strip()
+        if command == "counts":
+            print(json.dumps(server.counts()), flush=True)
+        elif command == "reset":
+            server.reset_counts()
+            print("{}", flush=True)
+        elif command.startswith("slow "):
+            _, n, seconds = command.split()
+            server.slow_next(int(n), float(seconds))
+            print("{}", flush=True)
+        elif command == "stop":
+            break
+    server.stop()
+    print("{}", flush=True)
+
+
+if __name__ == "__main__":
+    _serve_over_pipe(sys.argv[1] if len(sys.argv) > 1 else BUCKET)
