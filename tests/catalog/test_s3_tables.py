@@ -20,9 +20,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from icefloe.catalog import load_catalog
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.io.fileio import FileIO
 from icefloe.io.uploads import UploadFailed
+from icefloe.server import ServerConfig, start_server
+from icefloe.spec.schema import Schema
+from icefloe.spec.types import LongType, NestedField, StringType
 from icefloe.table.table import Table
 from tests.support.s3server import S3Server
 from tests.support.swap_commits import SwapCommitWatchingCatalog
@@ -240,6 +244,41 @@ def test_an_upload_that_fails_fails_the_commit_before_the_pointer_moves(
     finally:
         cat.close()
         fs.delete_dir(bucket)  # with its objects
+
+
+def test_rest_client_uploads_together_and_sends_the_commit_only_once_they_succeeded(
+    tmp_path: Path, s3: S3Server, s3_warehouse: str
+) -> None:
+    schema = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "category", StringType()))
+
+    uri = f"sqlite:///{tmp_path / 'catalog.db'}"
+    backing = SqlCatalog("backing", uri=uri, warehouse=s3_warehouse, **s3.properties)
+    client_props = {**s3.properties, "s3.retry.num-retries": "0"}
+    try:
+        with start_server(ServerConfig(backing)) as server:
+            client = load_catalog("c", type="rest", uri=server.uri, **client_props)
+            try:
+                client.create_namespace("db")
+                table = client.create_table("db.r", schema, properties={"format-version": "4"})
+                table.append(_batch([1], "a"))
+                s3.gather_next_puts(2)  # the client's data file and root, then the server's metadata file
+                table.append(_batch([2], "b"))
+                assert s3.gathered_puts() == 2
+                metadata_before = backing.load_table("db.r").metadata_location
+                files_before = set(FileIO(s3.properties).list_prefix(table.location()))
+
+                s3.fail_next_puts(2, status=403)  # both of the client's uploads refused
+                with pytest.raises(UploadFailed):
+                    table.append(_batch([3], "c"))
+                s3.clear_faults()
+                direct = backing.load_table("db.r")
+                assert direct.metadata_location == metadata_before  # the commit was never sent
+                assert _rows(direct) == [(1, "a"), (2, "b")]
+                assert set(FileIO(s3.properties).list_prefix(table.location())) == files_before
+            finally:
+                client.close()
+    finally:
+        backing.close()
 
 
 @pytest.mark.parametrize("version", [3, 4])
