@@ -7,8 +7,9 @@ from concurrent.futures import wait
 
 import pytest
 
+from icefloe.catalog.background_sync import start_pending_sync
 from icefloe.errors import nothing_committed
-from icefloe.io.durability import current_barrier, durability_barrier, sync_pending
+from icefloe.io.durability import DurabilityBarrier, current_barrier, durability_barrier, sync_pending
 from icefloe.io.fileio import FileIO
 from icefloe.io.uploads import DEFERRED_UPLOAD_MAX_BYTES, UploadFailed
 from tests.support.s3server import S3Server
@@ -84,7 +85,8 @@ def test_a_large_object_is_uploaded_when_its_writer_closes(s3: S3Server, s3_ware
 def test_a_failed_upload_fails_the_sync_after_every_upload_ended(s3: S3Server, s3_warehouse: str) -> None:
     io = _io(s3, retries=0)
     good, bad = f"{s3_warehouse}/good.bin", f"{s3_warehouse}/bad.bin"
-    with durability_barrier() as barrier:
+    barrier = DurabilityBarrier()
+    with pytest.raises(UploadFailed), durability_barrier(barrier):  # leaving it syncs: fails again
         s3.fail_next_puts(1, status=403)
         _write(io, bad, b"refused")
         wait([barrier.pending_uploads[bad]])  # its PUT reached the server before the fault is cleared
@@ -109,3 +111,23 @@ def test_an_aborted_writer_uploads_nothing(s3: S3Server, s3_warehouse: str) -> N
             raise RuntimeError("writer failed")
         assert barrier.pending_uploads == {}
     assert s3.counts() == {}
+
+
+def test_a_failed_upload_is_not_forgotten_when_a_swap_gave_up_first(s3: S3Server, s3_warehouse: str) -> None:
+    io = _io(s3, retries=0)
+    location = f"{s3_warehouse}/data-file.bin"
+    barrier = DurabilityBarrier()
+    with pytest.raises(UploadFailed), durability_barrier(barrier):  # and so does leaving the barrier
+        s3.fail_next_puts(1, status=403)
+        _write(io, location, b"named by every attempt")
+        wait([barrier.pending_uploads[location]])
+        s3.clear_faults()
+        swap = start_pending_sync()  # a swap that then lost its compare-and-swap: errors ignored
+        assert swap is not None
+        swap.settle()
+        assert barrier.pending_uploads == {}
+        with pytest.raises(UploadFailed, match=r"data-file\.bin"):
+            sync_pending()  # the retry's swap must not name the object
+        with pytest.raises(UploadFailed):
+            barrier.sync()
+    assert not io.exists(location)

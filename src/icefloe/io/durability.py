@@ -49,6 +49,7 @@ class DurabilityBarrier:
         self._files: dict[str, None] = {}
         self._directories: dict[str, None] = {}
         self._uploads: dict[str, Future[None]] = {}
+        self._failed_uploads: list[Future[None]] = []
         self._lock = threading.Lock()
 
     def defer(self, path: str) -> None:
@@ -58,9 +59,20 @@ class DurabilityBarrier:
             self._directories[os.path.dirname(path)] = None
 
     def defer_upload(self, location: str, upload: Future[None]) -> None:
-        """Record an object's running upload (``io.uploads``): the next ``sync`` waits for it."""
+        """Record an object's running upload (``io.uploads``): the next ``sync`` waits for it.
+
+        Once it has failed, every later sync of this barrier fails too: a later attempt of the same
+        commit may name the object again (a data file is written once, named by every attempt), so
+        an error swallowed once (the swap lost its compare-and-swap first) must not be forgotten.
+        """
         with self._lock:
             self._uploads[location] = upload
+        upload.add_done_callback(self._note_failure)
+
+    def _note_failure(self, upload: Future[None]) -> None:
+        if not upload.cancelled() and upload.exception() is not None:
+            with self._lock:
+                self._failed_uploads.append(upload)
 
     @property
     def pending(self) -> tuple[str, ...]:
@@ -95,9 +107,10 @@ class DurabilityBarrier:
         wait_all([*uploads, *others])
 
     def take_uploads(self) -> list[Future[None]]:
-        """The recorded uploads, forgotten by the barrier (the caller waits for them)."""
+        """The recorded uploads, forgotten by the barrier (the caller waits for them), after those
+        that failed earlier (never forgotten)."""
         with self._lock:
-            uploads = list(self._uploads.values())
+            uploads = [*self._failed_uploads, *self._uploads.values()]
             self._uploads.clear()
         return uploads
 
