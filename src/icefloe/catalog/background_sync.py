@@ -40,12 +40,12 @@ class BackgroundSync:
         leaving the catalog unchanged: this is waited for before the COMMIT."""
         try:
             wait_all(self._futures)
-        except BaseException as exc:
+        except Exception as exc:  # an interrupt stays unmarked: its files are kept (orphans at worst)
             mark_nothing_committed(exc)
             raise
 
     def settle(self) -> None:
-        """Wait for the fsyncs, ignoring their errors (the caller is already failing)."""
+        """Wait for the fsyncs and uploads, ignoring their errors (the caller is already failing)."""
         wait(self._futures)
 
 

@@ -177,7 +177,7 @@ def sync_pending() -> None:
     if barrier is not None:
         try:
             barrier.sync()
-        except BaseException as exc:
+        except Exception as exc:  # an interrupt stays unmarked: its files are kept (orphans at worst)
             mark_nothing_committed(exc)
             raise
 
