@@ -3,8 +3,13 @@
     python -m bench.bench_s3                                # 20 appends per engine, no planning
     python -m bench.bench_s3 --appends 3                    # smoke size
     python -m bench.bench_s3 --appends 0 --plan-files 100000
+    python -m bench.bench_s3 --server-process               # the server in a child process
+    python -m bench.bench_s3 --request-delay-ms 20          # each request held 20 ms, as a far store
 
-Starts the tests' S3-compatible server (moto over HTTP on 127.0.0.1, ``tests/support/s3server.py``).
+Starts the tests' S3-compatible server (moto over HTTP on 127.0.0.1, ``tests/support/s3server.py``),
+in this process by default (its Python work then competes with the client's for one GIL), or with
+``--server-process`` in a child process. Loopback answers in well under a millisecond, where S3
+takes tens: ``--request-delay-ms`` holds every request that long in the server before serving it.
 
 (a) Small appends: for each engine, a table in an ``s3://`` warehouse of a fresh SQLite catalog;
     ``--appends`` appends of 10 rows per engine (after one warm-up append each; engines in turns)
@@ -39,7 +44,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.fs as pafs
-from tests.support.s3server import S3Server, start_s3_server
+from tests.support.s3server import S3Server, start_s3_server, start_s3_server_process
 
 from bench._common import (
     Timing,
@@ -282,12 +287,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--dir", help="keep the planning tables here and reuse them (default: a temporary directory)"
     )
+    parser.add_argument(
+        "--server-process", action="store_true", help="run the S3 server in a child process (its own GIL)"
+    )
+    parser.add_argument(
+        "--request-delay-ms", type=float, default=0.0, help="hold every request this long in the server"
+    )
     args = parser.parse_args(argv)
     if args.plan_files and (args.plan_commits < 2 or args.plan_files % args.plan_commits):
         parser.error("--plan-files must be a multiple of --plan-commits (at least 2)")
     print(f"command:  {command_line('bench.bench_s3', argv)}")
     print(f"load avg: {load_average()} (1/5/15 min) at start", flush=True)
-    server = start_s3_server()
+    server = start_s3_server_process() if args.server_process else start_s3_server()
+    print(f"server:   {'a child process' if args.server_process else 'this process'}", flush=True)
+    if args.request_delay_ms:
+        server.slow_next(2**62, args.request_delay_ms / 1000)
     results: dict[str, tuple[float, float, dict[str, int]]] = {}
     plans: list[PlanResult] = []
     try:

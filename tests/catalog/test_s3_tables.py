@@ -5,11 +5,14 @@ overwrite, row-level deletes (position deletes in v2, deletion vectors in v3 and
 merge, scans, metadata tables, snapshot expiry and orphan removal (which lists the store), on
 format versions 2, 3 and 4, with exact rows. Request counts pin the cost of a small append,
 and injected 503 answers check that a write retries or fails cleanly, leaving the table as it was.
+A commit's objects are uploaded together in the background (``io.uploads``): all of them exist
+when the catalog's COMMIT runs, and a failed upload (a bucket gone) fails the commit before it.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,10 +20,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from icefloe.catalog import load_catalog
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.io.fileio import FileIO
+from icefloe.io.uploads import UploadFailed
+from icefloe.server import ServerConfig, start_server
+from icefloe.spec.schema import Schema
+from icefloe.spec.types import LongType, NestedField, StringType
 from icefloe.table.table import Table
 from tests.support.s3server import S3Server
+from tests.support.swap_commits import SwapCommitWatchingCatalog
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("category", pa.string())])
 
@@ -153,6 +162,123 @@ def test_small_append_request_counts(s3_catalog: SqlCatalog, s3: S3Server, versi
     # manifest list or root) is what this table itself wrote last, so nothing is read back.
     assert _requests(s3) == {"PUT": puts, "HEAD": 0, "GET": 0, "LIST": 0, "POST": 0, "DELETE": 0}
     assert _rows(table) == [(1, "a"), (2, "b")]
+
+
+@pytest.mark.parametrize(("version", "puts"), [(4, 3), (3, 4)])
+def test_a_commits_uploads_are_in_flight_together(
+    s3_catalog: SqlCatalog, s3: S3Server, version: int, puts: int
+) -> None:
+    table = s3_catalog.create_table(f"db.g{version}", SCHEMA, properties={"format-version": str(version)})
+    table.append(_batch([1], "a"))
+    s3.reset_counts()
+    s3.gather_next_puts(puts)  # the server holds each PUT until all of the commit's PUTs are in flight
+    table.append(_batch([2], "b"))
+    assert s3.gathered_puts() == puts
+    assert _requests(s3)["PUT"] == puts
+    assert _rows(s3_catalog.load_table(f"db.g{version}")) == [(1, "a"), (2, "b")]
+
+
+class ListingAtCommitCatalog(SwapCommitWatchingCatalog):
+    """Lists the table's objects as each pointer swap commits."""
+
+    table_location = ""
+    seen_at_commit: list[set[str]]
+
+    def at_swap_commit(self) -> None:
+        self.seen_at_commit.append(set(FileIO(self.properties).list_prefix(self.table_location)))
+
+
+def test_every_object_of_a_commit_exists_when_the_catalog_commits(
+    tmp_path: Path, s3: S3Server, s3_warehouse: str
+) -> None:
+    cat = ListingAtCommitCatalog(
+        "watch", uri=f"sqlite:///{tmp_path / 'catalog.db'}", warehouse=s3_warehouse, **s3.properties
+    )
+    try:
+        cat.create_namespace("db")
+        table = cat.create_table("db.x", SCHEMA, properties={"format-version": "4"})
+        io = FileIO(s3.properties)
+        cat.table_location, cat.seen_at_commit = table.location(), []
+        before = set(io.list_prefix(table.location()))
+        table.append(_batch([1], "a"))
+        written = set(io.list_prefix(table.location())) - before
+        assert len(written) == 3  # data file, root, metadata file
+        assert table.metadata_location in written
+        assert cat.seen_at_commit == [before | written]
+    finally:
+        cat.close()
+
+
+@pytest.mark.parametrize("version", [3, 4])
+def test_an_upload_that_fails_fails_the_commit_before_the_pointer_moves(
+    tmp_path: Path, s3: S3Server, version: int
+) -> None:
+    bucket = f"icefloe-gone-v{version}"
+    fs = s3.filesystem()
+    fs.create_dir(bucket)
+    props = {**s3.properties, "s3.retry.num-retries": "0"}
+    uri = f"sqlite:///{tmp_path / 'catalog.db'}"
+    cat = SqlCatalog("gone", uri=uri, warehouse=f"s3://{bucket}/wh", **props)
+    try:
+        cat.create_namespace("db")
+        table = cat.create_table("db.t", SCHEMA, properties={"format-version": str(version)})
+        table.append(_batch([1], "a"))
+        metadata_before = table.metadata_location
+        io = FileIO(s3.properties)
+        kept = {location: io.new_input(location).read() for location in io.list_prefix(f"s3://{bucket}/wh")}
+
+        fs.delete_dir_contents(bucket)
+        fs.delete_dir(bucket)  # a real server condition: every PUT of the next commit fails
+        with pytest.raises(UploadFailed, match=re.escape(f"upload of s3://{bucket}/wh/db/t/")):
+            table.append(_batch([2], "b"))
+
+        fs.create_dir(bucket)  # the bucket back as it was, to read the catalog's table again
+        for location, data in kept.items():
+            io.new_output(location).write_bytes(data, overwrite=True)
+        reloaded = cat.load_table("db.t")
+        assert reloaded.metadata_location == metadata_before
+        assert _rows(reloaded) == [(1, "a")]
+        assert set(io.list_prefix(f"s3://{bucket}/wh")) == set(kept)
+        reloaded.append(_batch([3], "c"))
+        assert _rows(cat.load_table("db.t")) == [(1, "a"), (3, "c")]
+    finally:
+        cat.close()
+        fs.delete_dir(bucket)  # with its objects
+
+
+def test_rest_client_uploads_together_and_sends_the_commit_only_once_they_succeeded(
+    tmp_path: Path, s3: S3Server, s3_warehouse: str
+) -> None:
+    schema = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "category", StringType()))
+
+    uri = f"sqlite:///{tmp_path / 'catalog.db'}"
+    backing = SqlCatalog("backing", uri=uri, warehouse=s3_warehouse, **s3.properties)
+    client_props = {**s3.properties, "s3.retry.num-retries": "0"}
+    try:
+        with start_server(ServerConfig(backing)) as server:
+            client = load_catalog("c", type="rest", uri=server.uri, **client_props)
+            try:
+                client.create_namespace("db")
+                table = client.create_table("db.r", schema, properties={"format-version": "4"})
+                table.append(_batch([1], "a"))
+                s3.gather_next_puts(2)  # the client's data file and root, then the server's metadata file
+                table.append(_batch([2], "b"))
+                assert s3.gathered_puts() == 2
+                metadata_before = backing.load_table("db.r").metadata_location
+                files_before = set(FileIO(s3.properties).list_prefix(table.location()))
+
+                s3.fail_next_puts(2, status=403)  # both of the client's uploads refused
+                with pytest.raises(UploadFailed):
+                    table.append(_batch([3], "c"))
+                s3.clear_faults()
+                direct = backing.load_table("db.r")
+                assert direct.metadata_location == metadata_before  # the commit was never sent
+                assert _rows(direct) == [(1, "a"), (2, "b")]
+                assert set(FileIO(s3.properties).list_prefix(table.location())) == files_before
+            finally:
+                client.close()
+    finally:
+        backing.close()
 
 
 @pytest.mark.parametrize("version", [3, 4])

@@ -7,13 +7,22 @@ bucket. Clients talk to it over real HTTP with SigV4 signatures, exactly as they
 Between the HTTP server and moto sits ``_CountingFaultyApp``, a WSGI middleware (a real hook in the
 request path, not a mock): it counts every request by S3 operation (``PUT``, ``GET``, ``HEAD``,
 ``LIST``, ``DELETE``, ``POST``) and can answer the next N PUTs with an error (503 ``SlowDown`` by
-default, what S3 answers when it throttles) or delay the next N requests.
+default, what S3 answers when it throttles), delay the next N requests, or hold the next N PUTs
+until all N are in flight at once (``gather_next_puts``: a client that sends them one after another
+never gathers them).
+
+``start_s3_server_process()`` runs the same server in a child process (``python -m
+tests.support.s3server``), so that a benchmark's client and server do not share one GIL; it counts
+requests too, and answers ``counts``, ``reset`` and ``slow`` over its stdin and stdout.
 """
 
 from __future__ import annotations
 
 import collections
+import json
 import logging
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -80,7 +89,7 @@ class S3Server:
         }
 
     def filesystem(self) -> Any:
-        """A ``pyarrow.fs.S3FileSystem`` on this server (may create buckets)."""
+        """A ``pyarrow.fs.S3FileSystem`` on this server (may create and delete buckets)."""
         import pyarrow.fs as pafs
 
         return pafs.S3FileSystem(
@@ -90,6 +99,7 @@ class S3Server:
             endpoint_override=f"{self.host}:{self.port}",
             scheme="http",
             allow_bucket_creation=True,
+            allow_bucket_deletion=True,
         )
 
     def counts(self) -> dict[str, int]:
@@ -117,10 +127,31 @@ class S3Server:
             self._app.faults.slow_requests = n
             self._app.faults.slow_seconds = seconds
 
+    def gather_next_puts(self, n: int, timeout_s: float = 10.0) -> None:
+        """Hold each of the next ``n`` PUTs until all ``n`` are being served at once, then serve them.
+
+        ``gathered_puts`` then says how many were in flight together; a PUT still alone after
+        ``timeout_s`` (a client that waits for each PUT before sending the next) gives up waiting
+        and is served, uncounted.
+        """
+        assert self._app is not None
+        with self._app.lock:
+            self._app.gather = threading.Barrier(n, timeout=timeout_s)
+            self._app.gather_left = n
+            self._app.gathered = 0
+
+    def gathered_puts(self) -> int:
+        """PUTs of the last ``gather_next_puts`` that were in flight together."""
+        assert self._app is not None
+        with self._app.lock:
+            return self._app.gathered
+
     def clear_faults(self) -> None:
         assert self._app is not None
         with self._app.lock:
             self._app.faults = _Faults()
+            self._app.gather = None
+            self._app.gather_left = 0
 
     def stop(self) -> None:
         if self._stop is not None:
@@ -136,6 +167,9 @@ class _CountingFaultyApp:
         self.lock = threading.Lock()
         self.counts: collections.Counter[str] = collections.Counter()
         self.faults = _Faults()
+        self.gather: threading.Barrier | None = None
+        self.gather_left = 0
+        self.gathered = 0
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         op = s3_operation(
@@ -143,14 +177,26 @@ class _CountingFaultyApp:
         )
         delay = 0.0
         fail_status = 0
+        gather: threading.Barrier | None = None
         with self.lock:
             self.counts[op] += 1
+            if op == "PUT" and self.gather_left > 0:
+                self.gather_left -= 1
+                gather = self.gather
             if self.faults.slow_requests > 0:
                 self.faults.slow_requests -= 1
                 delay = self.faults.slow_seconds
             if op == "PUT" and self.faults.failing_puts > 0:
                 self.faults.failing_puts -= 1
                 fail_status = self.faults.put_status
+        if gather is not None:
+            try:
+                gather.wait()
+            except threading.BrokenBarrierError:
+                pass  # not all of them came: served anyway, not counted as gathered
+            else:
+                with self.lock:
+                    self.gathered += 1
         if delay:
             time.sleep(delay)
         if fail_status:
@@ -209,3 +255,68 @@ def running_s3_server() -> Iterator[S3Server]:
         yield server
     finally:
         server.stop()
+
+
+@dataclass
+class S3ServerProcess(S3Server):
+    """The server in a child process: requests counted there, faults not available."""
+
+    _process: subprocess.Popen[str] | None = field(default=None, repr=False)
+
+    def _ask(self, command: str) -> str:
+        assert self._process is not None and self._process.stdin and self._process.stdout
+        self._process.stdin.write(command + "\n")
+        self._process.stdin.flush()
+        return self._process.stdout.readline()
+
+    def counts(self) -> dict[str, int]:
+        return {op: int(n) for op, n in json.loads(self._ask("counts")).items()}
+
+    def reset_counts(self) -> None:
+        self._ask("reset")
+
+    def slow_next(self, n: int, seconds: float) -> None:
+        self._ask(f"slow {n} {seconds}")
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._ask("stop")
+            self._process.wait(timeout=30)
+            self._process = None
+
+
+def start_s3_server_process(bucket: str = BUCKET) -> S3ServerProcess:
+    """Start the server in a child process (same interpreter) and wait until it serves."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.s3server", bucket],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    ready = json.loads(process.stdout.readline())
+    return S3ServerProcess(host=ready["host"], port=ready["port"], bucket=bucket, _process=process)
+
+
+def _serve_over_pipe(bucket: str) -> None:
+    server = start_s3_server(bucket)
+    print(json.dumps({"host": server.host, "port": server.port}), flush=True)
+    for line in sys.stdin:
+        command = line.strip()
+        if command == "counts":
+            print(json.dumps(server.counts()), flush=True)
+        elif command == "reset":
+            server.reset_counts()
+            print("{}", flush=True)
+        elif command.startswith("slow "):
+            _, n, seconds = command.split()
+            server.slow_next(int(n), float(seconds))
+            print("{}", flush=True)
+        elif command == "stop":
+            break
+    server.stop()
+    print("{}", flush=True)
+
+
+if __name__ == "__main__":
+    _serve_over_pipe(sys.argv[1] if len(sys.argv) > 1 else BUCKET)

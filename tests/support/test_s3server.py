@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pyarrow.fs as pafs
 import pytest
 
-from tests.support.s3server import S3Server, s3_operation
+from tests.support.s3server import S3Server, s3_operation, start_s3_server_process
 
 
 def _fs(server: S3Server, retries: int) -> pafs.S3FileSystem:
@@ -64,3 +66,32 @@ def test_slow_responses_still_complete(s3: S3Server) -> None:
         out.write(b"slow")
     with fs.open_input_file(f"{s3.bucket}/slow/x.bin") as inp:
         assert inp.read() == b"slow"
+
+
+def test_a_server_in_a_child_process_counts_its_requests() -> None:
+    server = start_s3_server_process("icefloe-child")
+    try:
+        fs = _fs(server, retries=0)
+        with fs.open_output_stream(f"{server.bucket}/child/x.bin") as out:
+            out.write(b"abc")
+        assert server.counts() == {"PUT": 1}
+        server.reset_counts()
+        with fs.open_input_file(f"{server.bucket}/child/x.bin") as inp:
+            assert inp.read() == b"abc"
+        assert server.counts() == {"HEAD": 1, "GET": 1}
+    finally:
+        server.stop()
+
+
+def test_puts_in_flight_together_are_gathered(s3: S3Server) -> None:
+    fs = _fs(s3, retries=0)
+    s3.gather_next_puts(2)
+
+    def put(name: str) -> None:
+        with fs.open_output_stream(f"{s3.bucket}/gather/{name}") as out:
+            out.write(name.encode())
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        list(pool.map(put, ["a", "b"]))
+    assert s3.gathered_puts() == 2
+    assert s3.counts() == {"PUT": 2}

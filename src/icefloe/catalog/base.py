@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -81,6 +83,8 @@ logger = logging.getLogger(__name__)
 
 WAREHOUSE = "warehouse"
 NAMESPACE_LOCATION = "location"
+_FILE_IOS_KEPT = 16
+"""FileIOs a catalog keeps, one per distinct property set (tables with their own ``s3.*`` settings)."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,8 @@ class Catalog(ABC):
         self.warehouse: str | None = warehouse_location(warehouse) if warehouse else None
         if self.warehouse is not None:
             self.properties[WAREHOUSE] = self.warehouse
+        self._file_ios: OrderedDict[tuple[tuple[str, str], ...], FileIO] = OrderedDict()
+        self._file_ios_lock = threading.Lock()
 
     # ------------------------------------------------------------------ namespaces (subclasses)
 
@@ -210,7 +216,23 @@ class Catalog(ABC):
         self.close()
 
     def _file_io(self, table_properties: dict[str, str] | None, location: str | None) -> FileIO:
-        return load_file_io({**self.properties, **(table_properties or {})}, location)
+        """The FileIO for a table's (or the catalog's own) properties, one kept per distinct set.
+
+        A new FileIO per call would build a new S3 client per commit: milliseconds each, and pyarrow
+        makes a new client wait until every request in flight on any client has ended, which would
+        hold the metadata file back until the commit's background uploads (``io.uploads``) are done.
+        """
+        properties = {**self.properties, **(table_properties or {})}
+        key = tuple(sorted(properties.items()))
+        with self._file_ios_lock:
+            io = self._file_ios.get(key)
+            if io is None:
+                io = self._file_ios[key] = load_file_io(properties, location)
+                while len(self._file_ios) > _FILE_IOS_KEPT:
+                    self._file_ios.popitem(last=False)
+            else:
+                self._file_ios.move_to_end(key)
+            return io
 
     def default_table_location(self, namespace: Namespace, name: str) -> str:
         """``<namespace location>/<table>``, else ``<warehouse>/<ns levels...>/<table>``."""
@@ -454,9 +476,9 @@ class Catalog(ABC):
             md = new_metadata_with_log(md, None, None)  # trims to previous-versions-max only
         with durability_barrier():  # the metadata file is synced with the commit's other files
             location = write_table_metadata(io, md.location, md, previous_location=base_metadata_location)
-            if not self.swap_syncs_pending:
-                sync_pending()
             try:
+                if not self.swap_syncs_pending:
+                    sync_pending()  # a failure here is before the swap: nothing committed
                 self._swap_metadata_location(namespace, name, base_metadata_location, location)
             except BaseException as exc:
                 # Only a failure known to leave the pointer unchanged (a lost compare-and-swap, a

@@ -18,6 +18,12 @@ undurable. A crash before the sync can leave a recorded file incomplete under it
 nothing refers to it (it is an orphan, as every file of an uncommitted attempt is). Files under
 reused names (Hadoop's ``vN``) and files written on other threads (which do not inherit the
 barrier) are fsynced on close, as before.
+
+Object stores follow the same rule with uploads in place of fsyncs (``io.uploads``): inside a
+barrier a small fresh-named object is PUT in the background once its writer closes, the barrier
+records the upload, and ``sync`` (or whatever else moves a pointer) waits for every recorded upload.
+A failed upload (or fsync) fails that wait: the pointer does not move, and the error says so
+(``errors.nothing_committed``), so the commit cleans up what it wrote.
 """
 
 from __future__ import annotations
@@ -25,20 +31,25 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextvars import ContextVar
+
+from icefloe.errors import mark_nothing_committed
 
 SYNC_WORKERS = 8
 """fsyncs in flight at once when a barrier syncs (they wait on the disk, not on the GIL)."""
 
 
 class DurabilityBarrier:
-    """Files written without their own fsync, made durable together by ``sync``."""
+    """Files written without their own fsync (and objects still uploading), made durable together
+    by ``sync``."""
 
     def __init__(self) -> None:
         self._files: dict[str, None] = {}
         self._directories: dict[str, None] = {}
+        self._uploads: dict[str, Future[None]] = {}
+        self._failed_uploads: list[Future[None]] = []
         self._lock = threading.Lock()
 
     def defer(self, path: str) -> None:
@@ -47,28 +58,61 @@ class DurabilityBarrier:
             self._files[path] = None
             self._directories[os.path.dirname(path)] = None
 
+    def defer_upload(self, location: str, upload: Future[None]) -> None:
+        """Record an object's running upload (``io.uploads``): the next ``sync`` waits for it.
+
+        Once it has failed, every later sync of this barrier fails too: a later attempt of the same
+        commit may name the object again (a data file is written once, named by every attempt), so
+        an error swallowed once (the swap lost its compare-and-swap first) must not be forgotten.
+        """
+        with self._lock:
+            self._uploads[location] = upload
+        upload.add_done_callback(self._note_failure)
+
+    def _note_failure(self, upload: Future[None]) -> None:
+        if not upload.cancelled() and upload.exception() is not None:
+            with self._lock:
+                self._failed_uploads.append(upload)
+
     @property
     def pending(self) -> tuple[str, ...]:
         """Files recorded since the last sync."""
         with self._lock:
             return tuple(self._files)
 
+    @property
+    def pending_uploads(self) -> dict[str, Future[None]]:
+        """Uploads recorded since the last sync, by location (running or finished)."""
+        with self._lock:
+            return dict(self._uploads)
+
     def sync(self) -> None:
-        """fsync every recorded file and directory, concurrently; returns when all are durable.
+        """fsync every recorded file and directory, concurrently, and wait for every recorded
+        upload; returns when all are durable, raises the first error once all have ended.
 
         A file deleted meanwhile (an abandoned attempt cleaned up) is skipped: nothing refers to it.
         """
+        uploads = self.take_uploads()
         targets = self.take_pending()
         if not targets:
+            wait_all(uploads)
             return
         # The calling thread would only wait: it fsyncs the first target itself (one thread
         # hand-off fewer), the pool the others.
         others = [_pool().submit(self.fsync_path, path) for path in targets[1:]]
         try:
             self.fsync_path(targets[0])
-        finally:
-            for future in others:
-                future.result()
+        except BaseException as exc:
+            wait_all([*uploads, *others], first_error=exc)
+        wait_all([*uploads, *others])
+
+    def take_uploads(self) -> list[Future[None]]:
+        """The recorded uploads, forgotten by the barrier (the caller waits for them), after those
+        that failed earlier (never forgotten)."""
+        with self._lock:
+            uploads = [*self._failed_uploads, *self._uploads.values()]
+            self._uploads.clear()
+        return uploads
 
     def take_pending(self) -> list[str]:
         """The recorded files, then their directories, forgotten by the barrier (the caller syncs)."""
@@ -124,10 +168,31 @@ def durability_barrier(barrier: DurabilityBarrier | None = None) -> Iterator[Dur
 
 
 def sync_pending() -> None:
-    """Make every deferred write of this context durable: call before moving a catalog pointer."""
+    """Make every deferred write of this context durable: call before moving a catalog pointer.
+
+    Its error (an upload or fsync that failed) is marked as leaving the catalog unchanged: the
+    caller has not moved the pointer yet.
+    """
     barrier = _current.get()
     if barrier is not None:
-        barrier.sync()
+        try:
+            barrier.sync()
+        except Exception as exc:  # an interrupt stays unmarked: its files are kept (orphans at worst)
+            mark_nothing_committed(exc)
+            raise
+
+
+def wait_all(futures: Sequence[Future[None]], first_error: BaseException | None = None) -> None:
+    """Wait until every future has ended, then raise ``first_error`` or else the first future's error.
+
+    Nothing is left running when the caller gives up (an abandoned attempt's files are deleted
+    right after, which must not race an upload still creating one).
+    """
+    wait(futures)
+    if first_error is not None:
+        raise first_error
+    for future in futures:
+        future.result()
 
 
 _pool_lock = threading.Lock()

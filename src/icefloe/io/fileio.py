@@ -11,7 +11,8 @@ half-written file under the final name. Inside a commit's durability barrier
 (``io.durability``) a fresh-named file skips its own fsync: the barrier fsyncs all of the commit's
 files together before the catalog pointer moves, so until then a machine crash may leave such a
 file incomplete, but unreferenced. Object-store writes become visible only when the upload
-completes.
+completes; inside a barrier a small fresh-named object is uploaded in the background once its
+writer closes, and the barrier waits for the upload before the pointer moves (``io.uploads``).
 
 Exclusive creation on object stores. pyarrow's S3 client cannot send a conditional write
 (``If-None-Match: *``), so ``create(overwrite=False)`` there checks existence first with one HEAD
@@ -44,6 +45,7 @@ import pyarrow.fs as pafs
 
 from icefloe.errors import AlreadyExists, NotFound, Unsupported, UnsupportedLocation, ValidationError
 from icefloe.io.durability import DurabilityBarrier, current_barrier
+from icefloe.io.uploads import DeferredUploadWriter, wait_for_upload
 
 S3_ENDPOINT = "s3.endpoint"
 S3_ACCESS_KEY_ID = "s3.access-key-id"
@@ -209,7 +211,14 @@ class OutputFile:
             # directory marker would cost a request per write.
             with contextlib.suppress(OSError):
                 fs.create_dir(parent, recursive=True)
-        return _RemoteWriter(fs.open_output_stream(fs_path), fs, fs_path)
+
+        def stream() -> _RemoteWriter:
+            return _RemoteWriter(fs.open_output_stream(fs_path), fs, fs_path)
+
+        barrier = current_barrier() if is_object_store and self.fresh_name else None
+        if barrier is not None:
+            return DeferredUploadWriter(fs, fs_path, self.location, barrier, stream)
+        return stream()
 
     def write_bytes(self, data: bytes, overwrite: bool = False) -> None:
         """Write the whole file at once (same existence rules as ``create``)."""
@@ -539,7 +548,11 @@ class FileIO:
         return sorted(out, key=lambda f: f.location)
 
     def filesystem_and_path(self, location: str) -> tuple[pafs.FileSystem, str]:
-        """The pyarrow file system and the path within it, for pyarrow readers and writers."""
+        """The pyarrow file system and the path within it, for pyarrow readers and writers.
+
+        An object this process is still uploading in the background (``io.uploads``) is waited for
+        first, so whatever the caller does next (read, check, delete) meets the finished upload.
+        """
         path = local_path(location)
         if path is not None:
             return self._filesystem("file"), path
@@ -549,6 +562,7 @@ class FileIO:
                 raise UnsupportedLocation(
                     f"malformed S3 location (expected s3://bucket/key): {location}", location=location
                 )
+            wait_for_upload(rest[2:])
             return self._filesystem("s3"), rest[2:]
         parts = urlsplit(location)
         return self._filesystem(scheme, location), parts.netloc + parts.path
