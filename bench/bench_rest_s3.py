@@ -26,15 +26,14 @@ Printed per latency: median and p90 per engine, and PyIceberg / icefloe for both
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import pyarrow as pa
+from tests.support.s3server import S3Server, start_s3_server_process
 
 from bench._common import (
     command_line,
@@ -50,52 +49,29 @@ from bench._common import (
 
 STARTUP_TIMEOUT_S = 60.0
 
-_S3_CHILD = """
-import json, sys
-from tests.support.s3server import start_s3_server
-server = start_s3_server()
-server.slow_next(10**12, float(sys.argv[1]))  # every request, for the life of the process
-print(json.dumps({"port": server.port, "bucket": server.bucket, "properties": server.properties}), flush=True)
-for line in sys.stdin:  # until the parent closes the pipe
+
+@contextmanager
+def s3_store(latency_s: float) -> Iterator[S3Server]:
+    """moto's S3 in a child process (``tests/support/s3server.py``), answering each request
+    ``latency_s`` late."""
+    server = start_s3_server_process()
+    try:
+        if latency_s:
+            server.slow_next(2**62, latency_s)  # every request, for the life of the server
+        yield server
+    finally:
+        server.stop()
+
+
+def _take_counts(server: S3Server) -> dict[str, int]:
+    """Requests the server answered since the last call, by operation (PUT, GET, HEAD, ...)."""
     counts = server.counts()
     server.reset_counts()
-    print(json.dumps(counts), flush=True)
-"""
-
-
-@dataclass(frozen=True)
-class Store:
-    """An S3-compatible server in a child process."""
-
-    bucket: str
-    properties: dict[str, str]
-    child: subprocess.Popen[str]
-
-    def take_counts(self) -> dict[str, int]:
-        """Requests the server answered since the last call, by operation (PUT, GET, HEAD, ...)."""
-        assert self.child.stdin is not None and self.child.stdout is not None
-        self.child.stdin.write("counts\n")
-        self.child.stdin.flush()
-        return dict(json.loads(self.child.stdout.readline()))
+    return counts
 
 
 @contextmanager
-def s3_store(latency_s: float) -> Iterator[Store]:
-    """moto's S3 in a child process, answering each request ``latency_s`` late."""
-    command = [sys.executable, "-c", _S3_CHILD, str(latency_s)]
-    child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert child.stdout is not None
-        started = json.loads(child.stdout.readline())
-        yield Store(started["bucket"], dict(started["properties"]), child)
-    finally:
-        assert child.stdin is not None
-        child.stdin.close()
-        child.wait(timeout=30)
-
-
-@contextmanager
-def serve_over(work: str, store: Store) -> Iterator[str]:
+def serve_over(work: str, store: S3Server) -> Iterator[str]:
     """``icefloe serve`` in a child process, its warehouse in ``store``; yields its URI."""
     import requests
 
@@ -134,7 +110,7 @@ def _rows(start: int) -> pa.Table:
     return pa.table({"id": pa.array(ids, pa.int64()), "s": [f"row {i}" for i in ids]})
 
 
-def measure(uri: str, store: Store, appends: int) -> dict[str, tuple[float, float, dict[str, int]]]:
+def measure(uri: str, store: S3Server, appends: int) -> dict[str, tuple[float, float, dict[str, int]]]:
     """Median and p90 (s) of each engine's 10-row append, in turns, and the storage requests of one
     more append each (client and catalog server together); snapshot counts checked after."""
     from pyiceberg.catalog.rest import RestCatalog as PyIcebergRest
@@ -164,9 +140,9 @@ def measure(uri: str, store: Store, appends: int) -> dict[str, tuple[float, floa
     timings = time_interleaved(fns, appends)
     requests = []
     for fn in fns:
-        store.take_counts()
+        _take_counts(store)
         fn()
-        requests.append(store.take_counts())
+        requests.append(_take_counts(store))
     for name, table in tables.items():
         assert len(table.refresh().snapshots()) == appends + 2, name
     assert len(theirs.refresh().snapshots()) == appends + 2
