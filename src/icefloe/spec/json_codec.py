@@ -56,6 +56,7 @@ __all__ = [  # schemas, specs and sort orders live in json_structures; re-export
     "spec_from_dict",
     "spec_to_dict",
     "table_metadata_from_json",
+    "table_metadata_json_bytes",
     "table_metadata_json_chunks",
     "table_metadata_to_dict",
     "table_metadata_to_json",
@@ -713,21 +714,28 @@ def _metadata_members(md: TableMetadata, fragments: Fragments | None) -> dict[st
 def table_metadata_to_json(md: TableMetadata, indent: int | None = None) -> str:
     """Serialise table metadata to JSON text (compact unless ``indent`` is given).
 
-    The compact form is what metadata files hold. Its snapshots, schemas, partition specs, sort
-    orders, snapshot-log and metadata-log are encoded once per table and reused by later writes of the same
-    table (they are immutable), so a commit to a table with a long history mostly joins cached
-    strings. The text is exactly ``json.dumps(table_metadata_to_dict(md), separators=(",", ":"),
+    The compact form is what metadata files hold (``table_metadata_json_bytes`` gives its UTF-8
+    directly). Its snapshots, schemas, partition specs, sort orders, snapshot-log and
+    metadata-log are encoded once per table and reused by later writes of the same table (they
+    are immutable), so a commit to a table with a long history mostly joins cached text. The
+    text is exactly ``json.dumps(table_metadata_to_dict(md), separators=(",", ":"),
     ensure_ascii=False)``.
     """
     if indent is not None:
         return json.dumps(
             table_metadata_to_dict(md), indent=indent, separators=(",", ": "), ensure_ascii=False
         )
-    return "".join(table_metadata_json_chunks(md))
+    return table_metadata_json_bytes(md).decode("utf-8")
 
 
-def table_metadata_json_chunks(md: TableMetadata) -> list[str]:
-    """The compact JSON text of ``md`` (``table_metadata_to_json``) in pieces, for incremental codecs.
+def table_metadata_json_bytes(md: TableMetadata) -> bytes:
+    """The UTF-8 of ``table_metadata_to_json(md)``: a metadata file's bytes, made with one copy
+    of the table's kept arrays (no string is built and encoded)."""
+    return b"".join(table_metadata_json_chunks(md))
+
+
+def table_metadata_json_chunks(md: TableMetadata) -> list[bytes]:
+    """The UTF-8 of ``table_metadata_to_json(md)`` in pieces, for incremental codecs.
 
     The odd-numbered chunks are the bodies of the memoised arrays (snapshots, snapshot-log,
     metadata-log, schemas, specs, sort orders) without their closing ``]``: from one commit of a table to the
@@ -735,13 +743,13 @@ def table_metadata_json_chunks(md: TableMetadata) -> list[str]:
     them.
     """
     encode = COMPACT.encode
-    chunks: list[str] = []
+    chunks: list[bytes] = []
     pending: list[str] = []
     for key, value in _metadata_members(md, fragments_for(md)).items():
         pending += (",", encode_basestring(key), ":")
         kind = type(value)
         if kind is RawArray:
-            chunks += ("".join(pending), value.body)
+            chunks += ("".join(pending).encode("utf-8"), value.body)
             pending = ["]"]
         elif kind is int:  # the scalars spelled as the encoder would, without its set-up per call
             pending.append(int.__repr__(value))
@@ -752,8 +760,8 @@ def table_metadata_json_chunks(md: TableMetadata) -> list[str]:
         else:
             pending.append(encode(value))
     pending.append("}")
-    chunks.append("".join(pending))
-    chunks[0] = "{" + chunks[0][1:]
+    chunks.append("".join(pending).encode("utf-8"))
+    chunks[0] = b"{" + chunks[0][1:]
     return chunks
 
 
