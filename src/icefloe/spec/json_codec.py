@@ -43,8 +43,9 @@ from icefloe.spec.table_metadata import SUPPORTED_FORMAT_VERSIONS, TableMetadata
 
 MAX_FORMAT_VERSION = max(SUPPORTED_FORMAT_VERSIONS)
 
-__all__ = [  # schemas, specs and sort orders live in json_structures; re-exported for callers
+__all__ = [
     "MAX_FORMAT_VERSION",
+    "known_array_texts",
     "ref_from_dict",
     "ref_to_dict",
     "schema_from_dict",
@@ -382,7 +383,9 @@ def _load(text: str | bytes | Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def table_metadata_from_json(
-    text: str | bytes | Mapping[str, Any], known: TableMetadata | None = None
+    text: str | bytes | Mapping[str, Any],
+    known: TableMetadata | None = None,
+    verbatim: frozenset[str] = frozenset(),
 ) -> TableMetadata:
     """Parse table metadata from JSON text, (optionally gzipped) bytes, or an already-parsed dict.
 
@@ -390,10 +393,14 @@ def table_metadata_from_json(
     catalog answers with what it committed): a snapshot the JSON repeats field for field is taken
     from it instead of parsed again, so answering a commit costs the new snapshots, not the table's
     history. The result is the same as without ``known``.
+
+    ``verbatim`` names members (``snapshots``, ``snapshot-log``) whose text was found to be
+    exactly ``known_array_texts(known)``'s and left unparsed (``json_reply``): ``known``'s are
+    taken for them, as parsing that text would have given.
     """
     data = _load(text)
     try:
-        return _table_metadata_from_dict(data, known)
+        return _table_metadata_from_dict(data, known, verbatim)
     except (CorruptMetadata, Unsupported):
         raise
     except IcefloeError as exc:
@@ -402,7 +409,9 @@ def table_metadata_from_json(
         raise CorruptMetadata(f"invalid table metadata: {type(exc).__name__}: {exc}") from exc
 
 
-def _table_metadata_from_dict(data: Mapping[str, Any], known: TableMetadata | None = None) -> TableMetadata:
+def _table_metadata_from_dict(
+    data: Mapping[str, Any], known: TableMetadata | None = None, verbatim: frozenset[str] = frozenset()
+) -> TableMetadata:
     what = "table metadata"
     fv = required_int(data, "format-version", what)
     if fv > MAX_FORMAT_VERSION:
@@ -460,13 +469,16 @@ def _table_metadata_from_dict(data: Mapping[str, Any], known: TableMetadata | No
 
     table_location = data.get("location")
     table = f"{data.get('table-uuid')}@{table_location}"  # whose held lists the memos keep
-    snapshots = _snapshots_from_list(
-        optional_list(data, "snapshots", what),
-        table_location if fv >= 4 and isinstance(table_location, str) else "",
-        known.snapshots if known is not None and fv >= 2 else (),
-        fv,
-        table,
-    )
+    if known is not None and "snapshots" in verbatim:
+        snapshots = known.snapshots
+    else:
+        snapshots = _snapshots_from_list(
+            optional_list(data, "snapshots", what),
+            table_location if fv >= 4 and isinstance(table_location, str) else "",
+            known.snapshots if known is not None and fv >= 2 else (),
+            fv,
+            table,
+        )
     current_snapshot_id = optional_int(data, "current-snapshot-id", what)
     if current_snapshot_id == -1:
         current_snapshot_id = None
@@ -481,7 +493,10 @@ def _table_metadata_from_dict(data: Mapping[str, Any], known: TableMetadata | No
         refs[MAIN_BRANCH] = SnapshotRef(current_snapshot_id, RefType.BRANCH)
 
     resolve_against = table_location if fv >= 4 and isinstance(table_location, str) else ""
-    snapshot_log = _snapshot_log(data, known.snapshot_log if known is not None else (), table)
+    if known is not None and "snapshot-log" in verbatim:
+        snapshot_log = known.snapshot_log
+    else:
+        snapshot_log = _snapshot_log(data, known.snapshot_log if known is not None else (), table)
     metadata_log = _metadata_log(
         data, known.metadata_log if known is not None else (), table, resolve_against
     )
@@ -682,18 +697,13 @@ def _metadata_members(md: TableMetadata, fragments: Fragments | None) -> dict[st
     if fragments is None:
         out["snapshots"] = [snapshot_to_dict(s, fv, md.location) for s in md.snapshots]
     else:
-        out["snapshots"] = fragments.join(
-            f"snapshot-v{fv}-{md.location}",
-            md.snapshots,
-            _snapshot_id,
-            _encoder(lambda s: snapshot_to_dict(s, fv, md.location)),
-        )
+        out["snapshots"] = _snapshots_text(md, fragments)
     out["statistics"] = list(md.statistics)
     out["partition-statistics"] = list(md.partition_statistics)
     if fragments is None:
         out["snapshot-log"] = [_snapshot_log_entry_to_dict(e) for e in md.snapshot_log]
     else:
-        out["snapshot-log"] = fragments.join("snapshot-log", md.snapshot_log, None, _snapshot_log_entry_json)
+        out["snapshot-log"] = _snapshot_log_text(md, fragments)
     relative = md.location if fv >= 4 else ""
     if fragments is None:
         out["metadata-log"] = [_metadata_log_entry_to_dict(e, relative) for e in md.metadata_log]
@@ -709,6 +719,39 @@ def _metadata_members(md: TableMetadata, fragments: Fragments | None) -> dict[st
     for key, value in md.extra.items():
         out.setdefault(key, value)
     return out
+
+
+def _snapshots_text(md: TableMetadata, fragments: Fragments) -> RawArray:
+    fv = md.format_version
+    return fragments.join(
+        f"snapshot-v{fv}-{md.location}",
+        md.snapshots,
+        _snapshot_id,
+        _encoder(lambda s: snapshot_to_dict(s, fv, md.location)),
+    )
+
+
+def _snapshot_log_text(md: TableMetadata, fragments: Fragments) -> RawArray:
+    return fragments.join("snapshot-log", md.snapshot_log, None, _snapshot_log_entry_json)
+
+
+def known_array_texts(md: TableMetadata) -> dict[str, bytes]:
+    """The members of ``md``'s JSON that parsing gives back as ``md``'s very objects, as icefloe
+    writes them: ``{"snapshots": b'[...', "snapshot-log": b'[...'}``, each array's UTF-8 without
+    its closing ``]`` (from the table's memo, not copied). A member is left out when one of its
+    items would not parse back exactly (and for v1, whose snapshots are always parsed). For
+    ``json_reply``: a reply that repeats this text verbatim need not be parsed there."""
+    if md.format_version < 2:
+        return {}
+    fragments = fragments_for(md)
+    texts: dict[str, bytes] = {}
+    table = f"{md.table_uuid}@{md.location}"  # the parser's memo context (_table_metadata_from_dict)
+    context = (md.format_version, md.location if md.format_version >= 4 else "", table)
+    if _SNAPSHOT_FORMS.forms(md.snapshots, context) is not None:
+        texts["snapshots"] = _snapshots_text(md, fragments).body
+    if _SNAPSHOT_LOG_FORMS.forms(md.snapshot_log, table) is not None:
+        texts["snapshot-log"] = _snapshot_log_text(md, fragments).body
+    return texts
 
 
 def table_metadata_to_json(md: TableMetadata, indent: int | None = None) -> str:
