@@ -9,6 +9,10 @@ does; other servers' replies are parsed as before), the array is cut out before 
 is parsed in its place, and the held objects are taken for it
 (``table_metadata_from_json(..., verbatim=...)``).
 
+Only a reply that holds the proposed newest snapshot, spelled so, at the end of an array is
+tried (a memory search): when other writers committed first, the catalog rebased that snapshot
+or refused the commit, and building the held text to look for would be wasted.
+
 Why that gives what parsing the whole reply gives: the marker, a string no reply holds (16 random
 bytes in hex), replaces the text after one ``"<member>":``, so everything around it parses as
 before. If the metadata object's member then holds the marker, the cut text was that member's
@@ -24,7 +28,8 @@ import json
 import secrets
 from typing import Any
 
-from icefloe.spec.json_codec import known_array_texts
+from icefloe.spec.json_codec import known_array_texts, snapshot_to_dict
+from icefloe.spec.json_fragments import COMPACT
 from icefloe.spec.table_metadata import TableMetadata
 
 
@@ -33,9 +38,12 @@ def load_reply(data: bytes, metadata_key: str, known: TableMetadata | None) -> t
     returned set hold a marker instead of ``known``'s snapshot array or snapshot-log, which the
     reply repeated verbatim; ``table_metadata_from_json(doc[metadata_key], known, verbatim=that
     set)`` then gives what parsing the whole reply would."""
-    texts = known_array_texts(known) if known is not None else {}
-    if not texts:
+    if known is None or not known.snapshots or known.format_version < 2:
         return json.loads(data), frozenset()
+    newest = snapshot_to_dict(known.snapshots[-1], known.format_version, known.location)
+    if data.find(COMPACT.encode(newest).encode("utf-8") + b"]") < 0:
+        return json.loads(data), frozenset()  # rebased, refused, or spelled otherwise
+    texts = known_array_texts(known)
     token = secrets.token_hex(16)
     marker = f'"{token}"'.encode()
     pieces: list[bytes] = []
