@@ -102,7 +102,7 @@ def test_bench_changelog_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert all(r.split()[r.split().index("KiB" if "KiB" in r else "MB)") + 1] == "20" for r in rows)
 
 
-REST = "--appends 2 --writers 3 --per-writer 2"
+REST = "--appends 2 --history 0 --writers 3 --per-writer 2"
 
 
 def test_bench_rest_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -113,6 +113,22 @@ def test_bench_rest_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert "0 lost (target 0)" in out
     assert "(d) client metadata files per append: 1 (target 1)" in out
     assert "(!)" not in out
+
+
+REST_HISTORY = "--appends 2 --history 0,3 --appenders none"
+
+
+def test_bench_rest_history_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # every table gets 3 appends before the timed ones; the run checks each table's snapshot and
+    # row counts afterwards (PyIceberg's included), so finishing means all of them landed
+    assert bench_rest.main([*REST_HISTORY.split(), "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"command:  python -m bench.bench_rest {REST_HISTORY}" in out
+    rows = [line.split()[0] for line in out.splitlines() if line[:1].isdigit()]
+    assert rows == ["0", "3"]
+    assert "(a) REST / direct:" in out and "(b) PyIceberg / icefloe on the same server:" in out
+    assert "(a) REST / direct at 3 prior snapshots:" in out
+    assert "(b) PyIceberg / icefloe on the same server at 3 prior snapshots:" in out
 
 
 def test_bench_fsync_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -19,6 +19,7 @@ import pytest
 from icefloe.spec import json_fragments
 from icefloe.spec.json_codec import (
     table_metadata_from_json,
+    table_metadata_json_bytes,
     table_metadata_json_chunks,
     table_metadata_to_dict,
     table_metadata_to_json,
@@ -44,7 +45,7 @@ def check(md: TableMetadata) -> str:
     text = table_metadata_to_json(md)
     assert text == reference(md)
     chunks = table_metadata_json_chunks(md)
-    assert "".join(chunks) == text
+    assert b"".join(chunks) == text.encode("utf-8") == table_metadata_json_bytes(md)
     assert len(chunks) % 2 == 1
     return text
 
@@ -158,12 +159,12 @@ def test_interleaved_tables_and_a_crowded_memo() -> None:
 
 
 def test_the_memo_is_bounded_by_text_size(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(json_fragments, "_FRAGMENT_CHARS", 20_000)
+    monkeypatch.setattr(json_fragments, "_FRAGMENT_BYTES", 20_000)
     rng = random.Random(5)
     tables = []
     for i in range(6):
         md = base_metadata(2).with_changes(table_uuid=f"00000000-0000-4000-9000-{i:012d}")
-        for n in range(40):  # ~40 snapshots of ~300 characters: ~12,000 characters per table
+        for n in range(40):  # ~40 snapshots of ~300 bytes: ~12,000 bytes per table
             md = append(md, n, rng)
         check(md)
         tables.append(md)

@@ -99,7 +99,7 @@ def rebase_append(
     if not _only_branch_moved(md, pending.requirements, ref.ref_name):
         return None
     snap = add.snapshot
-    if any(s.snapshot_id == snap.snapshot_id for s in md.snapshots):
+    if md.has_snapshot(snap.snapshot_id):
         return None
     io = catalog._file_io(md.properties, md.location)
     # a v4 append's rows as the client's root stored them: decoded only for the summary, the new

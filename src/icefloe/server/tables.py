@@ -27,7 +27,7 @@ from icefloe.server.context import Call, Reply, ServerState
 from icefloe.server.errors import bad_request
 from icefloe.server.paging import identifiers_page
 from icefloe.spec.commit_json import requirements_from_list, updates_from_list
-from icefloe.spec.json_codec import is_relative_location, table_metadata_to_json
+from icefloe.spec.json_codec import is_relative_location, table_metadata_json_bytes, table_metadata_to_json
 from icefloe.spec.json_structures import schema_from_dict, sort_order_from_dict, spec_from_dict
 from icefloe.spec.requirements import AssertCreate
 from icefloe.spec.table_metadata import TableMetadata
@@ -91,9 +91,9 @@ def _result_text(location: str | None, md: TableMetadata) -> str:
 
 def _result_bytes(location: str, md: TableMetadata, written: bytes | None) -> bytes:
     """``_result_text`` as UTF-8, around the metadata file's bytes when this process wrote them
-    (one copy of the metadata, no text built)."""
+    (one copy of the metadata, no text built), else around the metadata's encoded bytes."""
     if written is None:
-        return _result_text(location, md).encode("utf-8")
+        written = table_metadata_json_bytes(md)
     return b"".join((_result_head(location).encode("utf-8"), written, b"}"))
 
 

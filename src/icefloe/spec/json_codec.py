@@ -43,8 +43,9 @@ from icefloe.spec.table_metadata import SUPPORTED_FORMAT_VERSIONS, TableMetadata
 
 MAX_FORMAT_VERSION = max(SUPPORTED_FORMAT_VERSIONS)
 
-__all__ = [  # schemas, specs and sort orders live in json_structures; re-exported for callers
+__all__ = [
     "MAX_FORMAT_VERSION",
+    "known_array_texts",
     "ref_from_dict",
     "ref_to_dict",
     "schema_from_dict",
@@ -56,6 +57,7 @@ __all__ = [  # schemas, specs and sort orders live in json_structures; re-export
     "spec_from_dict",
     "spec_to_dict",
     "table_metadata_from_json",
+    "table_metadata_json_bytes",
     "table_metadata_json_chunks",
     "table_metadata_to_dict",
     "table_metadata_to_json",
@@ -381,7 +383,9 @@ def _load(text: str | bytes | Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def table_metadata_from_json(
-    text: str | bytes | Mapping[str, Any], known: TableMetadata | None = None
+    text: str | bytes | Mapping[str, Any],
+    known: TableMetadata | None = None,
+    verbatim: frozenset[str] = frozenset(),
 ) -> TableMetadata:
     """Parse table metadata from JSON text, (optionally gzipped) bytes, or an already-parsed dict.
 
@@ -389,10 +393,14 @@ def table_metadata_from_json(
     catalog answers with what it committed): a snapshot the JSON repeats field for field is taken
     from it instead of parsed again, so answering a commit costs the new snapshots, not the table's
     history. The result is the same as without ``known``.
+
+    ``verbatim`` names members (``snapshots``, ``snapshot-log``) whose text was found to be
+    exactly ``known_array_texts(known)``'s and left unparsed (``json_reply``): ``known``'s are
+    taken for them, as parsing that text would have given.
     """
     data = _load(text)
     try:
-        return _table_metadata_from_dict(data, known)
+        return _table_metadata_from_dict(data, known, verbatim)
     except (CorruptMetadata, Unsupported):
         raise
     except IcefloeError as exc:
@@ -401,7 +409,9 @@ def table_metadata_from_json(
         raise CorruptMetadata(f"invalid table metadata: {type(exc).__name__}: {exc}") from exc
 
 
-def _table_metadata_from_dict(data: Mapping[str, Any], known: TableMetadata | None = None) -> TableMetadata:
+def _table_metadata_from_dict(
+    data: Mapping[str, Any], known: TableMetadata | None = None, verbatim: frozenset[str] = frozenset()
+) -> TableMetadata:
     what = "table metadata"
     fv = required_int(data, "format-version", what)
     if fv > MAX_FORMAT_VERSION:
@@ -459,13 +469,16 @@ def _table_metadata_from_dict(data: Mapping[str, Any], known: TableMetadata | No
 
     table_location = data.get("location")
     table = f"{data.get('table-uuid')}@{table_location}"  # whose held lists the memos keep
-    snapshots = _snapshots_from_list(
-        optional_list(data, "snapshots", what),
-        table_location if fv >= 4 and isinstance(table_location, str) else "",
-        known.snapshots if known is not None and fv >= 2 else (),
-        fv,
-        table,
-    )
+    if known is not None and "snapshots" in verbatim:
+        snapshots = known.snapshots
+    else:
+        snapshots = _snapshots_from_list(
+            optional_list(data, "snapshots", what),
+            table_location if fv >= 4 and isinstance(table_location, str) else "",
+            known.snapshots if known is not None and fv >= 2 else (),
+            fv,
+            table,
+        )
     current_snapshot_id = optional_int(data, "current-snapshot-id", what)
     if current_snapshot_id == -1:
         current_snapshot_id = None
@@ -480,7 +493,10 @@ def _table_metadata_from_dict(data: Mapping[str, Any], known: TableMetadata | No
         refs[MAIN_BRANCH] = SnapshotRef(current_snapshot_id, RefType.BRANCH)
 
     resolve_against = table_location if fv >= 4 and isinstance(table_location, str) else ""
-    snapshot_log = _snapshot_log(data, known.snapshot_log if known is not None else (), table)
+    if known is not None and "snapshot-log" in verbatim:
+        snapshot_log = known.snapshot_log
+    else:
+        snapshot_log = _snapshot_log(data, known.snapshot_log if known is not None else (), table)
     metadata_log = _metadata_log(
         data, known.metadata_log if known is not None else (), table, resolve_against
     )
@@ -681,18 +697,13 @@ def _metadata_members(md: TableMetadata, fragments: Fragments | None) -> dict[st
     if fragments is None:
         out["snapshots"] = [snapshot_to_dict(s, fv, md.location) for s in md.snapshots]
     else:
-        out["snapshots"] = fragments.join(
-            f"snapshot-v{fv}-{md.location}",
-            md.snapshots,
-            _snapshot_id,
-            _encoder(lambda s: snapshot_to_dict(s, fv, md.location)),
-        )
+        out["snapshots"] = _snapshots_text(md, fragments)
     out["statistics"] = list(md.statistics)
     out["partition-statistics"] = list(md.partition_statistics)
     if fragments is None:
         out["snapshot-log"] = [_snapshot_log_entry_to_dict(e) for e in md.snapshot_log]
     else:
-        out["snapshot-log"] = fragments.join("snapshot-log", md.snapshot_log, None, _snapshot_log_entry_json)
+        out["snapshot-log"] = _snapshot_log_text(md, fragments)
     relative = md.location if fv >= 4 else ""
     if fragments is None:
         out["metadata-log"] = [_metadata_log_entry_to_dict(e, relative) for e in md.metadata_log]
@@ -710,24 +721,64 @@ def _metadata_members(md: TableMetadata, fragments: Fragments | None) -> dict[st
     return out
 
 
+def _snapshots_text(md: TableMetadata, fragments: Fragments) -> RawArray:
+    fv = md.format_version
+    return fragments.join(
+        f"snapshot-v{fv}-{md.location}",
+        md.snapshots,
+        _snapshot_id,
+        _encoder(lambda s: snapshot_to_dict(s, fv, md.location)),
+    )
+
+
+def _snapshot_log_text(md: TableMetadata, fragments: Fragments) -> RawArray:
+    return fragments.join("snapshot-log", md.snapshot_log, None, _snapshot_log_entry_json)
+
+
+def known_array_texts(md: TableMetadata) -> dict[str, bytes]:
+    """The members of ``md``'s JSON that parsing gives back as ``md``'s very objects, as icefloe
+    writes them: ``{"snapshots": b'[...', "snapshot-log": b'[...'}``, each array's UTF-8 without
+    its closing ``]`` (from the table's memo, not copied). A member is left out when one of its
+    items would not parse back exactly (and for v1, whose snapshots are always parsed). For
+    ``json_reply``: a reply that repeats this text verbatim need not be parsed there."""
+    if md.format_version < 2:
+        return {}
+    fragments = fragments_for(md)
+    texts: dict[str, bytes] = {}
+    table = f"{md.table_uuid}@{md.location}"  # the parser's memo context (_table_metadata_from_dict)
+    context = (md.format_version, md.location if md.format_version >= 4 else "", table)
+    if _SNAPSHOT_FORMS.forms(md.snapshots, context) is not None:
+        texts["snapshots"] = _snapshots_text(md, fragments).body
+    if _SNAPSHOT_LOG_FORMS.forms(md.snapshot_log, table) is not None:
+        texts["snapshot-log"] = _snapshot_log_text(md, fragments).body
+    return texts
+
+
 def table_metadata_to_json(md: TableMetadata, indent: int | None = None) -> str:
     """Serialise table metadata to JSON text (compact unless ``indent`` is given).
 
-    The compact form is what metadata files hold. Its snapshots, schemas, partition specs, sort
-    orders, snapshot-log and metadata-log are encoded once per table and reused by later writes of the same
-    table (they are immutable), so a commit to a table with a long history mostly joins cached
-    strings. The text is exactly ``json.dumps(table_metadata_to_dict(md), separators=(",", ":"),
+    The compact form is what metadata files hold (``table_metadata_json_bytes`` gives its UTF-8
+    directly). Its snapshots, schemas, partition specs, sort orders, snapshot-log and
+    metadata-log are encoded once per table and reused by later writes of the same table (they
+    are immutable), so a commit to a table with a long history mostly joins cached text. The
+    text is exactly ``json.dumps(table_metadata_to_dict(md), separators=(",", ":"),
     ensure_ascii=False)``.
     """
     if indent is not None:
         return json.dumps(
             table_metadata_to_dict(md), indent=indent, separators=(",", ": "), ensure_ascii=False
         )
-    return "".join(table_metadata_json_chunks(md))
+    return table_metadata_json_bytes(md).decode("utf-8")
 
 
-def table_metadata_json_chunks(md: TableMetadata) -> list[str]:
-    """The compact JSON text of ``md`` (``table_metadata_to_json``) in pieces, for incremental codecs.
+def table_metadata_json_bytes(md: TableMetadata) -> bytes:
+    """The UTF-8 of ``table_metadata_to_json(md)``: a metadata file's bytes, made with one copy
+    of the table's kept arrays (no string is built and encoded)."""
+    return b"".join(table_metadata_json_chunks(md))
+
+
+def table_metadata_json_chunks(md: TableMetadata) -> list[bytes]:
+    """The UTF-8 of ``table_metadata_to_json(md)`` in pieces, for incremental codecs.
 
     The odd-numbered chunks are the bodies of the memoised arrays (snapshots, snapshot-log,
     metadata-log, schemas, specs, sort orders) without their closing ``]``: from one commit of a table to the
@@ -735,13 +786,13 @@ def table_metadata_json_chunks(md: TableMetadata) -> list[str]:
     them.
     """
     encode = COMPACT.encode
-    chunks: list[str] = []
+    chunks: list[bytes] = []
     pending: list[str] = []
     for key, value in _metadata_members(md, fragments_for(md)).items():
         pending += (",", encode_basestring(key), ":")
         kind = type(value)
         if kind is RawArray:
-            chunks += ("".join(pending), value.body)
+            chunks += ("".join(pending).encode("utf-8"), value.body)
             pending = ["]"]
         elif kind is int:  # the scalars spelled as the encoder would, without its set-up per call
             pending.append(int.__repr__(value))
@@ -752,8 +803,8 @@ def table_metadata_json_chunks(md: TableMetadata) -> list[str]:
         else:
             pending.append(encode(value))
     pending.append("}")
-    chunks.append("".join(pending))
-    chunks[0] = "{" + chunks[0][1:]
+    chunks.append("".join(pending).encode("utf-8"))
+    chunks[0] = b"{" + chunks[0][1:]
     return chunks
 
 

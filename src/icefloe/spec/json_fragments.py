@@ -2,7 +2,11 @@
 snapshot-log and the metadata-log is kept per table and reused by the table's next write (see
 ``Fragments``).
 
-Used by ``json_codec.table_metadata_to_json``; nothing here changes the text written.
+The text is kept as UTF-8 bytes, the form a metadata file and a REST reply take: a commit to a
+table with a long history then makes its file's bytes with one copy of the kept arrays, not a
+join into a string and an encoding of it.
+
+Used by ``json_codec.table_metadata_json_chunks``; nothing here changes the text written.
 """
 
 from __future__ import annotations
@@ -19,30 +23,32 @@ from icefloe.spec.table_metadata import TableMetadata
 
 COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 _FRAGMENT_TABLES = 32
-_FRAGMENT_CHARS = 64 * 1024 * 1024  # beyond this much kept text, the least recent tables are dropped
+_FRAGMENT_BYTES = 64 * 1024 * 1024  # beyond this much kept text, the least recent tables are dropped
 
 
 class RawArray:
-    """An already-encoded JSON array: ``body`` is its text without the closing ``]``."""
+    """An already-encoded JSON array: ``body`` is its UTF-8 text without the closing ``]``."""
 
     __slots__ = ("body",)
 
-    def __init__(self, body: str) -> None:
+    def __init__(self, body: bytes) -> None:
         self.body = body
 
 
 class _EncodedList:
-    """One JSON array as last written: its items, its text, and each item's text by id."""
+    """One JSON array as last written: its items, its text, and each item's text by id (UTF-8)."""
 
     __slots__ = ("body", "by_key", "items")
 
-    def __init__(self, items: tuple[Any, ...], body: str, by_key: dict[Hashable, tuple[Any, str]]) -> None:
+    def __init__(
+        self, items: tuple[Any, ...], body: bytes, by_key: dict[Hashable, tuple[Any, bytes]]
+    ) -> None:
         self.items = items
         self.body = body  # the array's text without its closing "]"
         self.by_key = by_key
 
 
-_EMPTY_LIST = _EncodedList((), "[", {})
+_EMPTY_LIST = _EncodedList((), b"[", {})
 
 
 class Fragments:
@@ -63,8 +69,8 @@ class Fragments:
         self._lock = threading.Lock()
 
     @property
-    def chars(self) -> int:
-        """How much encoded text is kept."""
+    def size(self) -> int:
+        """How many bytes of encoded text are kept."""
         with self._lock:
             return sum(len(kept.body) for kept in self._lists.values())
 
@@ -75,7 +81,8 @@ class Fragments:
         key: Callable[[Any], Hashable] | None,
         to_json: Callable[[Any], str],
     ) -> RawArray:
-        """The JSON array of ``items``, each encoded at most once while it stays in the metadata."""
+        """The JSON array of ``items``, each encoded (``to_json``, then UTF-8) at most once while it
+        stays in the metadata."""
         with self._lock:
             last = self._lists.get(kind, _EMPTY_LIST)
         items = tuple(items)
@@ -98,11 +105,12 @@ class Fragments:
         added = items[len(last.items) :]
         if not added:
             return last
-        texts = [to_json(item) for item in added]
+        texts = [to_json(item).encode("utf-8") for item in added]
         by_key = dict(last.by_key)
         if key is not None:
             by_key.update((key(item), (item, text)) for item, text in zip(added, texts, strict=True))
-        return _EncodedList(items, last.body + "," + ",".join(texts), by_key)
+        texts.insert(0, last.body)  # one copy of the grown body (``a + b"," + b`` would make two)
+        return _EncodedList(items, b",".join(texts), by_key)
 
     @staticmethod
     def _rebuilt(
@@ -111,19 +119,19 @@ class Fragments:
         key: Callable[[Any], Hashable] | None,
         to_json: Callable[[Any], str],
     ) -> _EncodedList:
-        texts = []
-        by_key: dict[Hashable, tuple[Any, str]] = {}
+        texts: list[bytes] = []
+        by_key: dict[Hashable, tuple[Any, bytes]] = {}
         for item in items:
             k = key(item) if key is not None else None
             hit = last.by_key.get(k) if k is not None else None
             if hit is not None and (hit[0] is item or _same_json(hit[0], item)):
                 text = hit[1]
             else:
-                text = to_json(item)
+                text = to_json(item).encode("utf-8")
             if k is not None:
                 by_key[k] = (item, text)
             texts.append(text)
-        return _EncodedList(items, "[" + ",".join(texts), by_key)
+        return _EncodedList(items, b"[" + b",".join(texts), by_key)
 
 
 def _same_json(a: Any, b: Any) -> bool:
@@ -140,7 +148,7 @@ _fragments_lock = threading.Lock()
 
 def fragments_for(md: TableMetadata) -> Fragments:
     """The fragment memo of ``md``'s table (by uuid; the most recently written tables are kept, at
-    most ``_FRAGMENT_TABLES`` of them and ``_FRAGMENT_CHARS`` of text)."""
+    most ``_FRAGMENT_TABLES`` of them and ``_FRAGMENT_BYTES`` of text)."""
     key = md.table_uuid or md.location
     with _fragments_lock:
         found = _fragments.get(key)
@@ -150,6 +158,6 @@ def fragments_for(md: TableMetadata) -> Fragments:
                 _fragments.popitem(last=False)
         else:
             _fragments.move_to_end(key)
-        while len(_fragments) > 1 and sum(f.chars for f in _fragments.values()) > _FRAGMENT_CHARS:
+        while len(_fragments) > 1 and sum(f.size for f in _fragments.values()) > _FRAGMENT_BYTES:
             _fragments.popitem(last=False)
         return found

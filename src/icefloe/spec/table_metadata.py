@@ -8,6 +8,7 @@ pure update functions live in ``icefloe.spec.updates``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import Any
 
 from icefloe.errors import IcefloeError, NotFound, ValidationError
@@ -23,6 +24,8 @@ from icefloe.spec.snapshots import (
 )
 from icefloe.spec.sort_order import SortOrder
 from icefloe.spec.types import StructType
+
+_SNAPSHOT_ID = attrgetter("snapshot_id")
 
 SUPPORTED_FORMAT_VERSIONS = (1, 2, 3, 4)
 
@@ -114,6 +117,11 @@ class TableMetadata:
             if s.snapshot_id == snapshot_id:
                 return s
         raise NotFound(f"snapshot {snapshot_id} not found (it may have been expired)")
+
+    def has_snapshot(self, snapshot_id: int) -> bool:
+        """Whether the table holds a snapshot with this id (each commit asks, of days of snapshots:
+        the ids are compared in C)."""
+        return snapshot_id in map(_SNAPSHOT_ID, self.snapshots)
 
     def current_snapshot(self) -> Snapshot | None:
         """The head of main, or None for an empty table."""

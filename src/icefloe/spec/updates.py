@@ -396,7 +396,7 @@ def _apply_set_default_sort_order(state: _State, u: SetDefaultSortOrder) -> None
 
 def _apply_add_snapshot(state: _State, u: AddSnapshot) -> None:
     md, snap = state.md, u.snapshot
-    if any(s.snapshot_id == snap.snapshot_id for s in md.snapshots):
+    if md.has_snapshot(snap.snapshot_id):
         raise CommitConflict(f"snapshot {snap.snapshot_id} already exists in the table")
     changes: dict[str, Any] = {"snapshots": (*md.snapshots, snap)}
     if md.format_version >= 2:
@@ -425,7 +425,9 @@ def _apply_add_snapshot(state: _State, u: AddSnapshot) -> None:
 
 def _apply_set_ref(state: _State, u: SetSnapshotRef) -> None:
     md = state.md
-    if not any(s.snapshot_id == u.snapshot_id for s in md.snapshots):
+    # a commit usually points a branch at the snapshot it has just added, the last one: no search
+    newest = md.snapshots[-1].snapshot_id if md.snapshots else None
+    if u.snapshot_id != newest and not md.has_snapshot(u.snapshot_id):
         raise ValidationError(f"cannot point ref {u.ref_name!r} at unknown snapshot {u.snapshot_id}")
     if u.ref_name == MAIN_BRANCH and u.ref_type != RefType.BRANCH:
         raise ValidationError("'main' must be a branch, not a tag")
@@ -511,7 +513,7 @@ def _replacing(
     snapshot_id = stats.get("snapshot-id")
     if not isinstance(snapshot_id, int) or not isinstance(stats.get("statistics-path"), str):
         raise ValidationError(f"{action} needs an object with snapshot-id and statistics-path")
-    if all(s.snapshot_id != snapshot_id for s in state.md.snapshots):
+    if not state.md.has_snapshot(snapshot_id):
         raise ValidationError(f"{action}: the table has no snapshot {snapshot_id}")
     return (*(s for s in current if s.get("snapshot-id") != snapshot_id), dict(stats))
 

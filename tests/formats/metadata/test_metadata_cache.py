@@ -160,6 +160,9 @@ def test_incremental_gzip_decompresses_to_the_plain_text(md: TableMetadata) -> N
         gz = with_snapshots(gz, 1 + step % 3, start=300 + 3 * step)
         if step == 25:  # expire the oldest snapshots: no longer an extension
             gz = gz.with_changes(snapshots=gz.snapshots[50:], snapshot_log=gz.snapshot_log[50:])
+        if step == 30:  # expire one and add more: longer than before, and still no extension
+            gz = gz.with_changes(snapshots=gz.snapshots[1:], snapshot_log=gz.snapshot_log[1:])
+            gz = with_snapshots(gz, 5, start=1_000 + step)
         data = mf.encode_table_metadata(gz)
         text = table_metadata_to_json(gz).encode("utf-8")
         assert gzip.decompress(data) == text

@@ -32,6 +32,7 @@ from icefloe.catalog.rest.transport import tls_from_properties
 from icefloe.errors import CommitStateUnknown, NotFound, Unsupported, ValidationError
 from icefloe.spec.commit_json import requirement_to_dict, update_to_dict
 from icefloe.spec.json_codec import table_metadata_from_json
+from icefloe.spec.json_reply import load_reply
 from icefloe.spec.json_structures import schema_to_dict, sort_order_to_dict, spec_to_dict
 from icefloe.spec.metadata_diff import MetadataChanges, creation_changes, metadata_changes
 from icefloe.spec.partitioning import PartitionSpec
@@ -74,8 +75,9 @@ class RestCatalog(Catalog):
             timeout_s=float(client_props.get("rest.request-timeout-s", 60)),
         )
         self.http = RestSession(self.uri, self._auth, retry, tls)
-        # metadata the service returned for recent commits, by location (see committed_metadata)
-        self._committed: dict[str, Any] = {}
+        # metadata the service returned for recent commits, by location (see committed_metadata):
+        # its JSON object, the proposed metadata and the members left unparsed as that one's
+        self._committed: dict[str, tuple[Any, TableMetadata | None, frozenset[str]]] = {}
         # (identifier, metadata location) -> when this client last saw that state (load_for_commit)
         self._seen: dict[tuple[TableIdentifier, str], float] = {}
         self.trust_seen_metadata_s = float(client_props.get("rest.commit.trust-loaded-metadata-s", "5"))
@@ -301,7 +303,7 @@ class RestCatalog(Catalog):
                 changes = creation_changes(new_metadata)
         else:
             changes = metadata_changes(base_metadata, new_metadata)
-        return self._commit((*namespace, name), changes)
+        return self._commit((*namespace, name), changes, new_metadata)
 
     @staticmethod
     def commit_request_body(identifier: TableIdentifier, changes: MetadataChanges) -> dict[str, Any]:
@@ -313,17 +315,20 @@ class RestCatalog(Catalog):
             "updates": [update_to_dict(u) for u in changes.updates],
         }
 
-    def _commit(self, identifier: TableIdentifier, changes: MetadataChanges) -> str:
+    def _commit(
+        self, identifier: TableIdentifier, changes: MetadataChanges, proposed: TableMetadata | None = None
+    ) -> str:
         namespace, name = identifier[:-1], identifier[-1]
         body = self.commit_request_body(identifier, changes)
         try:
             result = self.http.request("POST", self.routes.table(namespace, name), body=body, mutation=True)
         except (ServiceError, CommitStateUnknown) as exc:
             return self._reconcile(identifier, changes, exc)
-        reply = result.json()
+        # the reply repeats the table's history, which the client proposed: not parsed again
+        reply, verbatim = load_reply(result.body, "metadata", proposed)
         if len(self._committed) > 64:
             self._committed.clear()
-        self._committed[str(reply["metadata-location"])] = reply["metadata"]
+        self._committed[str(reply["metadata-location"])] = (reply["metadata"], proposed, verbatim)
         self._remember(identifier, str(reply["metadata-location"]))
         return str(reply["metadata-location"])
 
@@ -362,7 +367,7 @@ class RestCatalog(Catalog):
         have = {s.get("snapshot-id") for s in (result["metadata"].get("snapshots") or [])}
         if wanted and all(w in have for w in wanted) and location:
             logger.info("commit to %s succeeded despite %s", identifier_to_string(identifier), cause)
-            self._committed[location] = result["metadata"]
+            self._committed[location] = (result["metadata"], None, frozenset())
             return location
         raise CommitStateUnknown(
             f"commit to {identifier_to_string(identifier)} failed ({cause}); the table does not show its "
@@ -392,8 +397,11 @@ class RestCatalog(Catalog):
 
         Its snapshots that ``proposed`` holds unchanged (all but the new ones, unless the service
         rebased the commit) are taken from ``proposed`` instead of parsed again."""
-        data = self._committed.pop(location, None)
-        return table_metadata_from_json(data, known=proposed) if data is not None else proposed
+        found = self._committed.pop(location, None)
+        if found is None:
+            return proposed
+        data, cut_for, verbatim = found  # members left unparsed stand for cut_for's
+        return table_metadata_from_json(data, known=cut_for if verbatim else proposed, verbatim=verbatim)
 
 
 def _warehouse_param(properties: dict[str, str]) -> dict[str, str]:

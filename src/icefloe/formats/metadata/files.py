@@ -37,8 +37,8 @@ from icefloe.formats.metadata.incremental_gzip import gzip_chunks
 from icefloe.io.fileio import FileIO, local_path
 from icefloe.spec.json_codec import (
     table_metadata_from_json,
+    table_metadata_json_bytes,
     table_metadata_json_chunks,
-    table_metadata_to_json,
 )
 from icefloe.spec.snapshots import MetadataLogEntry
 from icefloe.spec.table_metadata import TableMetadata
@@ -156,7 +156,7 @@ def _encoded(md: TableMetadata) -> tuple[bytes, bool]:
     """The file's bytes, and whether they are the plain JSON text (not gzip)."""
     if _codec(md.properties) == "gzip":
         return gzip_chunks(table_metadata_json_chunks(md), md.table_uuid or md.location), False
-    return table_metadata_to_json(md).encode("utf-8"), True
+    return table_metadata_json_bytes(md), True
 
 
 def write_table_metadata(

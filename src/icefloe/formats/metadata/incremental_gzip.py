@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 LEVEL = 6  # java.util.zip.GZIPOutputStream's default (Deflater.DEFAULT_COMPRESSION)
-INCREMENTAL_MIN_CHARS = 16 * 1024
+INCREMENTAL_MIN_BYTES = 16 * 1024
 """Array bodies shorter than this are compressed afresh each time (nothing worth keeping)."""
 REBUILD_FRACTION = 4
 """Recompress an array once its appended segments exceed 1/REBUILD_FRACTION of its base."""
@@ -41,9 +41,9 @@ _FINAL_EMPTY_BLOCK = zlib.compressobj(LEVEL, zlib.DEFLATED, -15).flush(zlib.Z_FI
 class _Compressed:
     """A compressed array body and the compressor state after its last sync flush."""
 
-    text: str
+    raw: bytes  # the body's UTF-8
     data: bytes
-    compressor: Any  # zlib.Compress, positioned after ``text``
+    compressor: Any  # zlib.Compress, positioned after ``raw``
     base_size: int  # compressed size when the body was last compressed from scratch
 
 
@@ -51,7 +51,7 @@ _state: OrderedDict[str, list[_Compressed | None]] = OrderedDict()
 _lock = threading.Lock()
 
 
-def gzip_chunks(chunks: Sequence[str], table_key: str) -> bytes:
+def gzip_chunks(chunks: Sequence[bytes], table_key: str) -> bytes:
     """Gzip the concatenation of ``chunks`` (odd ones: growing array bodies) for table ``table_key``."""
     with _lock:
         previous = list(_state.get(table_key) or [])
@@ -59,14 +59,13 @@ def gzip_chunks(chunks: Sequence[str], table_key: str) -> bytes:
     out = [_HEADER]
     crc = 0
     size = 0
-    for i, chunk in enumerate(chunks):
-        raw = chunk.encode("utf-8")
+    for i, raw in enumerate(chunks):
         crc = zlib.crc32(raw, crc)
         size += len(raw)
-        if i % 2 == 1 and len(chunk) >= INCREMENTAL_MIN_CHARS:
+        if i % 2 == 1 and len(raw) >= INCREMENTAL_MIN_BYTES:
             ordinal = i // 2
             last = previous[ordinal] if ordinal < len(previous) else None
-            compressed = _compress_array(chunk, raw, last)
+            compressed = _compress_array(raw, last)
             kept.append(compressed)
             out.append(compressed.data)
         else:
@@ -88,19 +87,19 @@ def _segment(raw: bytes) -> bytes:
     return c.compress(raw) + c.flush(zlib.Z_SYNC_FLUSH)
 
 
-def _compress_array(text: str, raw: bytes, last: _Compressed | None) -> _Compressed:
-    """Extend ``last`` when its text is a prefix of ``text``; otherwise compress from scratch."""
-    if last is not None and len(text) >= len(last.text) and text.startswith(last.text):
-        if len(text) == len(last.text):
+def _compress_array(raw: bytes, last: _Compressed | None) -> _Compressed:
+    """Extend ``last`` when its text is a prefix of ``raw``; otherwise compress from scratch."""
+    if last is not None and len(raw) >= len(last.raw) and raw.startswith(last.raw):
+        if len(raw) == len(last.raw):
             return last
         c = last.compressor.copy()
-        tail = text[len(last.text) :].encode("utf-8")
+        tail = raw[len(last.raw) :]
         data = last.data + c.compress(tail) + c.flush(zlib.Z_SYNC_FLUSH)
         if (len(data) - last.base_size) * REBUILD_FRACTION <= last.base_size:
-            return _Compressed(text, data, c, last.base_size)
+            return _Compressed(raw, data, c, last.base_size)
     c = zlib.compressobj(LEVEL, zlib.DEFLATED, -15)
     data = c.compress(raw) + c.flush(zlib.Z_SYNC_FLUSH)
-    return _Compressed(text, data, c, len(data))
+    return _Compressed(raw, data, c, len(data))
 
 
 def clear_gzip_state() -> None:
