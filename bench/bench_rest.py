@@ -38,7 +38,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,18 +92,25 @@ def process_cpu_s(pid: int) -> float:
 
 
 @contextmanager
-def serve(work: str, launcher: Sequence[str] = ("-m", "icefloe.cli")) -> Iterator[Served]:
+def serve(
+    work: str,
+    launcher: Sequence[str] = ("-m", "icefloe.cli"),
+    warehouse: str | None = None,
+    properties: Mapping[str, str] | None = None,
+) -> Iterator[Served]:
     """``icefloe serve`` in a child process over ``<work>/served.db``; ``launcher`` is how Python
-    starts the command line (``bench_rest_server`` starts it with the commit path timed)."""
+    starts the command line (``bench_rest_server`` starts it with the commit path timed);
+    ``warehouse`` (default ``<work>/served``) and catalog ``properties`` (e.g. ``s3.*``) as given."""
     import requests
 
     port = _free_port()
     uri = f"http://127.0.0.1:{port}"
+    catalog_properties = [a for k, v in (properties or {}).items() for a in ("--property", f"{k}={v}")]
     process = subprocess.Popen(
         [
             sys.executable, *launcher,
-            "--uri", f"sqlite:///{work}/served.db", "--warehouse", f"{work}/served",
-            "serve", "--port", str(port),
+            "--uri", f"sqlite:///{work}/served.db", "--warehouse", warehouse or f"{work}/served",
+            *catalog_properties, "serve", "--port", str(port),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -28,9 +28,6 @@ milliseconds (20 and 50 ms model a near and a farther store).
 from __future__ import annotations
 
 import argparse
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
@@ -48,8 +45,7 @@ from bench._common import (
     time_interleaved,
     workspace,
 )
-
-STARTUP_TIMEOUT_S = 60.0
+from bench.bench_rest import serve
 
 
 @contextmanager
@@ -70,41 +66,6 @@ def _take_counts(server: S3Server) -> dict[str, int]:
     counts = server.counts()
     server.reset_counts()
     return counts
-
-
-@contextmanager
-def serve_over(work: str, store: S3Server) -> Iterator[str]:
-    """``icefloe serve`` in a child process, its warehouse in ``store``; yields its URI."""
-    import requests
-
-    from bench.bench_rest import _free_port
-
-    port = _free_port()
-    uri = f"http://127.0.0.1:{port}"
-    properties = [arg for key, value in store.properties.items() for arg in ("--property", f"{key}={value}")]
-    process = subprocess.Popen(
-        [
-            sys.executable, "-m", "icefloe.cli",
-            "--uri", f"sqlite:///{work}/served.db", "--warehouse", f"s3://{store.bucket}/served",
-            *properties, "serve", "--port", str(port),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while True:
-            try:
-                requests.get(uri + "/v1/config", timeout=5)
-                break
-            except requests.ConnectionError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("icefloe serve did not start") from None
-                time.sleep(0.1)
-        yield uri
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def _rows(start: int) -> pa.Table:
@@ -179,9 +140,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         with (
             workspace(args.dir and f"{args.dir}/{latency_ms:g}", "icefloe-bench-rest-s3-") as work,
             s3_store(latency_ms / 1000) as store,
-            serve_over(work, store) as uri,
+            serve(work, warehouse=f"s3://{store.bucket}/served", properties=store.properties) as served,
         ):
-            result = measure(uri, store, args.appends)
+            result = measure(served.uri, store, args.appends)
         py = result["PyIceberg v2"][0]
         rows.append(
             [
