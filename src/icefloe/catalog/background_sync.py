@@ -19,12 +19,11 @@ the rest of the fsyncs, so writers of *other* tables of the same database wait t
 
 from __future__ import annotations
 
-import functools
-import os
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, wait
 
 from icefloe.errors import mark_nothing_committed
 from icefloe.io.durability import SYNC_WORKERS, current_barrier, wait_all
+from icefloe.io.thread_pools import LazyPool
 
 
 class BackgroundSync:
@@ -63,17 +62,9 @@ def start_pending_sync() -> BackgroundSync | None:
     targets = barrier.take_pending()
     if not targets and not uploads:
         return None
-    return BackgroundSync([*uploads, *(_pool().submit(barrier.fsync_path, path) for path in targets)])
+    return BackgroundSync([*uploads, *(_pool.get().submit(barrier.fsync_path, path) for path in targets)])
 
 
-@functools.cache
-def _pool() -> ThreadPoolExecutor:
-    # made on first use; two racing first uses may each make one, the uncached one's few idle
-    # threads then stay (harmless)
-    return ThreadPoolExecutor(max_workers=SYNC_WORKERS, thread_name_prefix="icefloe-swap-fsync")
-
-
-# a forked child (Spark's Python workers) inherits the pool object but none of its threads
-os.register_at_fork(after_in_child=_pool.cache_clear)
+_pool = LazyPool(SYNC_WORKERS, "icefloe-swap-fsync")
 
 __all__ = ["BackgroundSync", "start_pending_sync"]

@@ -32,10 +32,11 @@ import contextlib
 import os
 import threading
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, wait
 from contextvars import ContextVar
 
 from icefloe.errors import mark_nothing_committed
+from icefloe.io.thread_pools import LazyPool
 
 SYNC_WORKERS = 8
 """fsyncs in flight at once when a barrier syncs (they wait on the disk, not on the GIL)."""
@@ -99,7 +100,7 @@ class DurabilityBarrier:
             return
         # The calling thread would only wait: it fsyncs the first target itself (one thread
         # hand-off fewer), the pool the others.
-        others = [_pool().submit(self.fsync_path, path) for path in targets[1:]]
+        others = [_pool.get().submit(self.fsync_path, path) for path in targets[1:]]
         try:
             self.fsync_path(targets[0])
         except BaseException as exc:
@@ -195,23 +196,4 @@ def wait_all(futures: Sequence[Future[None]], first_error: BaseException | None 
         future.result()
 
 
-_pool_lock = threading.Lock()
-_executor: ThreadPoolExecutor | None = None
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _executor
-    with _pool_lock:
-        if _executor is None:
-            _executor = ThreadPoolExecutor(max_workers=SYNC_WORKERS, thread_name_prefix="icefloe-fsync")
-        return _executor
-
-
-def _forget_pool_after_fork() -> None:
-    # A forked child (Spark's Python workers) inherits the pool object but none of its threads.
-    global _executor, _pool_lock
-    _executor = None
-    _pool_lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_pool_after_fork)
+_pool = LazyPool(SYNC_WORKERS, "icefloe-fsync")

@@ -26,13 +26,14 @@ import io
 import os
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from types import TracebackType
 from typing import Any, Protocol
 
 import pyarrow.fs as pafs
 
 from icefloe.io.durability import DurabilityBarrier
+from icefloe.io.thread_pools import LazyPool
 
 DEFERRED_UPLOAD_MAX_BYTES = 8 << 20
 """Largest object uploaded in the background. Iceberg's manifest target size
@@ -160,7 +161,7 @@ def start_upload(fs: pafs.FileSystem, path: str, location: str, data: bytes) -> 
     """
     _budget.acquire(len(data))
     try:
-        future = _pool().submit(_put, fs, path, location, data)
+        future = _pool.get().submit(_put, fs, path, location, data)
     except BaseException:
         _budget.release(len(data))
         raise
@@ -224,24 +225,13 @@ class _ByteBudget:
 _budget = _ByteBudget(IN_FLIGHT_MAX_BYTES)
 _uploads: dict[str, Future[None]] = {}
 _uploads_lock = threading.Lock()
-_pool_lock = threading.Lock()
-_executor: ThreadPoolExecutor | None = None
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _executor
-    with _pool_lock:
-        if _executor is None:
-            _executor = ThreadPoolExecutor(max_workers=UPLOAD_WORKERS, thread_name_prefix="icefloe-upload")
-        return _executor
+_pool = LazyPool(UPLOAD_WORKERS, "icefloe-upload")
 
 
 def _forget_after_fork() -> None:
-    # A forked child (Spark's Python workers) inherits these objects but none of the pool's threads
-    # and none of the uploads.
-    global _executor, _pool_lock, _uploads_lock, _budget
-    _executor = None
-    _pool_lock = threading.Lock()
+    # A forked child (Spark's Python workers) inherits these objects but none of the uploads (the
+    # pool forgets its own threads).
+    global _uploads_lock, _budget
     _uploads_lock = threading.Lock()
     _uploads.clear()
     _budget = _ByteBudget(IN_FLIGHT_MAX_BYTES)
