@@ -131,3 +131,19 @@ def test_a_failed_upload_is_not_forgotten_when_a_swap_gave_up_first(s3: S3Server
         with pytest.raises(UploadFailed):
             barrier.sync()
     assert not io.exists(location)
+
+
+def test_a_writer_collected_unclosed_publishes_nothing(s3: S3Server, s3_warehouse: str) -> None:
+    """Outside a barrier (pyarrow's streaming upload) and inside one (deferred): a writer dropped
+    without ``close`` aborts, as a local one does, instead of completing the object."""
+    io = _io(s3)
+    streamed, deferred = f"{s3_warehouse}/unclosed-streamed.bin", f"{s3_warehouse}/unclosed-deferred.bin"
+    stream = io.new_output(streamed, fresh_name=True).create()
+    stream.write(b"half of it")
+    del stream
+    with durability_barrier() as barrier:
+        stream = io.new_output(deferred, fresh_name=True).create()
+        stream.write(b"half of it")
+        del stream
+        assert barrier.pending_uploads == {}
+    assert not io.exists(streamed) and not io.exists(deferred)

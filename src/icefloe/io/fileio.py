@@ -36,7 +36,6 @@ import uuid
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -46,6 +45,7 @@ import pyarrow.fs as pafs
 from icefloe.errors import AlreadyExists, NotFound, Unsupported, UnsupportedLocation, ValidationError
 from icefloe.io.durability import DurabilityBarrier, current_barrier
 from icefloe.io.uploads import DeferredUploadWriter, wait_for_upload
+from icefloe.io.writers import PublishingWriter
 
 S3_ENDPOINT = "s3.endpoint"
 S3_ACCESS_KEY_ID = "s3.access-key-id"
@@ -229,7 +229,7 @@ class OutputFile:
         return f"OutputFile({self.location!r})"
 
 
-class _AtomicLocalWriter(io.RawIOBase):
+class _AtomicLocalWriter(PublishingWriter):
     """Writes to a temporary file next to the target and publishes it atomically on close.
 
     A fresh name (made from a new UUID) written inside a durability barrier is written in place
@@ -260,9 +260,6 @@ class _AtomicLocalWriter(io.RawIOBase):
             self._tmp = os.path.join(directory, f".{name}.{uuid.uuid4().hex}.tmp")
             self._file = _create_exclusive(self._tmp)
         self._done = False  # set only once there is a file: __del__ of a failed __init__ deletes nothing
-
-    def writable(self) -> bool:
-        return True
 
     def write(self, data: Any) -> int:
         n = self._file.write(data)
@@ -327,19 +324,6 @@ class _AtomicLocalWriter(io.RawIOBase):
         if self._barrier is None:
             _fsync_dir(os.path.dirname(self._path))
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if exc_type is not None:
-            self.abort()
-        else:
-            self.close()
-
-    def __del__(self) -> None:
-        # Never publish a file that was not closed explicitly.
-        if not getattr(self, "_done", True):
-            self.abort()
-
 
 def _create_exclusive(path: str) -> io.BufferedWriter:
     """Open a new file for writing (FileExistsError if it exists), making its directory if needed."""
@@ -350,7 +334,7 @@ def _create_exclusive(path: str) -> io.BufferedWriter:
         return open(path, "xb")
 
 
-class _RemoteWriter(io.RawIOBase):
+class _RemoteWriter(PublishingWriter):
     """Wraps a pyarrow output stream; an exception inside ``with`` deletes the partial object."""
 
     def __init__(self, stream: pa.NativeFile, fs: pafs.FileSystem, path: str) -> None:
@@ -359,9 +343,6 @@ class _RemoteWriter(io.RawIOBase):
         self._fs = fs
         self._path = path
         self._done = False
-
-    def writable(self) -> bool:
-        return True
 
     def write(self, data: Any) -> int:
         self._stream.write(data)
@@ -391,14 +372,6 @@ class _RemoteWriter(io.RawIOBase):
         self._done = True
         self._stream.close()
         super().close()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if exc_type is not None:
-            self.abort()
-        else:
-            self.close()
 
 
 def _fsync_dir(directory: str) -> None:

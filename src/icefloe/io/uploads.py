@@ -27,13 +27,13 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
-from types import TracebackType
 from typing import Any, Protocol
 
 import pyarrow.fs as pafs
 
 from icefloe.io.durability import DurabilityBarrier
 from icefloe.io.thread_pools import LazyPool
+from icefloe.io.writers import PublishingWriter
 
 DEFERRED_UPLOAD_MAX_BYTES = 8 << 20
 """Largest object uploaded in the background. Iceberg's manifest target size
@@ -65,7 +65,7 @@ class StreamingWriter(Protocol):
     def abort(self) -> None: ...
 
 
-class DeferredUploadWriter(io.RawIOBase):
+class DeferredUploadWriter(PublishingWriter):
     """Buffers a fresh-named object; on close its PUT runs on the upload pool, recorded in ``barrier``.
 
     ``stream`` opens the ordinary streaming upload, used instead once the object grows past
@@ -91,9 +91,6 @@ class DeferredUploadWriter(io.RawIOBase):
         self._buffer: io.BytesIO | None = io.BytesIO()
         self._streaming: StreamingWriter | None = None
         self._done = False
-
-    def writable(self) -> bool:
-        return True
 
     def write(self, data: Any) -> int:
         if self._streaming is not None:
@@ -139,19 +136,6 @@ class DeferredUploadWriter(io.RawIOBase):
                 self._barrier.defer_upload(self._location, upload)
         finally:
             super().close()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if exc_type is not None:
-            self.abort()
-        else:
-            self.close()
-
-    def __del__(self) -> None:
-        # Never upload an object whose writer was not closed explicitly.
-        if not getattr(self, "_done", True):
-            self.abort()
 
 
 def start_upload(fs: pafs.FileSystem, path: str, location: str, data: bytes) -> Future[None]:
