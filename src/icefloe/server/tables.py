@@ -27,7 +27,8 @@ from icefloe.server.context import Call, Reply, ServerState
 from icefloe.server.errors import bad_request
 from icefloe.server.paging import identifiers_page
 from icefloe.spec.commit_json import requirements_from_list, updates_from_list
-from icefloe.spec.json_codec import is_relative_location, table_metadata_json_bytes, table_metadata_to_json
+from icefloe.spec.json_codec import table_metadata_json_bytes, table_metadata_to_json
+from icefloe.spec.json_snapshots import is_relative_location
 from icefloe.spec.json_structures import schema_from_dict, sort_order_from_dict, spec_from_dict
 from icefloe.spec.requirements import AssertCreate
 from icefloe.spec.table_metadata import TableMetadata

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from icefloe.errors import CorruptMetadata, Unsupported, ValidationError
-from icefloe.spec.json_codec import resolve_location, snapshot_from_dict, snapshot_to_dict
+from icefloe.spec.json_snapshots import resolve_location, snapshot_from_dict, snapshot_to_dict
 from icefloe.spec.json_structures import (
     schema_from_dict,
     schema_to_dict,

@@ -28,8 +28,9 @@ import json
 import secrets
 from typing import Any
 
-from icefloe.spec.json_codec import known_array_texts, snapshot_to_dict
+from icefloe.spec.json_codec import known_array_texts
 from icefloe.spec.json_fragments import COMPACT
+from icefloe.spec.json_snapshots import snapshot_to_dict
 from icefloe.spec.table_metadata import TableMetadata
 
 
