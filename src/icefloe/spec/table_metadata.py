@@ -119,9 +119,13 @@ class TableMetadata:
         raise NotFound(f"snapshot {snapshot_id} not found (it may have been expired)")
 
     def has_snapshot(self, snapshot_id: int) -> bool:
-        """Whether the table holds a snapshot with this id (each commit asks, of days of snapshots:
-        the ids are compared in C)."""
-        return snapshot_id in map(_SNAPSHOT_ID, self.snapshots)
+        """Whether the table holds a snapshot with this id. Each commit asks, of days of snapshots:
+        the newest (a commit's branch usually moves to the snapshot it has just added) is looked at
+        first, then the ids are compared in C."""
+        snapshots = self.snapshots
+        if snapshots and snapshots[-1].snapshot_id == snapshot_id:
+            return True
+        return snapshot_id in map(_SNAPSHOT_ID, snapshots)
 
     def current_snapshot(self) -> Snapshot | None:
         """The head of main, or None for an empty table."""

@@ -425,9 +425,7 @@ def _apply_add_snapshot(state: _State, u: AddSnapshot) -> None:
 
 def _apply_set_ref(state: _State, u: SetSnapshotRef) -> None:
     md = state.md
-    # a commit usually points a branch at the snapshot it has just added, the last one: no search
-    newest = md.snapshots[-1].snapshot_id if md.snapshots else None
-    if u.snapshot_id != newest and not md.has_snapshot(u.snapshot_id):
+    if not md.has_snapshot(u.snapshot_id):
         raise ValidationError(f"cannot point ref {u.ref_name!r} at unknown snapshot {u.snapshot_id}")
     if u.ref_name == MAIN_BRANCH and u.ref_type != RefType.BRANCH:
         raise ValidationError("'main' must be a branch, not a tag")
