@@ -21,7 +21,7 @@ from icefloe.spec.snapshots import RefType, Snapshot, SnapshotRef
 # ---------------------------------------------------------------------------------------------
 # locations (format version 4 writes metadata locations relative to the table location)
 
-SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 
 
 def relative_location(location: str, table_location: str) -> str:
@@ -34,20 +34,20 @@ def relative_location(location: str, table_location: str) -> str:
 
 def is_relative_location(location: str) -> bool:
     """Whether a metadata location has no URI scheme (it is relative to the table location)."""
-    return not SCHEME.match(location)
+    return not _SCHEME.match(location)
 
 
 def resolve_location(location: str, table_location: str) -> str:
     """A metadata location as an absolute one: a location without a URI scheme is relative to the
     table location (spec "Path Resolution": joined with one ``/``, nothing normalised)."""
-    if not table_location or SCHEME.match(location):
+    if not table_location or _SCHEME.match(location):
         return location
     return f"{table_location}/{location}"
 
 
-def resolved_root(snapshot: Snapshot, table_location: str) -> Snapshot:
+def _resolved_root(snapshot: Snapshot, table_location: str) -> Snapshot:
     root = snapshot.root_manifest
-    if root is None or SCHEME.match(root):
+    if root is None or _SCHEME.match(root):
         return snapshot
     return dataclasses.replace(snapshot, root_manifest=resolve_location(root, table_location))
 
@@ -191,7 +191,7 @@ def snapshots_from_list(
             out.append(found)
             continue
         snapshot = snapshot_from_dict(item)
-        out.append(resolved_root(snapshot, table_location) if table_location else snapshot)
+        out.append(_resolved_root(snapshot, table_location) if table_location else snapshot)
     return tuple(out)
 
 
