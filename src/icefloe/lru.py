@@ -81,12 +81,25 @@ class LruCache(Generic[K, V]):
     def put(self, key: K, value: V, *, refresh: bool = True) -> None:
         """Keep ``value`` under ``key`` as the most recent entry (``refresh=False``: a key already
         present keeps its place), then evict the oldest entries past the bounds."""
-        entries = self._entries
         if self._weigh is not None:
-            old = entries.get(key, _MISSING)
-            if old is not _MISSING:
-                self._weight -= self._weigh(old)  # type: ignore[arg-type]
-            self._weight += self._weigh(value)
+            self._put_weighed(key, value, refresh)
+            return
+        entries = self._entries
+        entries[key] = value
+        if refresh:
+            entries.move_to_end(key)
+        limit = self.max_entries
+        if limit is not None:
+            while len(entries) > limit:
+                entries.popitem(last=False)
+
+    def _put_weighed(self, key: K, value: V, refresh: bool) -> None:
+        assert self._weigh is not None
+        entries = self._entries
+        old = entries.get(key, _MISSING)
+        if old is not _MISSING:
+            self._weight -= self._weigh(old)  # type: ignore[arg-type]
+        self._weight += self._weigh(value)
         entries[key] = value
         if refresh:
             entries.move_to_end(key)
@@ -166,7 +179,11 @@ class LockedLruCache(LruCache[K, V]):
     def get(self, key: K, default: D) -> V | D: ...
     def get(self, key: K, default: object = None) -> object:
         with self._lock:
-            return super().get(key, default)
+            value = self._entries.get(key, _MISSING)
+            if value is _MISSING:
+                return default
+            self._entries.move_to_end(key)
+            return value
 
     @overload
     def peek(self, key: K) -> V | None: ...
@@ -178,7 +195,7 @@ class LockedLruCache(LruCache[K, V]):
 
     def put(self, key: K, value: V, *, refresh: bool = True) -> None:
         with self._lock:
-            super().put(key, value, refresh=refresh)
+            LruCache.put(self, key, value, refresh=refresh)
 
     def pop(self, key: K) -> V | None:
         with self._lock:
