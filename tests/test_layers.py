@@ -1,13 +1,14 @@
 """The layering of ARCHITECTURE.md: a module may import its own layer and the layers below, never above.
 
 Order, bottom to top: spec, expressions, io, formats, tree, txn, scan, dml, maintenance, table,
-catalog, spark, server, cli. ``icefloe/errors.py`` and the package ``icefloe/__init__.py`` are neutral
-(below everything, importable from everywhere). Every import counts: module level, inside functions
-(lazy imports) and under ``if TYPE_CHECKING:`` — a type-only import of a higher layer is still a
-dependency on it, and none is needed, so none is allowed. ``importlib.import_module("icefloe...")`` /
-``__import__("icefloe...")`` with a literal name count too. ``spec/`` (the pure model) imports neither
-pyarrow, pyspark nor fastavro, not even for type checking. And no two modules import each other,
-directly or through others (no cycle in the module import graph, within a layer too).
+catalog, spark, server, cli. ``icefloe/errors.py``, ``deprecation.py``, ``lru.py`` and the package
+``icefloe/__init__.py`` are neutral (below everything, importable from everywhere). Every import
+counts: module level, inside functions (lazy imports) and under ``if TYPE_CHECKING:`` — a type-only
+import of a higher layer is still a dependency on it, and none is needed, so none is allowed.
+``importlib.import_module("icefloe...")`` / ``__import__("icefloe...")`` with a literal name count
+too. ``spec/`` (the pure model) imports neither pyarrow, pyspark nor fastavro, not even for type
+checking. And no two modules import each other, directly or through others (no cycle in the module
+import graph, within a layer too).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ LAYERS = (
     "server",
     "cli",
 )
-NEUTRAL = {PACKAGE, f"{PACKAGE}.errors", f"{PACKAGE}.deprecation"}
+NEUTRAL = {PACKAGE, f"{PACKAGE}.errors", f"{PACKAGE}.deprecation", f"{PACKAGE}.lru"}
 NEUTRAL_RANK = -1
 SPEC_FORBIDDEN = ("pyarrow", "pyspark", "fastavro")
 

@@ -107,6 +107,24 @@ def test_a_table_result_is_encoded_once_per_metadata_not_once_per_reply() -> Non
     assert json.loads(table_result(None, md).json_text or "")["metadata-location"] is None
 
 
+def test_the_answers_of_the_last_four_metadata_files_are_kept_oldest_first_out() -> None:
+    """A fifth metadata file's answer evicts the first one's, although that one was just asked
+    for again (a hit does not refresh it): it is encoded afresh, the others are reused."""
+    schema = Schema(NestedField(1, "id", LongType(), required=True))
+    md = new_table_metadata(schema, None, None, "file:/warehouse/db/lru", {})
+    locations = [f"file:/warehouse/db/lru/metadata/v{i}.metadata.json" for i in range(5)]
+    texts = [table_result(location, md).json_text for location in locations[:4]]
+    assert table_result(locations[0], md).json_text is texts[0]
+    fifth = table_result(locations[4], md).json_text
+    assert table_result(locations[4], md).json_text is fifth
+    assert [
+        table_result(location, md).json_text is text
+        for location, text in zip(locations[1:4], texts[1:], strict=True)
+    ] == [True, True, True]
+    again = table_result(locations[0], md).json_text
+    assert again is not texts[0] and again == texts[0]
+
+
 def test_a_commit_made_beside_the_server_is_seen_by_its_next_commits(
     rest_server: RunningServer, backing_catalog: SqlCatalog
 ) -> None:

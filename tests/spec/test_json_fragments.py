@@ -158,6 +158,23 @@ def test_interleaved_tables_and_a_crowded_memo() -> None:
     assert len(json_fragments._fragments) <= json_fragments._FRAGMENT_TABLES
 
 
+def test_the_memo_keeps_the_tables_written_last() -> None:
+    """A table written again is kept longest: the 33rd table evicts the least recently written one."""
+    tables = [
+        base_metadata(2).with_changes(table_uuid=f"00000000-0000-4000-a000-{i:012d}")
+        for i in range(json_fragments._FRAGMENT_TABLES + 1)
+    ]
+    first, second, *others, newest = tables
+    memos = [json_fragments.fragments_for(md) for md in (first, second, *others)]
+    assert json_fragments.fragments_for(first) is memos[0]  # first is now the most recent
+    json_fragments.fragments_for(newest)  # second leaves
+    assert [json_fragments.fragments_for(md) is memo for md, memo in zip(others, memos[2:], strict=True)] == [
+        True
+    ] * len(others)
+    assert json_fragments.fragments_for(first) is memos[0]
+    assert json_fragments.fragments_for(second) is not memos[1]
+
+
 def test_the_memo_is_bounded_by_text_size(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(json_fragments, "_FRAGMENT_BYTES", 20_000)
     rng = random.Random(5)

@@ -9,6 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from icefloe.errors import CorruptMetadata
 from icefloe.expressions.parser import parse
 from icefloe.formats.v4 import mumbling
 from icefloe.formats.v4.content_entry import ContentRow, write_content_entries
@@ -28,6 +31,7 @@ from icefloe.spec.conversions import to_bytes
 from icefloe.spec.snapshots import Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.types import LongType
+from icefloe.tree import v4_read
 from icefloe.tree.changes import TreeChange
 from icefloe.tree.read_seam import live_entries, manifest_refs, read_entries
 from icefloe.tree.v4_read import stats_manifest_filter
@@ -255,3 +259,28 @@ def test_unpartitioned_files_inline_and_in_leaves(tmp_path: Path) -> None:
         for e in live_entries(io, md, head(md))
     ]
     assert got == [(1, (), 0), (1, (), 3), (1, (), 6)]
+
+
+class _NoFiles:
+    """A FileIO that reads nothing: a root found in the cache needs none, one that is not fails."""
+
+    def new_input(self, location: str) -> Any:
+        raise LookupError(f"read {location}")
+
+
+def test_the_sixteen_roots_used_last_are_kept(tmp_path: Path) -> None:
+    """A hit refreshes a root, so the least recently used one is read again after a seventeenth."""
+    v4_read.clear_root_cache()
+    md = new_metadata(tmp_path, 4)
+    roots = [
+        v4_read.RootContents(f"file:///t/metadata/root-{i}.parquet", 100 + i, (), (), {}) for i in range(17)
+    ]
+    for root in roots[:16]:
+        v4_read.remember_written_root(md, root)
+    assert v4_read.read_root(_NoFiles(), md, roots[0].location) is roots[0]  # now the most recent
+    v4_read.remember_written_root(md, roots[16])
+    kept = [r for r in roots if r is not roots[1]]
+    assert [v4_read.read_root(_NoFiles(), md, r.location) is r for r in kept] == [True] * 16
+    with pytest.raises(CorruptMetadata, match=r"root-1\.parquet: cannot read the root manifest: LookupError"):
+        v4_read.read_root(_NoFiles(), md, roots[1].location)
+    v4_read.clear_root_cache()

@@ -23,7 +23,6 @@ import logging
 import os
 import threading
 from abc import ABC, abstractmethod
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -57,6 +56,7 @@ from icefloe.formats.metadata.files import (
 )
 from icefloe.io.durability import durability_barrier, sync_pending
 from icefloe.io.fileio import FileIO, load_file_io
+from icefloe.lru import LruCache
 from icefloe.spec.names import check_column_names
 from icefloe.spec.partitioning import PartitionSpec
 from icefloe.spec.properties import gc_enabled
@@ -133,8 +133,8 @@ class Catalog(ABC):
         self.warehouse: str | None = warehouse_location(warehouse) if warehouse else None
         if self.warehouse is not None:
             self.properties[WAREHOUSE] = self.warehouse
-        self._file_ios: OrderedDict[tuple[tuple[str, str], ...], FileIO] = OrderedDict()
-        self._file_ios_lock = threading.Lock()
+        self._file_ios: LruCache[tuple[tuple[str, str], ...], FileIO] = LruCache(_FILE_IOS_KEPT)
+        self._file_ios_lock = threading.Lock()  # also keeps two threads from making one FileIO twice
 
     # ------------------------------------------------------------------ namespaces (subclasses)
 
@@ -227,11 +227,8 @@ class Catalog(ABC):
         with self._file_ios_lock:
             io = self._file_ios.get(key)
             if io is None:
-                io = self._file_ios[key] = load_file_io(properties, location)
-                while len(self._file_ios) > _FILE_IOS_KEPT:
-                    self._file_ios.popitem(last=False)
-            else:
-                self._file_ios.move_to_end(key)
+                io = load_file_io(properties, location)
+                self._file_ios.put(key, io)
             return io
 
     def default_table_location(self, namespace: Namespace, name: str) -> str:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from icefloe.catalog.base import Catalog
+from icefloe.lru import LockedLruCache
 from icefloe.server.auth import Principal, TokenStore
 from icefloe.server.coalescer import CommitCoalescer
 from icefloe.server.commits import TableLocks
@@ -27,24 +26,21 @@ class Reply:
 
 
 class IdempotencyCache:
-    """Final replies by (caller, Idempotency-Key): a retried mutation is answered, not re-run."""
+    """Final replies by (caller, Idempotency-Key): a retried mutation is answered, not re-run.
+
+    The oldest key goes first: being asked again (a retry) or answered again does not refresh it.
+    """
 
     def __init__(self, max_entries: int) -> None:
-        self._entries: OrderedDict[tuple[str, str], Reply] = OrderedDict()
-        self._max = max_entries
-        self._lock = threading.Lock()
+        self._entries: LockedLruCache[tuple[str, str], Reply] = LockedLruCache(max_entries)
 
     def get(self, key: tuple[str, str]) -> Reply | None:
         """A stored reply."""
-        with self._lock:
-            return self._entries.get(key)
+        return self._entries.peek(key)
 
     def put(self, key: tuple[str, str], reply: Reply) -> None:
         """Remember a final reply (callers never store 5xx)."""
-        with self._lock:
-            self._entries[key] = reply
-            while len(self._entries) > self._max:
-                self._entries.popitem(last=False)
+        self._entries.put(key, reply, refresh=False)
 
 
 @dataclass

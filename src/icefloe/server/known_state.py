@@ -17,9 +17,7 @@ rests on state known to be current.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-
+from icefloe.lru import LockedLruCache
 from icefloe.spec.table_metadata import TableMetadata
 
 TableKey = tuple[tuple[str, ...], str]
@@ -32,30 +30,19 @@ class KnownStates:
     """(metadata location, metadata) by table, as this server last wrote or read it."""
 
     def __init__(self, size: int = KNOWN_TABLES) -> None:
-        self._states: OrderedDict[TableKey, tuple[str, TableMetadata]] = OrderedDict()
-        self._size = size
-        self._lock = threading.Lock()
+        self._states: LockedLruCache[TableKey, tuple[str, TableMetadata]] = LockedLruCache(size)
 
     def get(self, key: TableKey) -> tuple[str, TableMetadata] | None:
         """The table's last seen state, or None."""
-        with self._lock:
-            found = self._states.get(key)
-            if found is not None:
-                self._states.move_to_end(key)
-            return found
+        return self._states.get(key)
 
     def put(self, key: TableKey, location: str, md: TableMetadata) -> None:
         """Remember that the table's pointer names ``location``, whose content is ``md``."""
-        with self._lock:
-            self._states[key] = (location, md)
-            self._states.move_to_end(key)
-            while len(self._states) > self._size:
-                self._states.popitem(last=False)
+        self._states.put(key, (location, md))
 
     def forget(self, key: TableKey) -> None:
         """Drop the table's entry (its pointer moved elsewhere, or the table is gone)."""
-        with self._lock:
-            self._states.pop(key, None)
+        self._states.pop(key)
 
     def __len__(self) -> int:
         return len(self._states)

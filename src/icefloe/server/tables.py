@@ -7,12 +7,12 @@ import dataclasses
 import hashlib
 import json
 import threading
-from collections import OrderedDict
 from typing import Any
 
 from icefloe.catalog.base import warehouse_location
 from icefloe.errors import AlreadyExists, NoSuchTable, ValidationError
 from icefloe.formats.metadata.files import read_table_metadata, written_metadata_bytes
+from icefloe.lru import LockedLruCache
 from icefloe.server.auth import READ, WRITE
 from icefloe.server.checks import (
     check_inside,
@@ -51,9 +51,8 @@ class _RecentResults:
     """
 
     def __init__(self, size: int = 4) -> None:
-        self._answers: OrderedDict[str, tuple[TableMetadata, bytes]] = OrderedDict()
-        self._size = size
-        self._lock = threading.Lock()
+        self._answers: LockedLruCache[str, tuple[TableMetadata, bytes]] = LockedLruCache(size)
+        self._lock = threading.Lock()  # guards _building
         self._building: dict[str, threading.Lock] = {}  # by location: one builder, the others wait
 
     def answer(self, location: str, md: TableMetadata) -> bytes:
@@ -68,16 +67,13 @@ class _RecentResults:
                 return found
             answer = _result_bytes(location, md, written_metadata_bytes(location, md))
             with self._lock:
-                self._answers[location] = (md, answer)
-                self._answers.move_to_end(location)
-                while len(self._answers) > self._size:
-                    self._answers.popitem(last=False)
+                self._answers.put(location, (md, answer))
                 self._building.pop(location, None)
         return answer
 
     def _find(self, location: str, md: TableMetadata) -> bytes | None:
-        with self._lock:
-            found = self._answers.get(location)
+        """The answer kept for this very ``md`` at ``location`` (a hit does not refresh it)."""
+        found = self._answers.peek(location)
         return found[1] if found is not None and found[0] is md else None
 
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 import operator
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
 
+from icefloe.lru import LruCache
 from icefloe.spec.snapshots import MetadataLogEntry, Snapshot
 from icefloe.spec.table_metadata import TableMetadata
 
@@ -142,7 +142,7 @@ def _same_json(a: Any, b: Any) -> bool:
     return type(a) is MetadataLogEntry and a == b
 
 
-_fragments: OrderedDict[str, Fragments] = OrderedDict()
+_fragments: LruCache[str, Fragments] = LruCache(_FRAGMENT_TABLES)
 _fragments_lock = threading.Lock()
 
 
@@ -153,11 +153,9 @@ def fragments_for(md: TableMetadata) -> Fragments:
     with _fragments_lock:
         found = _fragments.get(key)
         if found is None:
-            found = _fragments[key] = Fragments()
-            while len(_fragments) > _FRAGMENT_TABLES:
-                _fragments.popitem(last=False)
-        else:
-            _fragments.move_to_end(key)
+            found = Fragments()
+            _fragments.put(key, found)
+        # a memo grows after it is kept, so its text is weighed now, not when it was put
         while len(_fragments) > 1 and sum(f.size for f in _fragments.values()) > _FRAGMENT_BYTES:
-            _fragments.popitem(last=False)
+            _fragments.pop_oldest()
         return found

@@ -10,38 +10,33 @@ Local files are not kept: reading one back costs no request.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-
 from icefloe.io.fileio import local_path
+from icefloe.lru import LockedLruCache
 
 
 class RecentWrites:
     """Bytes by remote location, bounded by count and by size per file; ``take`` hands each out once."""
 
     def __init__(self, max_files: int = 4, max_file_bytes: int = 4 << 20) -> None:
-        self.max_files = max_files
         self.max_file_bytes = max_file_bytes
-        self._files: OrderedDict[str, bytes] = OrderedDict()
-        self._lock = threading.Lock()
+        self._files: LockedLruCache[str, bytes] = LockedLruCache(max_files)
+
+    @property
+    def max_files(self) -> int:
+        """How many files are kept (the most recently written)."""
+        return self._files.max_entries or 0
 
     def remember(self, location: str, data: bytes, *, local: bool = False) -> None:
         """Keep ``data`` as the content of the file just written at ``location`` (a remote, small one;
         ``local``: a local one too, when its bytes are the only decoded-ready form this process has)."""
         if len(data) > self.max_file_bytes or (not local and local_path(location) is not None):
             return
-        with self._lock:
-            self._files[location] = data
-            self._files.move_to_end(location)
-            while len(self._files) > self.max_files:
-                self._files.popitem(last=False)
+        self._files.put(location, data)
 
     def take(self, location: str) -> bytes | None:
         """The bytes written at ``location`` (then forgotten), or None when not kept."""
-        with self._lock:
-            return self._files.pop(location, None)
+        return self._files.pop(location)
 
     def clear(self) -> None:
         """Forget everything (tests that rewrite files in place need this)."""
-        with self._lock:
-            self._files.clear()
+        self._files.clear()

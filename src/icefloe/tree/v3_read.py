@@ -18,8 +18,6 @@ manifests they still reference (after an upgrade) through :func:`read_entries` h
 from __future__ import annotations
 
 import logging
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -33,6 +31,7 @@ from icefloe.formats.avro import columnar as ac
 from icefloe.formats.avro.manifest import read_manifest_with_header
 from icefloe.formats.avro.manifest_list import read_manifest_list
 from icefloe.io.fileio import FileIO, InputFile
+from icefloe.lru import LockedLruCache
 from icefloe.spec.content import (
     EntryStatus,
     FileContent,
@@ -77,16 +76,16 @@ def manifest_refs(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) -> li
 
 MANIFEST_LIST_CACHE_SIZE = 32
 """Manifest lists kept decoded (they never change once written: a new snapshot writes a new one)."""
-_manifest_lists: OrderedDict[tuple[str, int], tuple[ManifestFile, ...]] = OrderedDict()
-_manifest_lists_lock = threading.Lock()
+_manifest_lists: LockedLruCache[tuple[str, int], tuple[ManifestFile, ...]] = LockedLruCache(
+    MANIFEST_LIST_CACHE_SIZE
+)
 written_lists = RecentWrites()
 """Manifest lists this process has just written: the next commit's parent, read without a request."""
 
 
 def clear_manifest_list_cache() -> None:
     """Forget every decoded or remembered manifest list (tests that rewrite files in place need this)."""
-    with _manifest_lists_lock:
-        _manifest_lists.clear()
+    _manifest_lists.clear()
     written_lists.clear()
 
 
@@ -95,15 +94,7 @@ def remember_written_list(location: str, length: int, manifests: Sequence[Manife
     as a reader decodes them (``ManifestListResult.as_read``): the next commit, whose parent is
     usually this snapshot, then reads its parent's list without decoding it. Keyed as decoded lists
     are (location and length): a list written by anyone else has another location, so it is read."""
-    _keep_decoded((location, length), tuple(manifests))
-
-
-def _keep_decoded(key: tuple[str, int], manifests: tuple[ManifestFile, ...]) -> None:
-    with _manifest_lists_lock:
-        _manifest_lists[key] = manifests
-        _manifest_lists.move_to_end(key)
-        while len(_manifest_lists) > MANIFEST_LIST_CACHE_SIZE:
-            _manifest_lists.popitem(last=False)
+    _manifest_lists.put((location, length), tuple(manifests))
 
 
 def _cached_manifest_list(io: FileIO, location: str, snapshot_id: int) -> list[ManifestFile]:
@@ -120,13 +111,11 @@ def _cached_manifest_list(io: FileIO, location: str, snapshot_id: int) -> list[M
         if not isinstance(length, int):
             return _read_list(source, location, snapshot_id)
     key = (location, length)
-    with _manifest_lists_lock:
-        cached = _manifest_lists.get(key)
-        if cached is not None:
-            _manifest_lists.move_to_end(key)
-            return list(cached)
+    cached = _manifest_lists.get(key)
+    if cached is not None:
+        return list(cached)
     manifests = _read_list(source, location, snapshot_id)
-    _keep_decoded(key, tuple(manifests))
+    _manifest_lists.put(key, tuple(manifests))
     return manifests
 
 

@@ -26,7 +26,6 @@ presents it through the same three calls as v1–v3 (``manifest_refs``, ``read_e
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -62,6 +61,7 @@ from icefloe.formats.v4.content_stats import (
     metrics_from_content_stats,
 )
 from icefloe.io.fileio import FileIO
+from icefloe.lru import IdentityLruCache, LockedLruCache, LruCache
 from icefloe.spec.content import (
     DataFile,
     EntryStatus,
@@ -110,14 +110,16 @@ class RootContents:
     footer: dict[str, str]
 
 
-_cache: OrderedDict[tuple[str, str, int, int, str], RootContents] = OrderedDict()
+_cache: LruCache[tuple[str, str, int, int, str], RootContents] = LruCache(_ROOT_CACHE_SIZE)
 written_roots = RecentWrites()
 """Roots this process has just written: the next commit's parent, read back without a request."""
-_layouts: OrderedDict[tuple[str, int, int], StatsLayout] = OrderedDict()
-_partition_type_cache: OrderedDict[tuple[str, int, int], dict[int, IcebergType]] = OrderedDict()
-_cache_lock = threading.Lock()
+_layouts: LruCache[tuple[str, int, int], StatsLayout] = LruCache(_ROOT_CACHE_SIZE)
+_partition_type_cache: LruCache[tuple[str, int, int], dict[int, IcebergType]] = LruCache(_ROOT_CACHE_SIZE)
+"""Both kept in the order first made (a hit does not refresh): a schema's layout and types are
+asked for on every decode, by the few tables a process works on."""
+_cache_lock = threading.Lock()  # the four caches here
 _DECODED_ROWS_KEPT = 4096
-_decoded_rows: OrderedDict[int, tuple[ManifestEntry, StructType]] = OrderedDict()
+_decoded_rows: IdentityLruCache[ManifestEntry, StructType] = IdentityLruCache(_DECODED_ROWS_KEPT)
 """Inline rows of roots decoded lately, by identity, with the content-stats type they were decoded
 with (see :func:`decoded_stats_types`)."""
 
@@ -128,25 +130,20 @@ RootTableKey: TypeAlias = tuple[ContentEntrySchema, str | None, str]
 MAX_ROOT_TABLES = 8
 """Root tables kept (a few tables committing at once in one process each find their parent's)."""
 
-_root_tables: OrderedDict[str, tuple[RootTableKey, pa.Table]] = OrderedDict()
-_root_tables_lock = threading.Lock()
+_root_tables: LockedLruCache[str, tuple[RootTableKey, pa.Table]] = LockedLruCache(MAX_ROOT_TABLES)
+"""By location; the last written first out (a read does not refresh)."""
 
 
 def remember_root_table(location: str, key: RootTableKey, table: pa.Table) -> None:
     """Keep the encoder's Arrow table of the root just written at ``location`` (small roots only)."""
     if table.num_rows > _DECODED_ROWS_KEPT:
         return
-    with _root_tables_lock:
-        _root_tables[location] = (key, table)
-        _root_tables.move_to_end(location)
-        while len(_root_tables) > MAX_ROOT_TABLES:
-            _root_tables.popitem(last=False)
+    _root_tables.put(location, (key, table))
 
 
 def root_table(location: str, key: RootTableKey) -> pa.Table | None:
     """The Arrow table this process wrote the root at ``location`` from, under ``key`` (else None)."""
-    with _root_tables_lock:
-        hit = _root_tables.get(location)
+    hit = _root_tables.peek(location)
     if hit is None or hit[0][0] is not key[0] or hit[0][1:] != key[1:]:
         return None
     return hit[1]
@@ -174,8 +171,7 @@ def clear_root_cache() -> None:
     with _cache_lock:
         _cache.clear()
         _decoded_rows.clear()
-    with _root_tables_lock:
-        _root_tables.clear()
+    _root_tables.clear()
     written_roots.clear()
 
 
@@ -188,17 +184,12 @@ def decoded_stats_types(entries: Sequence[ManifestEntry]) -> list[StructType | N
     ``tests/tree/test_v4_written_root.py`` checks roots carried on from decoded parents).
     """
     with _cache_lock:
-        hits = [_decoded_rows.get(id(e)) for e in entries]
-    return [hit[1] if hit is not None and hit[0] is e else None for e, hit in zip(entries, hits, strict=True)]
+        return _decoded_rows.peek_many(entries)
 
 
 def _note_decoded(entries: Sequence[ManifestEntry], stats_type: StructType) -> None:
     with _cache_lock:
-        for e in entries:
-            _decoded_rows[id(e)] = (e, stats_type)
-            _decoded_rows.move_to_end(id(e))
-        while len(_decoded_rows) > _DECODED_ROWS_KEPT:
-            _decoded_rows.popitem(last=False)
+        _decoded_rows.put_many(entries, stats_type)
 
 
 def _root_key(metadata: TableMetadata, location: str) -> tuple[str, str, int, int, str]:
@@ -214,10 +205,7 @@ def _root_key(metadata: TableMetadata, location: str) -> tuple[str, str, int, in
 
 def _keep(key: tuple[str, str, int, int, str], root: RootContents) -> None:
     with _cache_lock:
-        _cache[key] = root
-        _cache.move_to_end(key)
-        while len(_cache) > _ROOT_CACHE_SIZE:
-            _cache.popitem(last=False)
+        _cache.put(key, root)
 
 
 def remember_written_root(metadata: TableMetadata, root: RootContents) -> None:
@@ -235,9 +223,8 @@ def read_root(io: FileIO, metadata: TableMetadata, location: str) -> RootContent
     key = _root_key(metadata, location)
     with _cache_lock:
         hit = _cache.get(key)
-        if hit is not None:
-            _cache.move_to_end(key)
-            return hit
+    if hit is not None:
+        return hit
     written = written_roots.take(location)
     with reading(location, "read the root manifest"):
         data = io.new_input(location).read() if written is None else written
@@ -291,7 +278,7 @@ def inline_entries_added(
     assert snapshot.root_manifest is not None
     location = snapshot.root_manifest
     with _cache_lock:
-        cached = _cache.get(_root_key(metadata, location))
+        cached = _cache.peek(_root_key(metadata, location))
     if cached is not None:
         found = [e for e in cached.inline if _added_by(e, snapshot.snapshot_id)]
     else:
@@ -413,13 +400,11 @@ def _layout(metadata: TableMetadata) -> StatsLayout:
     """The content-stats layout leaf rows are decoded with (cached per schema)."""
     key = (metadata.table_uuid or "", metadata.current_schema_id, metadata.last_column_id)
     with _cache_lock:
-        layout = _layouts.get(key)
+        layout = _layouts.peek(key)
     if layout is None:
         layout = StatsLayout(content_stats_type(metadata.schema()))
         with _cache_lock:
-            _layouts[key] = layout
-            while len(_layouts) > _ROOT_CACHE_SIZE:
-                _layouts.popitem(last=False)
+            _layouts.put(key, layout, refresh=False)
     return layout
 
 
@@ -440,14 +425,12 @@ def _partition_types(metadata: TableMetadata) -> dict[int, IcebergType]:
     """Partition field id -> result type over all specs (types leaf partition values exactly)."""
     key = (metadata.table_uuid or "", metadata.current_schema_id, len(metadata.partition_specs))
     with _cache_lock:
-        types = _partition_type_cache.get(key)
+        types = _partition_type_cache.peek(key)
     if types is None:
         union = union_partition_type(metadata.specs_by_id(), metadata.schema())
         types = {f.field_id: f.field_type for f in union.fields}
         with _cache_lock:
-            _partition_type_cache[key] = types
-            while len(_partition_type_cache) > _ROOT_CACHE_SIZE:
-                _partition_type_cache.popitem(last=False)
+            _partition_type_cache.put(key, types, refresh=False)
     return types
 
 

@@ -192,3 +192,55 @@ def test_gzip_tables_commit_and_read_everywhere(tmp_path: Path, parses: list[str
     assert catalog.load_table("db.t").metadata == table.metadata
     rows = read_with_pyiceberg(location)
     assert sorted(rows.column("id").to_pylist()) == list(range(60))
+
+
+def test_the_least_recently_used_file_leaves_the_cache_first(md: TableMetadata, parses: list[str]) -> None:
+    io = load_file_io({}, md.location)
+    a, b, c = (mf.write_table_metadata(io, md.location, md) for _ in range(3))
+    mf.set_metadata_cache_limit(3 * Path(a.removeprefix("file://")).stat().st_size)
+    assert mf.read_table_metadata(io, a) is md  # a hit: a is now the most recently used
+    d = mf.write_table_metadata(io, md.location, md)  # b, the least recently used, leaves
+    assert mf.read_table_metadata(io, b) == md  # parsed again, and c leaves
+    assert [mf.read_table_metadata(io, loc) is md for loc in (a, d)] == [True, True]
+    assert parses == [b]
+    assert mf.read_table_metadata(io, c) == md
+    assert parses == [b, c]
+
+
+def test_the_bytes_of_the_last_four_plain_files_written_are_kept(md: TableMetadata) -> None:
+    """Asking for a file's bytes does not keep it longer: the fifth file written evicts the first."""
+    io = load_file_io({}, md.location)
+    locations = [mf.write_table_metadata(io, md.location, md) for _ in range(4)]
+    text = table_metadata_to_json(md).encode("utf-8")
+    assert mf.written_metadata_bytes(locations[0], md) == text
+    assert mf.written_metadata_bytes(locations[0], md.with_changes(properties={})) is None  # another object
+    locations.append(mf.write_table_metadata(io, md.location, md))
+    assert [mf.written_metadata_bytes(loc, md) == text for loc in locations] == [
+        False,
+        True,
+        True,
+        True,
+        True,
+    ]
+
+
+def test_gzip_state_is_kept_for_the_last_eight_tables_written(md: TableMetadata) -> None:
+    """A table's next file extends its kept compressor while fewer than eight other tables were
+    written since; after eight, it is compressed afresh (the same text, other bytes)."""
+    gz = with_snapshots(md.with_changes(properties={mf.METADATA_COMPRESSION: "gzip"}), 300)
+    grown = with_snapshots(gz, 1, start=300)
+    others = [gz.with_changes(table_uuid=f"00000000-0000-0000-0000-00000000000{i}") for i in range(8)]
+    metadata_gzip.clear_gzip_state()
+    fresh = mf.encode_table_metadata(grown)
+
+    def after(written_between: int) -> bytes:
+        metadata_gzip.clear_gzip_state()
+        mf.encode_table_metadata(gz)
+        for other in others[:written_between]:
+            mf.encode_table_metadata(other)
+        return mf.encode_table_metadata(grown)
+
+    extended = after(7)
+    assert extended != fresh and gzip.decompress(extended) == gzip.decompress(fresh)
+    assert after(0) == extended
+    assert after(8) == fresh

@@ -38,3 +38,15 @@ def test_a_type_object_that_was_forgotten_is_made_again_from_an_equal_one() -> N
     memo(_stats(1))
     memo(_stats(2))  # pushes the first out of the equality cache
     assert memo(_stats(1)) == "3"
+
+
+def test_an_equal_type_met_again_keeps_its_value_longest() -> None:
+    """The equality cache drops the type used least recently: a hit refreshes it."""
+    made: list[int] = []
+    memo: TypeMemo[int] = TypeMemo(lambda t: made.append(len(made)) or len(made), maxsize=2)
+    memo(_stats(1))
+    memo(_stats(2))
+    memo(_stats(1))  # an equal, new object: found by equality, now the most recent
+    memo(_stats(3))  # pushes out 2, not 1
+    assert [memo(_stats(1)), memo(_stats(3)), memo(_stats(2))] == [1, 3, 4]
+    assert len(made) == 4

@@ -25,7 +25,6 @@ import os
 import re
 import threading
 import zlib
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 from uuid import uuid4
@@ -35,6 +34,7 @@ import pyarrow.fs as pafs
 from icefloe.errors import AlreadyExists, CorruptMetadata, IcefloeError, NotFound, Unsupported
 from icefloe.formats.metadata.incremental_gzip import gzip_chunks
 from icefloe.io.fileio import FileIO, local_path
+from icefloe.lru import LockedLruCache, LruCache
 from icefloe.spec.json_codec import (
     table_metadata_from_json,
     table_metadata_json_bytes,
@@ -187,40 +187,22 @@ def write_table_metadata(
             if stamp is not None:
                 _cache.put(location, stamp, md)
         if plain:
-            _written.put(location, md, data)
+            _written.put(location, (md, data))
         return location
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-class _WrittenFiles:
-    """The bytes of the last few plain metadata files written, by location, with the object written."""
-
-    def __init__(self, size: int) -> None:
-        self._texts: OrderedDict[str, tuple[TableMetadata, bytes]] = OrderedDict()
-        self._size = size
-        self._lock = threading.Lock()
-
-    def put(self, location: str, md: TableMetadata, text: bytes) -> None:
-        with self._lock:
-            self._texts[location] = (md, text)
-            self._texts.move_to_end(location)
-            while len(self._texts) > self._size:
-                self._texts.popitem(last=False)
-
-    def get(self, location: str, md: TableMetadata) -> bytes | None:
-        with self._lock:
-            found = self._texts.get(location)
-        return found[1] if found is not None and found[0] is md else None
-
-
-_written = _WrittenFiles(size=4)
+_written: LockedLruCache[str, tuple[TableMetadata, bytes]] = LockedLruCache(4)
+"""The bytes of the last few plain metadata files written, by location, with the object written
+(the last written first out: reading them does not refresh them)."""
 
 
 def written_metadata_bytes(location: str, md: TableMetadata) -> bytes | None:
     """The bytes this process wrote to ``location`` for this very ``md`` object (the UTF-8 of
     ``table_metadata_to_json(md)``), while it is among the last few plain files written; else None
     (another object, a gzip file, a file written elsewhere or long ago)."""
-    return _written.get(location, md)
+    found = _written.peek(location)
+    return found[1] if found is not None and found[0] is md else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -265,10 +247,19 @@ class _MetadataCache:
     """Parsed metadata by location, least recently used first out, bounded by the files' sizes."""
 
     def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self._entries: OrderedDict[str, tuple[_Stamp, TableMetadata]] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
+        self._entries: LruCache[str, tuple[_Stamp, TableMetadata]] = LruCache(
+            max_weight=max_bytes, weigh=_file_size
+        )
+        self._lock = threading.Lock()  # a hit's check and its drop or refresh are one step
+
+    @property
+    def max_bytes(self) -> int:
+        """The bound on the cached files' total size (a lower one applies from the next ``put``)."""
+        return self._entries.max_weight or 0
+
+    @max_bytes.setter
+    def max_bytes(self, value: int) -> None:
+        self._entries.max_weight = value
 
     @property
     def enabled(self) -> bool:
@@ -279,7 +270,7 @@ class _MetadataCache:
         """The cached metadata when the file still has ``stamp`` (a file without a known
         modification time matches on its size)."""
         with self._lock:
-            entry = self._entries.get(location)
+            entry = self._entries.peek(location)
             if entry is None:
                 return None
             cached = entry[0]
@@ -287,33 +278,28 @@ class _MetadataCache:
                 cached.mtime_ns is None or stamp.mtime_ns is None or cached.mtime_ns == stamp.mtime_ns
             )
             if not same:
-                self._drop(location)
+                self._entries.pop(location)
                 return None
-            self._entries.move_to_end(location)
+            self._entries.get(location)  # refresh
             return entry[1]
 
     def put(self, location: str, stamp: _Stamp, md: TableMetadata) -> None:
-        """Remember ``md`` as the content of ``location`` in state ``stamp``."""
+        """Remember ``md`` as the content of ``location`` in state ``stamp`` (the newest file is
+        kept even when it alone is larger than the bound)."""
         with self._lock:
-            self._drop(location)
-            self._entries[location] = (stamp, md)
-            self._bytes += stamp.size
-            while self._bytes > self.max_bytes and len(self._entries) > 1:
-                self._drop(next(iter(self._entries)))
+            self._entries.put(location, (stamp, md))
 
     def clear(self) -> None:
         """Forget everything."""
         with self._lock:
             self._entries.clear()
-            self._bytes = 0
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def _drop(self, location: str) -> None:
-        entry = self._entries.pop(location, None)
-        if entry is not None:
-            self._bytes -= entry[0].size
+
+def _file_size(entry: tuple[_Stamp, TableMetadata]) -> int:
+    return entry[0].size
 
 
 def _cache_limit_from_env() -> int:

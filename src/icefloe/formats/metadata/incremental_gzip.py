@@ -19,12 +19,12 @@ the whole text, as RFC 1952 requires.
 from __future__ import annotations
 
 import struct
-import threading
 import zlib
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from icefloe.lru import LockedLruCache
 
 LEVEL = 6  # java.util.zip.GZIPOutputStream's default (Deflater.DEFAULT_COMPRESSION)
 INCREMENTAL_MIN_BYTES = 16 * 1024
@@ -47,14 +47,14 @@ class _Compressed:
     base_size: int  # compressed size when the body was last compressed from scratch
 
 
-_state: OrderedDict[str, list[_Compressed | None]] = OrderedDict()
-_lock = threading.Lock()
+_state: LockedLruCache[str, list[_Compressed | None]] = LockedLruCache(_TABLES)
+"""Each table's compressed array bodies, by the last ``_TABLES`` tables written (a read of them
+does not refresh them; the lists are never changed once kept)."""
 
 
 def gzip_chunks(chunks: Sequence[bytes], table_key: str) -> bytes:
     """Gzip the concatenation of ``chunks`` (odd ones: growing array bodies) for table ``table_key``."""
-    with _lock:
-        previous = list(_state.get(table_key) or [])
+    previous = _state.peek(table_key) or []
     kept: list[_Compressed | None] = []
     out = [_HEADER]
     crc = 0
@@ -73,11 +73,7 @@ def gzip_chunks(chunks: Sequence[bytes], table_key: str) -> bytes:
                 kept.append(None)
             out.append(_segment(raw))
     out += (_FINAL_EMPTY_BLOCK, struct.pack("<II", crc & 0xFFFFFFFF, size & 0xFFFFFFFF))
-    with _lock:
-        _state[table_key] = kept
-        _state.move_to_end(table_key)
-        while len(_state) > _TABLES:
-            _state.popitem(last=False)
+    _state.put(table_key, kept)
     return b"".join(out)
 
 
@@ -104,5 +100,4 @@ def _compress_array(raw: bytes, last: _Compressed | None) -> _Compressed:
 
 def clear_gzip_state() -> None:
     """Forget the kept compressors (the next write of every table compresses from scratch)."""
-    with _lock:
-        _state.clear()
+    _state.clear()

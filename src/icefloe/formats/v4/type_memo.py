@@ -14,14 +14,16 @@ The memo holds each type it was asked about, so an identity stays unique while i
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import pyarrow as pa
 
+from icefloe.lru import LruCache
+
 V = TypeVar("V")
 
+_MISSING: Any = object()
 _IDENTITIES_KEPT = 256
 """Type objects remembered by identity (callers building a fresh type per call fill it, then it
 starts again; the equality cache behind it keeps their values)."""
@@ -51,8 +53,7 @@ class TypeMemo(Generic[V]):
 
     def __init__(self, make: Callable[[pa.DataType], V], maxsize: int = 256) -> None:
         self._make = make
-        self._maxsize = maxsize
-        self._by_equality: OrderedDict[_Exactly, V] = OrderedDict()
+        self._by_equality: LruCache[_Exactly, V] = LruCache(maxsize)
         self._by_identity: dict[int, tuple[pa.DataType, V]] = {}
         self._lock = threading.RLock()  # make(t) may ask this memo about t's members
 
@@ -62,13 +63,10 @@ class TypeMemo(Generic[V]):
             return hit[1]
         key = _Exactly(t)
         with self._lock:
-            if key in self._by_equality:
-                value = self._by_equality[key]
-                self._by_equality.move_to_end(key)
-            else:
-                value = self._by_equality[key] = self._make(t)
-                while len(self._by_equality) > self._maxsize:
-                    self._by_equality.popitem(last=False)
+            value: V = self._by_equality.get(key, _MISSING)
+            if value is _MISSING:
+                value = self._make(t)
+                self._by_equality.put(key, value)
             if len(self._by_identity) >= _IDENTITIES_KEPT:
                 self._by_identity.clear()
             self._by_identity[id(t)] = (t, value)

@@ -23,11 +23,12 @@ import dataclasses
 import itertools
 import threading
 import uuid
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING
 
 from icefloe.expressions.ast import AlwaysTrue, Expression
+from icefloe.lru import LruCache
 from icefloe.spark.read import ReadPlan, dataframe_for_plan
 
 if TYPE_CHECKING:
@@ -51,7 +52,8 @@ class PlannedRead:
     name: str
 
 
-_READS: OrderedDict[tuple[Hashable, ...], tuple[SparkSession, PlannedRead]] = OrderedDict()
+_READS: LruCache[tuple[Hashable, ...], tuple[SparkSession, PlannedRead]] = LruCache()
+"""Bounded to ``CAPACITY`` here, not by the cache: an evicted read may still be held (``_evict``)."""
 _HOLDERS: Counter[str] = Counter()  # view name -> statements holding the read
 _EVICTED: dict[str, tuple[SparkSession, PlannedRead]] = {}  # evicted, still held
 _LOCK = threading.Lock()
@@ -85,10 +87,10 @@ def planned_read(
     with _LOCK:
         hit = _cached(spark, key)
         if hit is None:
-            _READS[key] = (spark, read)
+            _READS.put(key, (spark, read), refresh=False)
             _HOLDERS[name] += 1
             while len(_READS) > CAPACITY:
-                unheld.extend(_evict(_READS.popitem(last=False)[1]))
+                unheld.extend(_evict(_READS.pop_oldest()[1]))
     if hit is not None:  # another thread planned the same read first
         _forget(spark, read)
         return hit
@@ -126,10 +128,10 @@ def clear() -> None:
 
 def _cached(spark: SparkSession, key: tuple[Hashable, ...]) -> PlannedRead | None:
     """The cached read under ``key``, held for the caller (called with the lock held)."""
-    hit = _READS.get(key)
+    hit = _READS.peek(key)
     if hit is None or hit[0] is not spark:
         return None
-    _READS.move_to_end(key)
+    _READS.get(key)  # now the most recently used
     _HOLDERS[hit[1].name] += 1
     return hit[1]
 
