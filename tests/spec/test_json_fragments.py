@@ -18,6 +18,7 @@ import pytest
 
 from icefloe.spec import json_fragments
 from icefloe.spec.json_codec import (
+    snapshot_to_dict,
     table_metadata_from_json,
     table_metadata_json_bytes,
     table_metadata_json_chunks,
@@ -112,6 +113,42 @@ def test_growing_table_every_write_matches_the_reference(format_version: int) ->
         md = append(md, n, rng)
         check(md)
         check(md)  # an unchanged table: the very same text again
+
+
+@pytest.mark.parametrize("format_version", [2, 4])
+def test_lists_that_keep_only_the_first_objects_of_the_last_write(format_version: int) -> None:
+    """A catalog that rebased a client's newest snapshot answers with the client's base, the other
+    writers' snapshots and the rebased one: the text is extended from the last object kept, and
+    what all but the last item take up (``head``) is exactly their text."""
+    rng = random.Random(11)
+    md = base_metadata(format_version)
+    for n in range(20):
+        md = append(md, n, rng)
+    check(md)
+    location = md.location
+    for keep in (19, 12, 1, 20):
+        others = md.with_changes(snapshots=md.snapshots[:keep], snapshot_log=md.snapshot_log[:keep])
+        for n in range(100, 103):
+            others = append(others, n + keep, rng)
+        check(others)
+        fragments = json_fragments.fragments_for(others)
+        raw = fragments.join(
+            f"snapshot-v{format_version}-{location}",
+            others.snapshots,
+            lambda s: s.snapshot_id,
+            lambda s: json.dumps(
+                snapshot_to_dict(s, format_version, location), separators=(",", ":"), ensure_ascii=False
+            ),
+        )
+        expected = [snapshot_to_dict(s, format_version, location) for s in others.snapshots]
+        assert json.loads(raw.body + b"]") == expected
+        assert json.loads(raw.body[: raw.head] + b"]") == expected[:-1]
+        kept = fragments._lists[f"snapshot-v{format_version}-{location}"].by_key
+        assert sorted(kept) == sorted(s.snapshot_id for s in others.snapshots)  # none dropped is kept
+        md = others
+    single = md.with_changes(snapshots=md.snapshots[:1], snapshot_log=md.snapshot_log[:1])
+    check(single)
+    assert json_fragments.fragments_for(single).join("snapshot-log", single.snapshot_log, None, str).head == 0
 
 
 def test_expiry_schema_and_spec_changes_and_reloads() -> None:

@@ -49,6 +49,12 @@ def exact_prefix(items: Sequence[Any], expected: list[dict[str, Any]], value_typ
     return n
 
 
+def same_start(last: Sequence[Any], items: Sequence[Any]) -> int:
+    """How many of ``items``, from the first, are ``last``'s very objects (compared in C)."""
+    same = list(map(is_, last, items))
+    return same.index(False) if False in same else len(same)
+
+
 class KnownForms(Generic[T, C]):
     """The JSON object each held object parses back from, made once per object and context.
 
@@ -77,13 +83,13 @@ class KnownForms(Generic[T, C]):
         """The forms of ``held`` in order, or None when one has none.
 
         The last list made in each context is kept with its objects: a table's next ``held``
-        usually starts with the same objects (the previous reply's, reused), so only the forms
-        of the objects after them are looked up."""
+        usually starts with the same objects (the previous reply's, reused; all but the newest
+        when the catalog rebased it), so only the forms of the objects after them are looked up."""
         last = self._last.get(context)
-        n = 0 if last is None else len(last[0])
-        if last is not None and len(held) >= n and all(map(is_, held[:n], last[0])):
+        n = 0 if last is None else same_start(last[0], held)
+        if last is not None and n:
             more = self._forms_of(held[n:], context)
-            out = None if more is None else last[1] + more
+            out = None if more is None else last[1][:n] + more
         else:
             out = self._forms_of(held, context)
         if out is not None:
