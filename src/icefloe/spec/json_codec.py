@@ -58,8 +58,8 @@ _NONE_VERBATIM: Mapping[str, int] = MappingProxyType({})
 T = TypeVar("T")
 
 __all__ = [
-    "ArrayText",
     "MAX_FORMAT_VERSION",
+    "ArrayText",
     "known_array_texts",
     "ref_from_dict",
     "ref_to_dict",

@@ -13,7 +13,9 @@ as before), in one of two ways:
   committed meanwhile (commit coalescing), so the array holds the client's base, then theirs,
   then the rebased one. Under contention most commits are answered so.
 
-The held items' text is cut out of the reply before it is parsed, a marker is parsed in its place
+Only a reply that starts its snapshots with the client's first one, so spelled, is tried (a
+memory search): building the held text for another catalog's spelling would be wasted. The held
+items' text is cut out of the reply before it is parsed, a marker is parsed in its place
 as the array's first item, and the held objects are taken for the marker
 (``table_metadata_from_json(..., verbatim=...)``); only the items after it are parsed.
 
@@ -47,6 +49,8 @@ import secrets
 from typing import Any
 
 from icefloe.spec.json_codec import ArrayText, known_array_texts
+from icefloe.spec.json_fragments import COMPACT
+from icefloe.spec.json_snapshots import snapshot_to_dict
 from icefloe.spec.table_metadata import TableMetadata
 
 _AFTER_AN_ITEM = (b",", b"]")
@@ -59,7 +63,7 @@ def load_reply(data: bytes, metadata_key: str, known: TableMetadata | None) -> t
     many of ``known``'s first items, which the reply repeated verbatim;
     ``table_metadata_from_json(doc[metadata_key], known, verbatim=that mapping)`` then gives what
     parsing the whole reply would."""
-    if known is None or known.format_version < 2:
+    if known is None or known.format_version < 2 or not _spelled_as_held(data, known):
         return json.loads(data), {}
     pieces: list[bytes] = []
     cut: dict[str, int] = {}
@@ -89,6 +93,15 @@ def load_reply(data: bytes, metadata_key: str, known: TableMetadata | None) -> t
     ):
         return json.loads(data), {}  # not the members, or not the table, they were taken for
     return doc, cut
+
+
+def _spelled_as_held(data: bytes, known: TableMetadata) -> bool:
+    """Whether the reply holds ``known``'s first snapshot as icefloe writes it (a memory search):
+    a catalog that spells JSON otherwise would have the held text made for nothing."""
+    if not known.snapshots:
+        return False
+    first = snapshot_to_dict(known.snapshots[0], known.format_version, known.location)
+    return data.find(b'"snapshots":[' + COMPACT.encode(first).encode("utf-8")) >= 0
 
 
 def _held_items_at(data: bytes, key: bytes, text: ArrayText, start: int) -> tuple[int, int, int] | None:
