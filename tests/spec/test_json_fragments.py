@@ -12,12 +12,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import threading
 from pathlib import Path
 
 import pytest
 
 from icefloe.spec import json_fragments
 from icefloe.spec.json_codec import (
+    known_array_texts,
     snapshot_to_dict,
     table_metadata_from_json,
     table_metadata_json_bytes,
@@ -149,6 +151,44 @@ def test_lists_that_keep_only_the_first_objects_of_the_last_write(format_version
     single = md.with_changes(snapshots=md.snapshots[:1], snapshot_log=md.snapshot_log[:1])
     check(single)
     assert json_fragments.fragments_for(single).join("snapshot-log", single.snapshot_log, None, str).head == 0
+
+
+def test_each_thread_keeps_its_own_memo_of_the_held_text() -> None:
+    """Two threads holding equal, not the same, snapshots of one table: each one's text extends its
+    own last list (and is exactly the reference)."""
+    rng = random.Random(13)
+    md = base_metadata(2)
+    for n in range(10):
+        md = append(md, n, rng)
+    copies = {"main": md, "other": table_metadata_from_json(table_metadata_to_json(md))}
+    memos: dict[str, list[json_fragments.Fragments]] = {"main": [], "other": []}
+
+    def grow(name: str, n: int) -> None:
+        copies[name] = append(copies[name], n, random.Random(n))
+        fragments = json_fragments.thread_fragments_for(copies[name])
+        memos[name].append(fragments)
+        body = fragments.join("snapshot-log", copies[name].snapshot_log, None, _log_json).body
+        expected = table_metadata_to_dict(copies[name])["snapshot-log"]
+        assert body + b"]" == json.dumps(expected, separators=(",", ":")).encode("utf-8")
+
+    for n in range(20, 24):
+        grow("main", n)
+        thread = threading.Thread(target=grow, args=("other", n))
+        thread.start()
+        thread.join()
+    assert memos["main"][0] is memos["main"][-1] and memos["main"][0] is not memos["other"][0]
+    assert json_fragments.fragments_for(md) is not memos["main"][0]
+    kept = memos["main"][-1]._lists["snapshot-log"]
+    assert kept.items == copies["main"].snapshot_log
+    fresh = base_metadata(2).with_changes(table_uuid="00000000-0000-4000-8000-0000000000ff")
+    fresh = append(fresh, 1, rng)
+    assert known_array_texts(fresh)  # a REST client's held text: in its thread's memo only
+    assert "snapshot-log" in json_fragments.thread_fragments_for(fresh)._lists
+    assert "snapshot-log" not in json_fragments.fragments_for(fresh)._lists
+
+
+def _log_json(e: SnapshotLogEntry) -> str:
+    return f'{{"timestamp-ms":{e.timestamp_ms},"snapshot-id":{e.snapshot_id}}}'
 
 
 def test_expiry_schema_and_spec_changes_and_reloads() -> None:

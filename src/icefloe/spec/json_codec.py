@@ -19,7 +19,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from icefloe.errors import CorruptMetadata, IcefloeError, Unsupported
 from icefloe.spec.json_fields import as_list, optional_int, optional_list, required, required_int
-from icefloe.spec.json_fragments import COMPACT, Fragments, RawArray, fragments_for
+from icefloe.spec.json_fragments import COMPACT, Fragments, RawArray, fragments_for, thread_fragments_for
 from icefloe.spec.json_known import LOG_VALUE_TYPES, KnownForms, exact_prefix
 from icefloe.spec.json_snapshots import (
     SNAPSHOT_FORMS,
@@ -518,7 +518,7 @@ def known_array_texts(md: TableMetadata) -> dict[str, ArrayText]:
     repeats this text verbatim, or the text of all but the last item, need not be parsed there."""
     if md.format_version < 2:
         return {}
-    fragments = fragments_for(md)
+    fragments = thread_fragments_for(md)
     texts: dict[str, ArrayText] = {}
     table = f"{md.table_uuid}@{md.location}"  # the parser's memo context (_table_metadata_from_dict)
     context = (md.format_version, md.location if md.format_version >= 4 else "", table)

@@ -178,20 +178,37 @@ def _same_json(a: Any, b: Any) -> bool:
 
 _fragments: OrderedDict[str, Fragments] = OrderedDict()
 _fragments_lock = threading.Lock()
+_per_thread = threading.local()
 
 
 def fragments_for(md: TableMetadata) -> Fragments:
     """The fragment memo of ``md``'s table (by uuid; the most recently written tables are kept, at
     most ``_FRAGMENT_TABLES`` of them and ``_FRAGMENT_BYTES`` of text)."""
-    key = md.table_uuid or md.location
     with _fragments_lock:
-        found = _fragments.get(key)
-        if found is None:
-            found = _fragments[key] = Fragments()
-            while len(_fragments) > _FRAGMENT_TABLES:
-                _fragments.popitem(last=False)
-        else:
-            _fragments.move_to_end(key)
-        while len(_fragments) > 1 and sum(f.size for f in _fragments.values()) > _FRAGMENT_BYTES:
-            _fragments.popitem(last=False)
-        return found
+        return _kept(_fragments, md)
+
+
+def thread_fragments_for(md: TableMetadata) -> Fragments:
+    """A fragment memo of ``md``'s table kept for the calling thread alone, bounded alike.
+
+    For text a thread makes again and again from its own objects: a REST client's held arrays
+    (``json_reply``). Threads appending to one table each hold their own snapshot objects, so in
+    one shared memo each would replace the others' lists and rebuild the text from theirs."""
+    tables: OrderedDict[str, Fragments] | None = getattr(_per_thread, "tables", None)
+    if tables is None:
+        tables = _per_thread.tables = OrderedDict()
+    return _kept(tables, md)
+
+
+def _kept(tables: OrderedDict[str, Fragments], md: TableMetadata) -> Fragments:
+    key = md.table_uuid or md.location
+    found = tables.get(key)
+    if found is None:
+        found = tables[key] = Fragments()
+        while len(tables) > _FRAGMENT_TABLES:
+            tables.popitem(last=False)
+    else:
+        tables.move_to_end(key)
+    while len(tables) > 1 and sum(f.size for f in tables.values()) > _FRAGMENT_BYTES:
+        tables.popitem(last=False)
+    return found
