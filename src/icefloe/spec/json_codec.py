@@ -512,10 +512,11 @@ class ArrayText(NamedTuple):
 
 def known_array_texts(md: TableMetadata) -> dict[str, ArrayText]:
     """The members of ``md``'s JSON that parsing gives back as ``md``'s very objects, as icefloe
-    writes them: ``snapshots`` and ``snapshot-log``, their text from the table's memo (not
-    copied). A member is left out when it is empty or one of its items would not parse back
-    exactly (and for v1, whose snapshots are always parsed). For ``json_reply``: a reply that
-    repeats this text verbatim, or the text of all but the last item, need not be parsed there."""
+    writes them: ``snapshots`` and ``snapshot-log``, their text from the calling thread's memo of the
+    table (``thread_fragments_for``; not copied). A member is left out when it is empty or one of its
+    items would not parse back exactly (and for v1, whose snapshots are always parsed). For
+    ``json_reply``: a reply that repeats this text verbatim, or the text of all but the last item,
+    need not be parsed there."""
     if md.format_version < 2:
         return {}
     fragments = thread_fragments_for(md)

@@ -19,26 +19,25 @@ items' text is cut out of the reply before it is parsed, a marker is parsed in i
 as the array's first item, and the held objects are taken for the marker
 (``table_metadata_from_json(..., verbatim=...)``); only the items after it are parsed.
 
-Why that gives what parsing the whole reply gives. The cut text ``P`` is ``[`` and ``k`` items
-of the held text, separated by commas, found right after a ``"<member>":``; the marker text ``M``
-put in its place is ``["<token>"``, the token 16 random bytes in hex drawn for that member, which
-no reply holds. The text before and after the cut is unchanged. Suppose the metadata object's
-member, parsed from the changed text, is a list whose first item is the member's token. The token
-is nowhere else, so that item is the string of ``M``, and the ``[`` of ``M`` opened the member's
+Why that gives what parsing the whole reply gives. The cut text ``P`` is ``[`` and ``k`` items of
+the held text, separated by commas, found right after a ``"<member>":``; the marker text ``M`` put
+in its place is ``["<token>"``, the token 16 random bytes in hex drawn for that member, which no
+reply holds. The text before and after the cut is unchanged. Suppose the metadata object's member,
+parsed from the changed text, is a list whose first item is the member's token. The token is
+nowhere else, so that item is the string of ``M``, and the ``[`` of ``M`` opened the member's
 value: the member the object kept (a JSON object keeps its last duplicate key) begins where ``P``
-began. A parser of the
-original text is in the same state there (the text before is the same), reads ``P`` as an array
-opening and ``k`` complete items, which parse exactly to the held objects' JSON forms (the only
-text ``known_array_texts`` offers), and is then in the state it is in after ``M``: inside that
-array, after an item. From there both read the same text, so they read the same items after the
-first and the same everything else. The whole reply therefore parses to the changed document with
-the marker replaced by the held items' forms, and ``table_metadata_from_json`` gives the held
-objects for those. Found anywhere else (as the value of another object's member or of an earlier
-duplicate key, or of a key that only ends in the member's name), the kept member does not begin
-with its marker, and the whole reply is parsed as before; so is a reply whose changed text does
-not parse (only a reply that is not JSON: the cut text is whole JSON values, read where a value
-is read), so that it fails as ``json.loads`` fails for it. The held text means those objects only
-in the format version and table location it was written for (v4 writes roots relative to the
+began. A parser of the original text is in the same state there (the text before is the same),
+reads ``P`` as an array opening and ``k`` complete items, which parse exactly to the held objects'
+JSON forms (the only text ``known_array_texts`` offers), and is then in the state it is in after
+``M``: inside that array, after an item. From there both read the same text, so they read the same
+items after the first and the same everything else. The whole reply therefore parses to the changed
+document with the marker replaced by the held items' forms, and ``table_metadata_from_json`` gives
+the held objects for those. Found anywhere else (as the value of another object's member or of an
+earlier duplicate key, or of a key that only ends in the member's name), the kept member does not
+begin with its marker, and the whole reply is parsed as before; so is a reply whose changed text
+does not parse (only a reply that is not JSON: the cut text is whole JSON values, read where a
+value is read), so that it fails as ``json.loads`` fails for it. The held text means those objects
+only in the format version and table location it was written for (v4 writes roots relative to the
 location), so the reply's must be ``known``'s.
 """
 
