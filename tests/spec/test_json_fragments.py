@@ -12,12 +12,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import threading
 from pathlib import Path
 
 import pytest
 
 from icefloe.spec import json_fragments
 from icefloe.spec.json_codec import (
+    known_array_texts,
+    snapshot_to_dict,
     table_metadata_from_json,
     table_metadata_json_bytes,
     table_metadata_json_chunks,
@@ -112,6 +115,80 @@ def test_growing_table_every_write_matches_the_reference(format_version: int) ->
         md = append(md, n, rng)
         check(md)
         check(md)  # an unchanged table: the very same text again
+
+
+@pytest.mark.parametrize("format_version", [2, 4])
+def test_lists_that_keep_only_the_first_objects_of_the_last_write(format_version: int) -> None:
+    """A catalog that rebased a client's newest snapshot answers with the client's base, the other
+    writers' snapshots and the rebased one: the text is extended from the last object kept, and
+    what all but the last item take up (``head``) is exactly their text."""
+    rng = random.Random(11)
+    md = base_metadata(format_version)
+    for n in range(20):
+        md = append(md, n, rng)
+    check(md)
+    location = md.location
+    for keep in (19, 12, 1, 20):
+        others = md.with_changes(snapshots=md.snapshots[:keep], snapshot_log=md.snapshot_log[:keep])
+        for n in range(100, 103):
+            others = append(others, n + keep, rng)
+        check(others)
+        fragments = json_fragments.fragments_for(others)
+        raw = fragments.join(
+            f"snapshot-v{format_version}-{location}",
+            others.snapshots,
+            lambda s: s.snapshot_id,
+            lambda s: json.dumps(
+                snapshot_to_dict(s, format_version, location), separators=(",", ":"), ensure_ascii=False
+            ),
+        )
+        expected = [snapshot_to_dict(s, format_version, location) for s in others.snapshots]
+        assert json.loads(raw.body + b"]") == expected
+        assert json.loads(raw.body[: raw.head] + b"]") == expected[:-1]
+        kept = fragments._lists[f"snapshot-v{format_version}-{location}"].by_key
+        assert sorted(kept) == sorted(s.snapshot_id for s in others.snapshots)  # none dropped is kept
+        md = others
+    single = md.with_changes(snapshots=md.snapshots[:1], snapshot_log=md.snapshot_log[:1])
+    check(single)
+    assert json_fragments.fragments_for(single).join("snapshot-log", single.snapshot_log, None, str).head == 0
+
+
+def test_each_thread_keeps_its_own_memo_of_the_held_text() -> None:
+    """Two threads holding equal, not the same, snapshots of one table: each one's text extends its
+    own last list (and is exactly the reference)."""
+    rng = random.Random(13)
+    md = base_metadata(2)
+    for n in range(10):
+        md = append(md, n, rng)
+    copies = {"main": md, "other": table_metadata_from_json(table_metadata_to_json(md))}
+    memos: dict[str, list[json_fragments.Fragments]] = {"main": [], "other": []}
+
+    def grow(name: str, n: int) -> None:
+        copies[name] = append(copies[name], n, random.Random(n))
+        fragments = json_fragments.thread_fragments_for(copies[name])
+        memos[name].append(fragments)
+        body = fragments.join("snapshot-log", copies[name].snapshot_log, None, _log_json).body
+        expected = table_metadata_to_dict(copies[name])["snapshot-log"]
+        assert body + b"]" == json.dumps(expected, separators=(",", ":")).encode("utf-8")
+
+    for n in range(20, 24):
+        grow("main", n)
+        thread = threading.Thread(target=grow, args=("other", n))
+        thread.start()
+        thread.join()
+    assert memos["main"][0] is memos["main"][-1] and memos["main"][0] is not memos["other"][0]
+    assert json_fragments.fragments_for(md) is not memos["main"][0]
+    kept = memos["main"][-1]._lists["snapshot-log"]
+    assert kept.items == copies["main"].snapshot_log
+    fresh = base_metadata(2).with_changes(table_uuid="00000000-0000-4000-8000-0000000000ff")
+    fresh = append(fresh, 1, rng)
+    assert known_array_texts(fresh)  # a REST client's held text: in its thread's memo only
+    assert "snapshot-log" in json_fragments.thread_fragments_for(fresh)._lists
+    assert "snapshot-log" not in json_fragments.fragments_for(fresh)._lists
+
+
+def _log_json(e: SnapshotLogEntry) -> str:
+    return f'{{"timestamp-ms":{e.timestamp_ms},"snapshot-id":{e.snapshot_id}}}'
 
 
 def test_expiry_schema_and_spec_changes_and_reloads() -> None:

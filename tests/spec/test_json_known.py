@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -174,3 +175,60 @@ def test_a_form_with_a_value_of_another_type_is_never_kept() -> None:
     assert forms.form(1.0, "t") is None
     assert forms.forms([1, True], "t") is None
     assert forms.forms([1, 2], "t") == [{"n": 1}, {"n": 2}]
+
+
+def test_forms_are_reused_up_to_the_first_object_that_is_not_the_last_ones() -> None:
+    """A rebased commit's reply keeps all but the newest of the last held objects: their forms are
+    taken from the last list, the others made, and every list is the forms of its own objects."""
+    made: list[int] = []
+
+    def encode(obj: list[int], context: str) -> dict[str, Any]:
+        made.append(obj[0])
+        return {"n": obj[0]}
+
+    forms: KnownForms[list[int], str] = KnownForms(encode, lambda form, obj, _: True, LOG_VALUE_TYPES)
+    held = [[n] for n in range(6)]
+    assert forms.forms(held, "t") == [{"n": n} for n in range(6)]
+    rebased = [*held[:5], [50], [51], [52]]  # the newest replaced, then others' and the client's
+    made.clear()
+    assert forms.forms(rebased, "t") == [{"n": n} for n in (0, 1, 2, 3, 4, 50, 51, 52)]
+    assert made == [50, 51, 52]
+    again = [held[0], [7], *rebased[2:]]  # the second object is another one: from there, looked up
+    made.clear()
+    assert forms.forms(again, "t") == [{"n": n} for n in (0, 7, 2, 3, 4, 50, 51, 52)]
+    assert made == [7]
+    assert forms.forms(again[:3], "t") == [{"n": 0}, {"n": 7}, {"n": 2}]  # fewer than the last
+
+
+def test_threads_holding_their_own_objects_keep_their_own_last_forms() -> None:
+    """Appenders in threads of one process each hold their own objects of one table: one thread's
+    list does not replace another's, so each looks up only its new objects."""
+    made: list[int] = []
+
+    def encode(obj: list[int], context: str) -> dict[str, Any]:
+        made.append(obj[0])
+        return {"n": obj[0]}
+
+    class Counted(KnownForms[list[int], str]):
+        def form(self, obj: list[int], context: str) -> dict[str, Any] | None:
+            looked_up.append(obj[0])
+            return super().form(obj, context)
+
+    looked_up: list[int] = []
+    forms = Counted(encode, lambda form, obj, _: True, LOG_VALUE_TYPES)
+    held = {name: [[n] for n in range(4)] for name in ("a", "b")}  # equal, not the same, objects
+
+    def grow(name: str, n: int) -> None:
+        held[name] = [*held[name], [n]]
+        assert forms.forms(held[name], "t") == [{"n": obj[0]} for obj in held[name]]
+
+    with ThreadPoolExecutor(max_workers=1) as other_thread:  # "b" always appends in that one
+        for n in range(10, 13):
+            for name in ("a", "b"):
+                made.clear()
+                looked_up.clear()
+                if name == "a":
+                    grow(name, n)
+                else:
+                    other_thread.submit(grow, name, n).result()
+                assert made == looked_up == ([0, 1, 2, 3, n] if n == 10 else [n])

@@ -14,11 +14,12 @@ import gzip
 import json
 from collections.abc import Callable, Mapping, Sequence
 from json.encoder import encode_basestring
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple, TypeVar
 
 from icefloe.errors import CorruptMetadata, IcefloeError, Unsupported
 from icefloe.spec.json_fields import as_list, optional_int, optional_list, required, required_int
-from icefloe.spec.json_fragments import COMPACT, Fragments, RawArray, fragments_for
+from icefloe.spec.json_fragments import COMPACT, Fragments, RawArray, fragments_for, thread_fragments_for
 from icefloe.spec.json_known import LOG_VALUE_TYPES, KnownForms, exact_prefix
 from icefloe.spec.json_snapshots import (
     SNAPSHOT_FORMS,
@@ -53,9 +54,12 @@ from icefloe.spec.sort_order import SortOrder
 from icefloe.spec.table_metadata import SUPPORTED_FORMAT_VERSIONS, TableMetadata
 
 MAX_FORMAT_VERSION = max(SUPPORTED_FORMAT_VERSIONS)
+_NONE_VERBATIM: Mapping[str, int] = MappingProxyType({})
+T = TypeVar("T")
 
 __all__ = [
     "MAX_FORMAT_VERSION",
+    "ArrayText",
     "known_array_texts",
     "ref_from_dict",
     "ref_to_dict",
@@ -135,7 +139,7 @@ def _load(text: str | bytes | Mapping[str, Any]) -> Mapping[str, Any]:
 def table_metadata_from_json(
     text: str | bytes | Mapping[str, Any],
     known: TableMetadata | None = None,
-    verbatim: frozenset[str] = frozenset(),
+    verbatim: Mapping[str, int] = _NONE_VERBATIM,
 ) -> TableMetadata:
     """Parse table metadata from JSON text, (optionally gzipped) bytes, or an already-parsed dict.
 
@@ -144,9 +148,11 @@ def table_metadata_from_json(
     from it instead of parsed again, so answering a commit costs the new snapshots, not the table's
     history. The result is the same as without ``known``.
 
-    ``verbatim`` names members (``snapshots``, ``snapshot-log``) whose text was found to be
-    exactly ``known_array_texts(known)``'s and left unparsed (``json_reply``): ``known``'s are
-    taken for them, as parsing that text would have given.
+    ``verbatim`` maps members (``snapshots``, ``snapshot-log``) to a count ``k``: the member's
+    first item is a marker standing for ``known``'s first ``k`` items, whose text the JSON held
+    exactly as ``known_array_texts(known)`` spells it and which was left unparsed (``json_reply``).
+    Those are taken from ``known``, as parsing that text would have given; the items after the
+    marker are parsed.
     """
     data = _load(text)
     try:
@@ -160,7 +166,7 @@ def table_metadata_from_json(
 
 
 def _table_metadata_from_dict(
-    data: Mapping[str, Any], known: TableMetadata | None = None, verbatim: frozenset[str] = frozenset()
+    data: Mapping[str, Any], known: TableMetadata | None = None, verbatim: Mapping[str, int] = _NONE_VERBATIM
 ) -> TableMetadata:
     what = "table metadata"
     fv = required_int(data, "format-version", what)
@@ -219,12 +225,15 @@ def _table_metadata_from_dict(
 
     table_location = data.get("location")
     table = f"{data.get('table-uuid')}@{table_location}"  # whose held lists the memos keep
-    if known is not None and "snapshots" in verbatim:
-        snapshots = known.snapshots
+    relative_to = table_location if fv >= 4 and isinstance(table_location, str) else ""
+    held = verbatim.get("snapshots", 0) if known is not None else 0
+    if known is not None and held:
+        rest = optional_list(data, "snapshots", what)[1:]  # after the marker for known's first ones
+        snapshots = _after_held(known.snapshots, held, snapshots_from_list(rest, relative_to, (), fv, table))
     else:
         snapshots = snapshots_from_list(
             optional_list(data, "snapshots", what),
-            table_location if fv >= 4 and isinstance(table_location, str) else "",
+            relative_to,
             known.snapshots if known is not None and fv >= 2 else (),
             fv,
             table,
@@ -242,14 +251,13 @@ def _table_metadata_from_dict(
     if MAIN_BRANCH not in refs and current_snapshot_id is not None:
         refs[MAIN_BRANCH] = SnapshotRef(current_snapshot_id, RefType.BRANCH)
 
-    resolve_against = table_location if fv >= 4 and isinstance(table_location, str) else ""
-    if known is not None and "snapshot-log" in verbatim:
-        snapshot_log = known.snapshot_log
+    held = verbatim.get("snapshot-log", 0) if known is not None else 0
+    if known is not None and held:
+        rest = optional_list(data, "snapshot-log", what)[1:]
+        snapshot_log = _after_held(known.snapshot_log, held, _snapshot_log({"snapshot-log": rest}, (), table))
     else:
         snapshot_log = _snapshot_log(data, known.snapshot_log if known is not None else (), table)
-    metadata_log = _metadata_log(
-        data, known.metadata_log if known is not None else (), table, resolve_against
-    )
+    metadata_log = _metadata_log(data, known.metadata_log if known is not None else (), table, relative_to)
 
     properties = data.get("properties") or {}
     if not isinstance(properties, dict):
@@ -305,6 +313,14 @@ def _table_metadata_from_dict(
         encryption_keys=tuple(optional_list(data, "encryption-keys", what)),
         extra={k: v for k, v in data.items() if k not in _KNOWN_TABLE_KEYS},
     )
+
+
+def _after_held(known: tuple[T, ...], held: int, rest: tuple[T, ...]) -> tuple[T, ...]:
+    """``known``'s first ``held`` items, then ``rest`` (``known`` itself when that is all of it:
+    the next commit's memos then find the very same tuple)."""
+    if not rest:
+        return known if held == len(known) else known[:held]
+    return (*known[:held], *rest)
 
 
 def _log_entries(
@@ -485,22 +501,34 @@ def _snapshot_log_text(md: TableMetadata, fragments: Fragments) -> RawArray:
     return fragments.join("snapshot-log", md.snapshot_log, None, _snapshot_log_entry_json)
 
 
-def known_array_texts(md: TableMetadata) -> dict[str, bytes]:
+class ArrayText(NamedTuple):
+    """A held array as icefloe writes it: its UTF-8 without the closing ``]``, how many items it
+    holds, and how long the text of all but its last item is (0 when it holds one)."""
+
+    body: bytes
+    items: int
+    head: int
+
+
+def known_array_texts(md: TableMetadata) -> dict[str, ArrayText]:
     """The members of ``md``'s JSON that parsing gives back as ``md``'s very objects, as icefloe
-    writes them: ``{"snapshots": b'[...', "snapshot-log": b'[...'}``, each array's UTF-8 without
-    its closing ``]`` (from the table's memo, not copied). A member is left out when one of its
+    writes them: ``snapshots`` and ``snapshot-log``, their text from the calling thread's memo of the
+    table (``thread_fragments_for``; not copied). A member is left out when it is empty or one of its
     items would not parse back exactly (and for v1, whose snapshots are always parsed). For
-    ``json_reply``: a reply that repeats this text verbatim need not be parsed there."""
+    ``json_reply``: a reply that repeats this text verbatim, or the text of all but the last item,
+    need not be parsed there."""
     if md.format_version < 2:
         return {}
-    fragments = fragments_for(md)
-    texts: dict[str, bytes] = {}
+    fragments = thread_fragments_for(md)
+    texts: dict[str, ArrayText] = {}
     table = f"{md.table_uuid}@{md.location}"  # the parser's memo context (_table_metadata_from_dict)
     context = (md.format_version, md.location if md.format_version >= 4 else "", table)
-    if SNAPSHOT_FORMS.forms(md.snapshots, context) is not None:
-        texts["snapshots"] = _snapshots_text(md, fragments).body
-    if _SNAPSHOT_LOG_FORMS.forms(md.snapshot_log, table) is not None:
-        texts["snapshot-log"] = _snapshot_log_text(md, fragments).body
+    if md.snapshots and SNAPSHOT_FORMS.forms(md.snapshots, context) is not None:
+        raw = _snapshots_text(md, fragments)
+        texts["snapshots"] = ArrayText(raw.body, len(md.snapshots), raw.head)
+    if md.snapshot_log and _SNAPSHOT_LOG_FORMS.forms(md.snapshot_log, table) is not None:
+        raw = _snapshot_log_text(md, fragments)
+        texts["snapshot-log"] = ArrayText(raw.body, len(md.snapshot_log), raw.head)
     return texts
 
 

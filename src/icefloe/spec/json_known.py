@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from itertools import chain
 from operator import is_
+from threading import get_ident
 from typing import Any, Generic, TypeVar
 
 _CONTEXTS_KEPT = 64
-"""Tables (contexts) whose last list of forms is kept."""
+"""Tables (contexts), by thread, whose last list of forms is kept."""
 
 LOG_VALUE_TYPES = frozenset({int, str})
 """Member types of a snapshot-log or metadata-log entry."""
@@ -49,6 +50,12 @@ def exact_prefix(items: Sequence[Any], expected: list[dict[str, Any]], value_typ
     return n
 
 
+def same_start(last: Sequence[Any], items: Sequence[Any]) -> int:
+    """How many of ``items``, from the first, are ``last``'s very objects (compared in C)."""
+    same = list(map(is_, last, items))
+    return same.index(False) if False in same else len(same)
+
+
 class KnownForms(Generic[T, C]):
     """The JSON object each held object parses back from, made once per object and context.
 
@@ -71,25 +78,27 @@ class KnownForms(Generic[T, C]):
         self.value_types = value_types
         self._limit = limit
         self._forms: dict[tuple[int, C], tuple[T, dict[str, Any] | None]] = {}
-        self._last: dict[C, tuple[tuple[T, ...], list[dict[str, Any]]]] = {}
+        self._last: dict[tuple[C, int], tuple[tuple[T, ...], list[dict[str, Any]]]] = {}
 
     def forms(self, held: Sequence[T], context: C) -> list[dict[str, Any]] | None:
         """The forms of ``held`` in order, or None when one has none.
 
-        The last list made in each context is kept with its objects: a table's next ``held``
-        usually starts with the same objects (the previous reply's, reused), so only the forms
-        of the objects after them are looked up."""
-        last = self._last.get(context)
-        n = 0 if last is None else len(last[0])
-        if last is not None and len(held) >= n and all(map(is_, held[:n], last[0])):
+        The last list each thread made in each context is kept with its objects: a table's next
+        ``held`` usually starts with the same objects (the previous reply's, reused; all but the
+        newest when the catalog rebased it), so only the forms of the objects after them are
+        looked up."""
+        kept = (context, get_ident())  # threads appending to one table each hold their own objects
+        last = self._last.get(kept)
+        n = 0 if last is None else same_start(last[0], held)
+        if last is not None and n:
             more = self._forms_of(held[n:], context)
-            out = None if more is None else last[1] + more
+            out = None if more is None else last[1][:n] + more
         else:
             out = self._forms_of(held, context)
         if out is not None:
             if len(self._last) >= _CONTEXTS_KEPT:
                 self._last.clear()
-            self._last[context] = (tuple(held), out)
+            self._last[kept] = (tuple(held), out)
         return out
 
     def _forms_of(self, held: Sequence[T], context: C) -> list[dict[str, Any]] | None:

@@ -5,17 +5,20 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
 
 from icefloe.catalog import load_catalog
 from icefloe.catalog.rest import RestCatalog
+from icefloe.catalog.rest import catalog as rest_catalog_module
 from icefloe.catalog.rest.auth import ClientCredentialsAuth
 from icefloe.catalog.rest.http import ServiceError
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.errors import AccessDenied, CommitStateUnknown
 from icefloe.server import Grants, OAuthClient, RunningServer, ServerConfig, start_server
+from icefloe.spec.json_reply import load_reply
 from icefloe.spec.schema import Schema
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.types import LongType, NestedField, StringType
@@ -189,6 +192,39 @@ def test_stale_append_is_rebased_by_the_server_without_a_retry(
     if version >= 3:
         assert direct.metadata.next_row_id == 5
         assert direct.current_snapshot().first_row_id == 2  # type: ignore[union-attr]
+    writer_a.close()
+
+
+@pytest.mark.parametrize("version", [2, 4])
+def test_a_rebased_reply_keeps_the_clients_history_and_reads_as_the_committed_file(
+    server: RunningServer, backing: SqlCatalog, version: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Appends made on an old head are answered rebased (the others' snapshots before the client's):
+    the client takes the snapshots it held from the text it holds, unparsed, and ends with exactly
+    the metadata the server committed."""
+    cuts: list[dict[str, int]] = []
+
+    def recording(data: bytes, key: str, known: TableMetadata | None) -> tuple[Any, dict[str, int]]:
+        doc, verbatim = load_reply(data, key, known)
+        cuts.append(verbatim)
+        return doc, verbatim
+
+    monkeypatch.setattr(rest_catalog_module, "load_reply", recording)
+    writer_a = RestCatalog("a", uri=server.uri, **{"rest.commit.trust-loaded-metadata-s": "3600"})
+    _table(writer_a, version)
+    stale = writer_a.load_table("db.t")
+    for i in range(3):
+        stale.append(_rows(1, i))
+    assert cuts[1:] == [{"snapshots": n, "snapshot-log": n} for n in (2, 3)]  # answered as proposed
+    for round_ in range(2):
+        held = stale.metadata.snapshots
+        backing.load_table("db.t").append(_rows(2, 100 + 10 * round_))  # another writer moves main
+        stale.append(_rows(1, 10 + round_))
+        assert cuts[-1] == {"snapshots": len(held), "snapshot-log": len(held)}
+        assert all(a is b for a, b in zip(stale.metadata.snapshots, held, strict=False))
+        assert len(stale.metadata.snapshots) == len(held) + 2
+        assert stale.metadata == backing.load_table("db.t").metadata
+    assert len(stale.scan().to_arrow()) == 3 + 2 * 3
     writer_a.close()
 
 

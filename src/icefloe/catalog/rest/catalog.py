@@ -76,8 +76,9 @@ class RestCatalog(Catalog):
         )
         self.http = RestSession(self.uri, self._auth, retry, tls)
         # metadata the service returned for recent commits, by location (see committed_metadata):
-        # its JSON object, the proposed metadata and the members left unparsed as that one's
-        self._committed: dict[str, tuple[Any, TableMetadata | None, frozenset[str]]] = {}
+        # its JSON object, the proposed metadata, and the members that begin with a marker for
+        # that many of that one's items (json_reply.load_reply)
+        self._committed: dict[str, tuple[Any, TableMetadata | None, dict[str, int]]] = {}
         # (identifier, metadata location) -> when this client last saw that state (load_for_commit)
         self._seen: dict[tuple[TableIdentifier, str], float] = {}
         self.trust_seen_metadata_s = float(client_props.get("rest.commit.trust-loaded-metadata-s", "5"))
@@ -367,7 +368,7 @@ class RestCatalog(Catalog):
         have = {s.get("snapshot-id") for s in (result["metadata"].get("snapshots") or [])}
         if wanted and all(w in have for w in wanted) and location:
             logger.info("commit to %s succeeded despite %s", identifier_to_string(identifier), cause)
-            self._committed[location] = (result["metadata"], None, frozenset())
+            self._committed[location] = (result["metadata"], None, {})
             return location
         raise CommitStateUnknown(
             f"commit to {identifier_to_string(identifier)} failed ({cause}); the table does not show its "
@@ -395,12 +396,12 @@ class RestCatalog(Catalog):
     def committed_metadata(self, location: str, proposed: TableMetadata) -> TableMetadata:
         """The metadata the service committed at ``location`` (its own last-updated, metadata-log).
 
-        Its snapshots that ``proposed`` holds unchanged (all but the new ones, unless the service
-        rebased the commit) are taken from ``proposed`` instead of parsed again."""
+        Its snapshots that ``proposed`` holds unchanged (all of them, or all but the newest when
+        the service rebased the commit) are taken from ``proposed`` instead of parsed again."""
         found = self._committed.pop(location, None)
         if found is None:
             return proposed
-        data, cut_for, verbatim = found  # members left unparsed stand for cut_for's
+        data, cut_for, verbatim = found  # members' markers stand for cut_for's items
         return table_metadata_from_json(data, known=cut_for if verbatim else proposed, verbatim=verbatim)
 
 
