@@ -27,12 +27,12 @@ for a carried row.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 
 from icefloe.formats.v4.content_entry import ContentRow, read_footer_metadata
 from icefloe.formats.v4.content_stats import StatsLayout, metrics_from_struct_value, struct_value_from_metrics
 from icefloe.formats.v4.encoded_rows import ENCODED_ROWS, MAX_ROWS
+from icefloe.lru import IdentityLruCache
 from icefloe.spec.content import ManifestEntry, ManifestFile
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.types import StructType
@@ -59,19 +59,18 @@ class _StoredRows:
     already and are kept as they are (when the table's stats layout is still the same)."""
 
     def __init__(self, max_rows: int) -> None:
-        self._rows: OrderedDict[int, tuple[ManifestEntry, StructType]] = OrderedDict()
-        self._max = max_rows
+        self._rows: IdentityLruCache[ManifestEntry, StructType] = IdentityLruCache(max_rows)
         self._lock = threading.Lock()
 
     def stored(self, entries: Sequence[ManifestEntry], layout: StatsLayout) -> tuple[ManifestEntry, ...]:
         """:func:`stored_entry` of each entry (the entry itself when it is such a form)."""
         with self._lock:
-            known = [self._rows.get(id(e)) for e in entries]
+            known = self._rows.peek_many(entries)
         decoded = decoded_stats_types(entries)  # rows of a decoded root are stored forms too
         same_layout: dict[int, bool] = {}
         out: list[ManifestEntry] = []
-        for e, hit, decoded_as in zip(entries, known, decoded, strict=True):
-            tag = hit[1] if hit is not None and hit[0] is e else decoded_as
+        for e, made_for, decoded_as in zip(entries, known, decoded, strict=True):
+            tag = made_for if made_for is not None else decoded_as
             if tag is not None:
                 same = same_layout.get(id(tag))
                 if same is None:
@@ -81,11 +80,7 @@ class _StoredRows:
                     continue
             out.append(stored_entry(e, layout))
         with self._lock:
-            for e in out:
-                self._rows[id(e)] = (e, layout.stats_type)
-                self._rows.move_to_end(id(e))
-            while len(self._rows) > self._max:
-                self._rows.popitem(last=False)
+            self._rows.put_many(out, layout.stats_type)
         return tuple(out)
 
 
