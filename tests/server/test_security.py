@@ -203,9 +203,25 @@ def test_oversized_and_malformed_requests(server: RunningServer) -> None:
     error_of(response)
     response = call(server, "POST", "/v1/namespaces", data=b"{not json")
     assert response.status_code == 400
+    # an unknown action or requirement is a malformed request (the spec documents no 406 here)
+    before = call(server, "GET", "/v1/namespaces/sales/tables/t").json()["metadata-location"]
     response = call(server, "POST", "/v1/namespaces/sales/tables/t", json={"updates": [{"action": "bogus"}]})
-    assert response.status_code == 406
-    assert error_of(response)["type"] == "UnsupportedOperationException"
+    assert response.status_code == 400
+    assert error_of(response) == {
+        "message": "unknown table update action 'bogus'",
+        "type": "BadRequestException",
+        "code": 400,
+    }
+    response = call(
+        server, "POST", "/v1/namespaces/sales/tables/t", json={"requirements": [{"type": ""}], "updates": []}
+    )
+    assert response.status_code == 400
+    assert error_of(response) == {
+        "message": "unknown table requirement ''",
+        "type": "BadRequestException",
+        "code": 400,
+    }
+    assert call(server, "GET", "/v1/namespaces/sales/tables/t").json()["metadata-location"] == before
     response = call(server, "GET", "/v1/nowhere")
     assert response.status_code == 404
     error_of(response)
