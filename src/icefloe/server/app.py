@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote_to_bytes
@@ -127,6 +128,30 @@ def _path_params(template: str, request: Request) -> dict[str, str]:
     return params
 
 
+@dataclass
+class FinalReply(Reply):
+    """A reply kept for an Idempotency-Key, with the operation (method and raw path) it answered."""
+
+    operation: str = ""
+
+
+def _operation(request: Request) -> str:
+    raw = request.scope.get("raw_path")
+    return f"{request.method} {raw.decode('latin-1') if isinstance(raw, bytes) else request.url.path}"
+
+
+def _replay(cached: Reply, operation: str) -> Response:
+    """The stored answer of a retried mutation; 400 when the key answered a different operation.
+
+    The spec forbids reusing a key across operations. Replaying another operation's answer would
+    tell a client its DELETE "already exists" while nothing was deleted, and running the request
+    would break the promise that a key has no further effects; refusing it says what went wrong.
+    """
+    if isinstance(cached, FinalReply) and cached.operation != operation:
+        raise bad_request(f"the Idempotency-Key was already used for another operation ({cached.operation})")
+    return _response(cached)
+
+
 def _endpoint(state: ServerState, handler: Handler, mutation: bool, template: str) -> Any:
     prefixed = template.startswith("/v1/{prefix}/")
 
@@ -139,20 +164,24 @@ def _endpoint(state: ServerState, handler: Handler, mutation: bool, template: st
             principal = state.tokens.principal(request.headers.get("authorization"))
             key_text = request.headers.get(IDEMPOTENCY_HEADER) if mutation else None
             key = (principal.name, key_text) if key_text else None
+            operation = _operation(request)
             if key is not None:
                 cached = state.idempotency.get(key)
                 if cached is not None:
-                    return _response(cached)
+                    return _replay(cached, operation)
             call = Call(principal, path, dict(request.query_params), dict(request.headers), _decode_json(raw))
             try:
                 reply = await run_in_threadpool(handler, state, call)
             except Exception as exc:
                 response = error_response(exc)
                 if key is not None and response.status_code < 500:
-                    state.idempotency.put(key, Reply(response.status_code, json.loads(bytes(response.body))))
+                    body = json.loads(bytes(response.body))
+                    state.idempotency.put(key, FinalReply(response.status_code, body, operation=operation))
                 return response
             if key is not None:
-                state.idempotency.put(key, reply)
+                state.idempotency.put(
+                    key, FinalReply(reply.status, reply.payload, reply.json_text, reply.headers, operation)
+                )
             return _response(reply, head=request.method == "HEAD")
         except Exception as exc:
             return error_response(exc)
