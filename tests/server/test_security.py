@@ -167,6 +167,34 @@ def test_bad_identifiers_in_paths_are_refused(server: RunningServer, path: str) 
     error_of(response)
 
 
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/v1/namespaces/sales/tables/t%2Fcredentials"),  # was 405 (the credentials route)
+        ("DELETE", "/v1/namespaces/sales/tables/t%2Fmetrics"),  # was 405
+        ("GET", "/v1/namespaces/sales%2Ftables"),  # was 200: the tables of 'sales'
+        ("DELETE", "/v1/namespaces/sales%2Ftables%2Ft"),  # was 204: dropped sales.t
+        ("POST", "/v1/namespaces/sales/tables/t%2fplan%2Fx"),
+    ],
+)
+def test_encoded_slashes_in_paths_are_refused_before_routing(
+    server: RunningServer, method: str, path: str
+) -> None:
+    """Found by the fuzz campaign: the router matched the decoded path, so an encoded '/' in an
+    identifier reached another route (405, undocumented) or another object."""
+    _setup(server)
+    commit = {"requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "v"}}]}
+    response = call(server, method, path, json=commit if method == "POST" else None)
+    assert response.status_code == 400, response.text
+    assert error_of(response) == {
+        "message": "a path segment holds an encoded '/', which no identifier may contain",
+        "type": "BadRequestException",
+        "code": 400,
+    }
+    loaded = call(server, "GET", "/v1/namespaces/sales/tables/t")
+    assert loaded.status_code == 200 and "k" not in loaded.json()["metadata"].get("properties", {})
+
+
 def test_locations_outside_the_warehouse_are_refused(server: RunningServer, tmp_path: Path) -> None:
     _setup(server)
     outside = str(tmp_path / "elsewhere")

@@ -17,6 +17,7 @@ from urllib.parse import parse_qs, unquote_to_bytes
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -268,6 +269,27 @@ async def _method_not_allowed(request: Request, exc: Exception) -> Response:
     return JSONResponse(error_body(405, "MethodNotAllowedException", "method not allowed"), 405)
 
 
+class RefuseEncodedSlashes:
+    """ASGI middleware answering 400 to a path with an encoded slash (``%2F``) in a segment.
+
+    Starlette routes on the decoded path, so ``tables/a%2Fcredentials`` would reach the
+    credentials route (405 for a POST) and ``namespaces/db%2Ftables`` would list the tables of
+    ``db``. No identifier may contain ``/`` (``catalog.identifiers``), so such a request can only
+    be refused, before routing, with the spec's error body.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        raw = scope.get("raw_path") if scope["type"] == "http" else None
+        if isinstance(raw, bytes) and b"%2f" in raw.lower():
+            error = bad_request("a path segment holds an encoded '/', which no identifier may contain")
+            await error_response(error)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
 def create_app(config: ServerConfig) -> Starlette:
     """The ASGI application serving ``config.catalog`` over the Iceberg REST protocol."""
     state = ServerState(
@@ -291,6 +313,10 @@ def create_app(config: ServerConfig) -> Starlette:
                 routes.append(
                     Route(full, _endpoint(state, handler, mutation, full), methods=[method], name=None)
                 )
-    app = Starlette(routes=routes, exception_handlers={404: _not_found, 405: _method_not_allowed})
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(RefuseEncodedSlashes)],
+        exception_handlers={404: _not_found, 405: _method_not_allowed},
+    )
     app.state.icefloe = state
     return app
