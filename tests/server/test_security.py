@@ -195,6 +195,28 @@ def test_encoded_slashes_in_paths_are_refused_before_routing(
     assert loaded.status_code == 200 and "k" not in loaded.json()["metadata"].get("properties", {})
 
 
+def test_requests_the_server_cannot_carry_out_are_400_where_the_spec_lists_no_406(
+    server: RunningServer,
+) -> None:
+    """Found by the fuzz campaign: upgrade-format-version to -9717 answered 406, which the spec
+    does not document for a table commit (only for the namespace, rename and planning calls)."""
+    _setup(server)
+    before = call(server, "GET", "/v1/namespaces/sales/tables/t").json()["metadata-location"]
+    upgrade = {"requirements": [], "updates": [{"action": "upgrade-format-version", "format-version": -9717}]}
+    response = call(server, "POST", "/v1/namespaces/sales/tables/t", json=upgrade)
+    assert response.status_code == 400, response.text
+    assert error_of(response) == {
+        "message": "format-version -9717 is not supported (supported: 1 to 4)",
+        "type": "BadRequestException",
+        "code": 400,
+    }
+    assert call(server, "GET", "/v1/namespaces/sales/tables/t").json()["metadata-location"] == before
+    both = {"table-changes": [{**upgrade, "identifier": {"namespace": ["sales"], "name": "t"}}]}
+    response = call(server, "POST", "/v1/transactions/commit", json=both)
+    assert (response.status_code, error_of(response)["type"]) == (400, "BadRequestException")
+    assert call(server, "GET", "/v1/namespaces/sales/tables/t").json()["metadata-location"] == before
+
+
 def test_locations_outside_the_warehouse_are_refused(server: RunningServer, tmp_path: Path) -> None:
     _setup(server)
     outside = str(tmp_path / "elsewhere")

@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from icefloe.errors import Unsupported
 from icefloe.server import namespaces, planning, tables, views
 from icefloe.server.auth import TokenStore, basic_credentials
 from icefloe.server.config import ServerConfig
@@ -60,6 +61,18 @@ ROUTES: tuple[tuple[str, str, Handler, bool], ...] = (
     ("POST", "/tables/rename", tables.rename_table, True),
     ("POST", "/views/rename", views.rename_view, True),
     ("POST", "/transactions/commit", tables.commit_many, True),
+)
+# The operations whose spec lists 406 (UnsupportedOperationException). Elsewhere a request this
+# server cannot carry out (an upgrade to format version 9, say) is answered 400 BadRequest, the
+# status Iceberg Java's server gives such requests and one the spec documents for every operation.
+ANSWER_406: frozenset[Handler] = frozenset(
+    (
+        namespaces.create_namespace,
+        namespaces.update_properties,
+        planning.plan_table_scan,
+        tables.rename_table,
+        views.rename_view,
+    )
 )
 ENDPOINTS = [
     f"{method} /v1/{{prefix}}{path.replace('{plan_id}', '{plan-id}')}" for method, path, _, _ in ROUTES
@@ -155,6 +168,7 @@ def _replay(cached: Reply, operation: str) -> Response:
 
 def _endpoint(state: ServerState, handler: Handler, mutation: bool, template: str) -> Any:
     prefixed = template.startswith("/v1/{prefix}/")
+    unsupported_is_406 = handler in ANSWER_406
 
     async def run(request: Request) -> Response:
         try:
@@ -174,6 +188,8 @@ def _endpoint(state: ServerState, handler: Handler, mutation: bool, template: st
             try:
                 reply = await run_in_threadpool(handler, state, call)
             except Exception as exc:
+                if isinstance(exc, Unsupported) and not unsupported_is_406:
+                    exc = bad_request(str(exc))
                 response = error_response(exc)
                 if key is not None and response.status_code < 500:
                     body = json.loads(bytes(response.body))
