@@ -7,9 +7,10 @@ server does:
   config and the OAuth2 token endpoint) are kept. The others (remote signing, functions,
   register-view, unregister) answer 404 by design, a status the document does not list for them;
 - every error response's schema is the wrapped ``IcebergErrorResponse``. The document declares a
-  few 404/406/409/502 answers of view and planning operations as a bare ``ErrorModel``, while its
-  own examples there, every other error response and Iceberg Java's ``ErrorResponseParser`` use
-  ``{"error": {...}}``; the server answers every error that way.
+  few answers as a bare ``ErrorModel`` (404/409/502 of view operations, the shared 406
+  ``UnsupportedOperationResponse``), while its own examples there, every other error response
+  and Iceberg Java's ``ErrorResponseParser`` use ``{"error": {...}}``; the server answers every
+  error that way.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ def served_document() -> dict[str, Any]:
         if not any(m in item for m in METHODS):
             del paths[path]
     _wrap_error_models(paths)
+    _wrap_error_models(document["components"]["responses"])
     return document
 
 
