@@ -62,9 +62,12 @@ ROUTES: tuple[tuple[str, str, Handler, bool], ...] = (
     ("POST", "/views/rename", views.rename_view, True),
     ("POST", "/transactions/commit", tables.commit_many, True),
 )
-# The operations whose spec lists 406 (UnsupportedOperationException). Elsewhere a request this
-# server cannot carry out (an upgrade to format version 9, say) is answered 400 BadRequest, the
-# status Iceberg Java's server gives such requests and one the spec documents for every operation.
+# The operations whose spec lists 406 (UnsupportedOperationException). Another mutation asking
+# for something this server cannot do (an upgrade to format version 9, say) is answered 400
+# BadRequest, the status Iceberg Java's server gives such requests and one the spec documents for
+# every operation. Reads keep 406: there the request is fine and the stored metadata is what the
+# server cannot read (a format version from the future), which icefloe's client maps back to
+# Unsupported.
 ANSWER_406: frozenset[Handler] = frozenset(
     (
         namespaces.create_namespace,
@@ -168,7 +171,7 @@ def _replay(cached: Reply, operation: str) -> Response:
 
 def _endpoint(state: ServerState, handler: Handler, mutation: bool, template: str) -> Any:
     prefixed = template.startswith("/v1/{prefix}/")
-    unsupported_is_406 = handler in ANSWER_406
+    unsupported_is_406 = handler in ANSWER_406 or not mutation
 
     async def run(request: Request) -> Response:
         try:
