@@ -24,6 +24,7 @@ it finds becomes a regression test under ``tests/server/``. Run from the reposit
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import json
 import os
@@ -230,6 +231,26 @@ def run_schemathesis(server: RunningServer, args: argparse.Namespace, report_dir
     return subprocess.run(command, check=False, cwd=report_dir).returncode
 
 
+def phase_counts(report_dir: Path) -> dict[str, collections.Counter[str]]:
+    """Requests per phase and status class (``2xx``, ``4xx``, ``5xx``, ``none`` for no answer),
+    read back from schemathesis' NDJSON event report."""
+    counts: dict[str, collections.Counter[str]] = {}
+    phase = "?"
+    for report in sorted(report_dir.glob("ndjson-*.ndjson")):
+        with report.open() as lines:
+            for line in lines:
+                event = json.loads(line)
+                (kind, body), *_ = event.items()
+                if kind == "PhaseStarted":
+                    phase = str(body["phase"]["name"])
+                elif kind == "ScenarioFinished":
+                    for interaction in ((body.get("recorder") or {}).get("interactions") or {}).values():
+                        status = ((interaction or {}).get("response") or {}).get("status_code")
+                        label = f"{status // 100}xx" if status else "none"
+                        counts.setdefault(phase, collections.Counter())[label] += 1
+    return counts
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -261,9 +282,12 @@ def main() -> int:
                 seed(catalog, server)
                 status = run_schemathesis(server, args, report_dir)
                 problems = check_catalog(catalog, server, root, root / "warehouse", report_dir)
+        counts = phase_counts(report_dir)  # before a report directory under root goes
     finally:
         os.chdir(ROOT)
         shutil.rmtree(root, ignore_errors=True)
+    for phase, counted in counts.items():
+        print(f"requests in phase {phase}: {sum(counted.values())} ({dict(sorted(counted.items()))})")
     for problem in problems:
         print("INVARIANT:", problem)
     elapsed = time.monotonic() - started
