@@ -393,6 +393,24 @@ def test_a_retried_mutation_with_its_idempotency_key_is_answered_not_repeated(wi
     ] == [77]
 
 
+def test_an_idempotency_key_reused_for_another_operation_is_refused(
+    wire: JavaWire, backing_catalog: SqlCatalog
+) -> None:
+    """Found by the fuzz campaign: a key that had answered a create-namespace was replayed for a
+    DELETE of a table (409 "namespace already exists", a status the spec does not document for
+    it) and the table stayed. Reusing a key across operations is refused; nothing changes."""
+    key = {"Idempotency-Key": "0192f2d4-0c7e-7a3b-8d3e-5f0a1b2c3d50"}
+    wire.create_table("db", "kept")
+    body: JSON = {"namespace": ["other"], "properties": {}}
+    assert wire.session.post(wire.base + "namespaces", json=body, headers=key, timeout=30).status_code == 200
+    dropped = wire.session.delete(wire.base + "namespaces/db/tables/kept", headers=key, timeout=30)
+    assert_error(dropped, 400, "BadRequestException")
+    assert "POST /v1/namespaces" in dropped.json()["error"]["message"]
+    assert backing_catalog.list_tables("db") == [("db", "kept")]
+    again = wire.session.post(wire.base + "namespaces", json=body, headers=key, timeout=30)
+    assert again.status_code == 200 and again.json() == {"namespace": ["other"], "properties": {}}
+
+
 def test_transactions_commit_and_metrics_report(wire: JavaWire) -> None:
     first = wire.create_table("db", "a")["metadata"]
     second = wire.create_table("db", "b")["metadata"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from icefloe.errors import Unsupported, ValidationError
+from icefloe.errors import ValidationError
 from icefloe.spec.commit_json import (
     requirement_from_dict,
     requirement_to_dict,
@@ -168,10 +168,11 @@ def test_bad_updates_are_validation_errors(bad: object) -> None:
         update_from_dict(bad)
 
 
-def test_unknown_kinds_are_unsupported() -> None:
-    with pytest.raises(Unsupported):
+def test_unknown_kinds_are_malformed_requests() -> None:
+    """A table commit naming a view action or an unknown requirement is answered 400, not 406."""
+    with pytest.raises(ValidationError, match="unknown table update action 'add-view-version'"):
         update_from_dict({"action": "add-view-version"})
-    with pytest.raises(Unsupported):
+    with pytest.raises(ValidationError, match="unknown table requirement 'assert-view-uuid'"):
         requirement_from_dict({"type": "assert-view-uuid"})
     with pytest.raises(ValidationError):
         requirement_from_dict({"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": "1"})

@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote_to_bytes
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from icefloe.errors import Unsupported
 from icefloe.server import namespaces, planning, tables, views
 from icefloe.server.auth import TokenStore, basic_credentials
 from icefloe.server.config import ServerConfig
@@ -58,6 +61,21 @@ ROUTES: tuple[tuple[str, str, Handler, bool], ...] = (
     ("POST", "/tables/rename", tables.rename_table, True),
     ("POST", "/views/rename", views.rename_view, True),
     ("POST", "/transactions/commit", tables.commit_many, True),
+)
+# The operations whose spec lists 406 (UnsupportedOperationException). Another mutation asking
+# for something this server cannot do (an upgrade to format version 9, say) is answered 400
+# BadRequest, the status Iceberg Java's server gives such requests and one the spec documents for
+# every operation. Reads keep 406: there the request is fine and the stored metadata is what the
+# server cannot read (a format version from the future), which icefloe's client maps back to
+# Unsupported.
+ANSWER_406: frozenset[Handler] = frozenset(
+    (
+        namespaces.create_namespace,
+        namespaces.update_properties,
+        planning.plan_table_scan,
+        tables.rename_table,
+        views.rename_view,
+    )
 )
 ENDPOINTS = [
     f"{method} /v1/{{prefix}}{path.replace('{plan_id}', '{plan-id}')}" for method, path, _, _ in ROUTES
@@ -127,8 +145,33 @@ def _path_params(template: str, request: Request) -> dict[str, str]:
     return params
 
 
+@dataclass
+class FinalReply(Reply):
+    """A reply kept for an Idempotency-Key, with the operation (method and raw path) it answered."""
+
+    operation: str = ""
+
+
+def _operation(request: Request) -> str:
+    raw = request.scope.get("raw_path")
+    return f"{request.method} {raw.decode('latin-1') if isinstance(raw, bytes) else request.url.path}"
+
+
+def _replay(cached: Reply, operation: str) -> Response:
+    """The stored answer of a retried mutation; 400 when the key answered a different operation.
+
+    The spec forbids reusing a key across operations. Replaying another operation's answer would
+    tell a client its DELETE "already exists" while nothing was deleted, and running the request
+    would break the promise that a key has no further effects; refusing it says what went wrong.
+    """
+    if isinstance(cached, FinalReply) and cached.operation != operation:
+        raise bad_request(f"the Idempotency-Key was already used for another operation ({cached.operation})")
+    return _response(cached)
+
+
 def _endpoint(state: ServerState, handler: Handler, mutation: bool, template: str) -> Any:
     prefixed = template.startswith("/v1/{prefix}/")
+    unsupported_is_406 = handler in ANSWER_406 or not mutation
 
     async def run(request: Request) -> Response:
         try:
@@ -139,20 +182,26 @@ def _endpoint(state: ServerState, handler: Handler, mutation: bool, template: st
             principal = state.tokens.principal(request.headers.get("authorization"))
             key_text = request.headers.get(IDEMPOTENCY_HEADER) if mutation else None
             key = (principal.name, key_text) if key_text else None
+            operation = _operation(request)
             if key is not None:
                 cached = state.idempotency.get(key)
                 if cached is not None:
-                    return _response(cached)
+                    return _replay(cached, operation)
             call = Call(principal, path, dict(request.query_params), dict(request.headers), _decode_json(raw))
             try:
                 reply = await run_in_threadpool(handler, state, call)
             except Exception as exc:
+                if isinstance(exc, Unsupported) and not unsupported_is_406:
+                    exc = bad_request(str(exc))
                 response = error_response(exc)
                 if key is not None and response.status_code < 500:
-                    state.idempotency.put(key, Reply(response.status_code, json.loads(bytes(response.body))))
+                    body = json.loads(bytes(response.body))
+                    state.idempotency.put(key, FinalReply(response.status_code, body, operation=operation))
                 return response
             if key is not None:
-                state.idempotency.put(key, reply)
+                state.idempotency.put(
+                    key, FinalReply(reply.status, reply.payload, reply.json_text, reply.headers, operation)
+                )
             return _response(reply, head=request.method == "HEAD")
         except Exception as exc:
             return error_response(exc)
@@ -239,6 +288,27 @@ async def _method_not_allowed(request: Request, exc: Exception) -> Response:
     return JSONResponse(error_body(405, "MethodNotAllowedException", "method not allowed"), 405)
 
 
+class RefuseEncodedSlashes:
+    """ASGI middleware answering 400 to a path with an encoded slash (``%2F``) in a segment.
+
+    Starlette routes on the decoded path, so ``tables/a%2Fcredentials`` would reach the
+    credentials route (405 for a POST) and ``namespaces/db%2Ftables`` would list the tables of
+    ``db``. No identifier may contain ``/`` (``catalog.identifiers``), so such a request can only
+    be refused, before routing, with the spec's error body.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        raw = scope.get("raw_path") if scope["type"] == "http" else None
+        if isinstance(raw, bytes) and b"%2f" in raw.lower():
+            error = bad_request("a path segment holds an encoded '/', which no identifier may contain")
+            await error_response(error)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
 def create_app(config: ServerConfig) -> Starlette:
     """The ASGI application serving ``config.catalog`` over the Iceberg REST protocol."""
     state = ServerState(
@@ -262,6 +332,10 @@ def create_app(config: ServerConfig) -> Starlette:
                 routes.append(
                     Route(full, _endpoint(state, handler, mutation, full), methods=[method], name=None)
                 )
-    app = Starlette(routes=routes, exception_handlers={404: _not_found, 405: _method_not_allowed})
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(RefuseEncodedSlashes)],
+        exception_handlers={404: _not_found, 405: _method_not_allowed},
+    )
     app.state.icefloe = state
     return app

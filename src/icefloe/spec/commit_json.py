@@ -287,7 +287,7 @@ def update_from_dict(data: Any, table_location: str = "") -> TableUpdate:
             return RemovePartitionSpecs(_int_tuple(_member(data, "spec-ids", list, what), "spec-ids"))
         case "remove-schemas":
             return RemoveSchemas(_int_tuple(_member(data, "schema-ids", list, what), "schema-ids"))
-    raise Unsupported(f"table update action {action!r} is not supported by this catalog")
+    raise ValidationError(f"unknown table update action {action!r}")
 
 
 def requirement_from_dict(data: Any) -> TableRequirement:
@@ -315,7 +315,7 @@ def requirement_from_dict(data: Any) -> TableRequirement:
             return AssertDefaultSpecId(_member(data, "default-spec-id", int, kind))
         case "assert-default-sort-order-id":
             return AssertDefaultSortOrderId(_member(data, "default-sort-order-id", int, kind))
-    raise Unsupported(f"table requirement {kind!r} is not supported by this catalog")
+    raise ValidationError(f"unknown table requirement {kind!r}")
 
 
 def updates_from_list(data: Any, table_location: str = "") -> list[TableUpdate]:
