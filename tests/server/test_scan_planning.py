@@ -115,3 +115,23 @@ def test_plan_errors(setup: tuple[RunningServer, SqlCatalog, FaultInjector]) -> 
 )
 def test_filter_json_forms(data: object, text: str) -> None:
     assert str(expression_from_json(data)) == text
+
+
+def test_completed_plan_is_fetched_and_cancelled_by_its_id(
+    setup: tuple[RunningServer, SqlCatalog, FaultInjector],
+) -> None:
+    server, _, _ = setup
+    body = {"filter": {"type": "eq", "term": "s", "value": "a"}}
+    planned = requests.post(server.uri + PLAN, json=body, timeout=30).json()
+    plan_id = planned.pop("plan-id")
+    other = requests.post(server.uri + PLAN, json={}, timeout=30).json()["plan-id"]
+    assert isinstance(plan_id, str) and plan_id and other != plan_id
+    fetched = requests.get(f"{server.uri}{PLAN}/{plan_id}", timeout=30)
+    assert fetched.status_code == 200 and fetched.json() == planned  # the same tasks, no id
+    elsewhere = requests.get(f"{server.uri}/v1/namespaces/db/tables/u/plan/{plan_id}", timeout=30)
+    assert elsewhere.status_code == 404  # an id is looked up under the table it was planned for
+    assert requests.delete(f"{server.uri}{PLAN}/{plan_id}", timeout=30).status_code == 204
+    for method in ("GET", "DELETE"):
+        gone = requests.request(method, f"{server.uri}{PLAN}/{plan_id}", timeout=30)
+        assert gone.status_code == 404 and gone.json()["error"]["type"] == "NoSuchPlanIdException"
+    assert requests.get(f"{server.uri}{PLAN}/{other}", timeout=30).json()["status"] == "completed"

@@ -12,6 +12,7 @@ from icefloe.server.auth import Principal, TokenStore
 from icefloe.server.coalescer import CommitCoalescer
 from icefloe.server.commits import TableLocks
 from icefloe.server.config import ServerConfig
+from icefloe.server.plan_results import CompletedPlans
 
 
 @dataclass
@@ -51,6 +52,7 @@ class ServerState:
     tokens: TokenStore
     locks: TableLocks = field(default_factory=TableLocks)
     idempotency: IdempotencyCache = field(default_factory=lambda: IdempotencyCache(10_000))
+    plans: CompletedPlans = field(default_factory=CompletedPlans)
     coalescer: CommitCoalescer = field(init=False)
 
     def __post_init__(self) -> None:

@@ -1,10 +1,11 @@
 """Server-side scan planning: ``POST .../tables/{table}/plan`` answered by icefloe's planner.
 
-Planning is synchronous: the answer is a ``CompletedPlanningResult`` (``status: completed``)
-holding every ``FileScanTask`` and the delete files they reference; no plan ids or plan tasks are
-issued, so ``GET``/``DELETE .../plan/{plan-id}`` and ``POST .../tasks`` answer 404. Content files
-are written in the spec's ``ContentFile`` JSON (partition values and bounds in the single-value
-JSON form); each task's residual filter is the request's filter (always a valid residual).
+Planning is synchronous: the answer is a completed result (``status: completed``) holding every
+``FileScanTask`` and the delete files they reference, with a fresh ``plan-id``; no plan tasks are
+issued, so ``POST .../tasks`` answers 404. The result is kept for a while (``plan_results``):
+``GET .../plan/{plan-id}`` fetches it again, ``DELETE`` releases it. Content files are written in
+the spec's ``ContentFile`` JSON (partition values and bounds in the single-value JSON form); each
+task's residual filter is the request's filter (always a valid residual).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from icefloe.server.auth import READ
 from icefloe.server.checks import namespace_from_path, table_from_path
 from icefloe.server.commits import current_state
 from icefloe.server.context import Call, Reply, ServerState
-from icefloe.server.errors import bad_request, not_found
+from icefloe.server.errors import HttpError, bad_request, not_found
+from icefloe.server.plan_results import TableKey
 from icefloe.spec.content import DataFile, FileContent
 from icefloe.spec.conversions import from_bytes, to_json_value
 from icefloe.spec.schema import Schema
@@ -158,12 +160,42 @@ def plan_table_scan(state: ServerState, call: Call) -> Reply:
         if body.get("filter") is not None:
             item["residual-filter"] = body["filter"]
         scan_tasks.append(item)
-    return Reply(payload={"status": "completed", "file-scan-tasks": scan_tasks, "delete-files": delete_files})
+    result = {"status": "completed", "file-scan-tasks": scan_tasks, "delete-files": delete_files}
+    plan_id = state.plans.keep((namespace, name), result)
+    return Reply(payload={"plan-id": plan_id, **result})
 
 
-def unknown_plan(state: ServerState, call: Call) -> Reply:
-    """GET/DELETE .../plan/{plan-id}: planning is synchronous, no plan ids exist."""
-    raise not_found("no such plan: planning here completes within the request", "NoSuchPlanIdException")
+def fetch_plan(state: ServerState, call: Call) -> Reply:
+    """GET /namespaces/{namespace}/tables/{table}/plan/{plan-id}: a kept plan's result again."""
+    table, plan_id = _plan_from_path(call)
+    result = state.plans.fetch(table, plan_id)
+    if result is None:
+        raise _no_such_plan(table, plan_id)
+    return Reply(payload=dict(result))
+
+
+def cancel_plan(state: ServerState, call: Call) -> Reply:
+    """DELETE /namespaces/{namespace}/tables/{table}/plan/{plan-id}: the plan is complete; its kept
+    result is released."""
+    table, plan_id = _plan_from_path(call)
+    if not state.plans.release(table, plan_id):
+        raise _no_such_plan(table, plan_id)
+    return Reply(status=204)
+
+
+def _plan_from_path(call: Call) -> tuple[TableKey, str]:
+    namespace = namespace_from_path(call.path["namespace"])
+    namespace, name = table_from_path(namespace, call.path["table"])
+    call.principal.require(namespace, READ)
+    return (namespace, name), call.path["plan_id"]
+
+
+def _no_such_plan(table: TableKey, plan_id: str) -> HttpError:
+    return not_found(
+        f"no plan {plan_id!r} of table {'.'.join((*table[0], table[1]))!r} is kept: it was never issued, "
+        "was cancelled, or was dropped to make room for newer plans",
+        "NoSuchPlanIdException",
+    )
 
 
 def unknown_plan_task(state: ServerState, call: Call) -> Reply:
