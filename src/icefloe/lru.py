@@ -178,12 +178,8 @@ class LockedLruCache(LruCache[K, V]):
     @overload
     def get(self, key: K, default: D) -> V | D: ...
     def get(self, key: K, default: object = None) -> object:
-        with self._lock:  # LruCache.get inlined: a hit on a hot path costs no further call
-            value = self._entries.get(key, _MISSING)
-            if value is _MISSING:
-                return default
-            self._entries.move_to_end(key)
-            return value
+        with self._lock:
+            return LruCache.get(self, key, default)
 
     @overload
     def peek(self, key: K) -> V | None: ...
