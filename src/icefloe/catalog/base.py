@@ -495,12 +495,19 @@ class Catalog(ABC):
         self, identifier: tuple[str, ...], known: tuple[TableMetadata, str] | None
     ) -> tuple[TableMetadata, str | None]:
         """The metadata a commit attempt starts from: the catalog's current one (``known`` is what the
-        table last loaded or committed, which a catalog may trust instead of reloading).
+        table last loaded or committed, which a catalog may trust instead of reloading; the
+        compare-and-swap guards the commit whatever the base). By default ``load_current``."""
+        return self.load_current(identifier, known)
+
+    def load_current(
+        self, identifier: tuple[str, ...], known: tuple[TableMetadata, str] | None
+    ) -> tuple[TableMetadata, str | None]:
+        """The table's current metadata and its location, as the catalog names them now (what
+        ``Table.refresh`` shows; never a remembered state the catalog has not just confirmed).
 
         The catalog's pointer is always read. When it still names ``known``'s file, that file is not
         read again: a metadata file never changes once written (fresh UUID name, created once), so
-        the table's own last commit is the base with no request to the file store. The
-        compare-and-swap still guards the commit whatever the base."""
+        the table's own last load or commit is current with no request to the file store."""
         if known is None:
             fresh = self.load_table(identifier)
             return fresh.metadata, fresh.metadata_location
@@ -610,7 +617,14 @@ class CatalogCommitTarget:
 
     def load_for_commit(self) -> tuple[TableMetadata, str | None]:
         """The metadata a commit attempt starts from (the catalog decides; by default reloaded)."""
-        metadata, location = self.catalog.load_for_commit(self.identifier, self.known)
+        return self._keep(self.catalog.load_for_commit(self.identifier, self.known))
+
+    def load_current(self) -> tuple[TableMetadata, str | None]:
+        """The table's current metadata, always confirmed by the catalog (``Table.refresh``)."""
+        return self._keep(self.catalog.load_current(self.identifier, self.known))
+
+    def _keep(self, loaded: tuple[TableMetadata, str | None]) -> tuple[TableMetadata, str | None]:
+        metadata, location = loaded
         if location is not None:
             self.known = (metadata, location)
         return metadata, location

@@ -194,12 +194,12 @@ class HadoopCatalog(Catalog):
     def _swap_metadata_location(self, namespace: Namespace, name: str, expected: str, new: str) -> None:
         raise Unsupported("the Hadoop catalog commits by creating version files")
 
-    def load_for_commit(
+    def load_current(
         self, identifier: tuple[str, ...], known: tuple[TableMetadata, str] | None
     ) -> tuple[TableMetadata, str | None]:
         """Always the file itself: ``vN.metadata.json`` names are reused (a table dropped and created
         again starts at ``v1`` once more), so an unchanged name does not prove unchanged content."""
-        return super().load_for_commit(identifier, None)
+        return super().load_current(identifier, None)
 
     # ------------------------------------------------------------------ tables
 

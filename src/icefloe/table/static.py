@@ -40,6 +40,10 @@ class ReadOnlyTarget:
         """The metadata file, read again."""
         return read_table_metadata(self.io, self.metadata_location), self.metadata_location
 
+    def load_current(self) -> tuple[TableMetadata, str | None]:
+        """The metadata file, read again."""
+        return self.load_for_commit()
+
     def swap_metadata(
         self, base_location: str | None, base_metadata: TableMetadata, new_metadata: TableMetadata
     ) -> str:

@@ -168,7 +168,7 @@ class Table:
 
     def refresh(self) -> Table:
         """Reload the latest metadata from where the table commits."""
-        metadata, location = self.commit_target.load_for_commit()
+        metadata, location = self.commit_target.load_current()
         if location is not None:
             self.metadata, self.metadata_location = metadata, location
         return self

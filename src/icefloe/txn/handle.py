@@ -15,6 +15,12 @@ from icefloe.txn.transaction import Action, CommitTarget, Transaction
 class TableCommitTarget(CommitTarget, Protocol):
     """Where a user-facing table commits: a transaction's target plus what the table asks of it."""
 
+    def load_current(self) -> tuple[TableMetadata, str | None]:
+        """The table's current metadata, confirmed by the catalog now; unlike ``load_for_commit``
+        never a state remembered from a moment ago (which only a commit may start from, because
+        its compare-and-swap rejects a stale base)."""
+        ...
+
     def ensure_writable(self) -> None:
         """Raise (before any file is written) when the table may not be changed."""
         ...

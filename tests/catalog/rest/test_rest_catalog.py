@@ -195,6 +195,32 @@ def test_stale_append_is_rebased_by_the_server_without_a_retry(
     writer_a.close()
 
 
+@pytest.mark.parametrize("via", ["load", "create", "append"])
+def test_refresh_shows_another_writers_commit_made_a_moment_after_this_clients_load(
+    server: RunningServer, backing: SqlCatalog, via: str
+) -> None:
+    """A commit may start from the state this client saw a moment ago (the server's requirements
+    reject a stale base), but ``refresh`` must never show that state once another writer moved on:
+    the main job (a Spark job committing through its own catalog) read 0 rows here."""
+    client = RestCatalog("a", uri=server.uri, **{"rest.commit.trust-loaded-metadata-s": "3600"})
+    _table(client)
+    ident = "db.fresh" if via == "create" else "db.t"
+    table = client.create_table(ident, SCHEMA) if via == "create" else client.load_table(ident)
+    if via == "append":
+        table.append(_rows(2))  # this client's own commit is the state it remembers
+    seen = table.current_snapshot()
+    other = backing.load_table(ident)
+    other.append(_rows(3, 100))  # another writer commits within the trusted moment
+    table.refresh()
+    assert table.current_snapshot().snapshot_id == other.current_snapshot().snapshot_id  # type: ignore[union-attr]
+    assert table.current_snapshot() != seen
+    expected = [0, 1, 100, 101, 102] if via == "append" else [100, 101, 102]
+    assert sorted(table.scan().to_arrow().column("id").to_pylist()) == expected
+    table.append(_rows(1, 200))  # and a commit after the refresh lands on the other writer's
+    assert sorted(backing.load_table(ident).scan().to_arrow().column("id").to_pylist()) == [*expected, 200]
+    client.close()
+
+
 @pytest.mark.parametrize("version", [2, 4])
 def test_a_rebased_reply_keeps_the_clients_history_and_reads_as_the_committed_file(
     server: RunningServer, backing: SqlCatalog, version: int, monkeypatch: pytest.MonkeyPatch

@@ -390,8 +390,14 @@ class RestCatalog(Catalog):
             seen = self._seen.pop((tuple(identifier), known[1]), None)
             if seen is not None and time.monotonic() - seen <= self.trust_seen_metadata_s:
                 return known
-        # The service's answer, not the file: it may vend the credentials the file needs.
-        return super().load_for_commit(identifier, None)
+        return self.load_current(identifier, None)
+
+    def load_current(
+        self, identifier: tuple[str, ...], known: tuple[TableMetadata, str] | None
+    ) -> tuple[TableMetadata, str | None]:
+        """The service's answer, not the file (it may vend the credentials the file needs), and
+        never the state this client saw a moment ago: another client may have committed since."""
+        return super().load_current(identifier, None)
 
     def committed_metadata(self, location: str, proposed: TableMetadata) -> TableMetadata:
         """The metadata the service committed at ``location`` (its own last-updated, metadata-log).
