@@ -93,7 +93,7 @@ from icefloe.spark.row_writer import (
     merge_results,
     write_changes,
 )
-from icefloe.spark.runtime import resolve_catalog
+from icefloe.spark.runtime import coalesces_shuffles, resolve_catalog
 from icefloe.spec.schema import Schema
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.types import IntegerType, LongType, NestedField, StringType
@@ -494,6 +494,8 @@ def _check_single_match(
         .count()
         .where(F.col("count") > 1)
     )
+    if not dups.limit(1).collect():
+        return  # the common case: no key repeats in the source, so the target need not be read
     target_keys = target.select(*[F.col(quote(k.name)).alias(f"__icefloe_t{i}") for i, k in enumerate(keys)])
     cond = reduce(
         lambda a, b: a & b,
@@ -595,11 +597,11 @@ def _run_changes(
     if not cow:
         changes = changes.where(F.col(ACTION) != F.lit(KEEP))
     # rows meet by table partition (a file's rows stay together): one group of output files (and,
-    # merge-on-read, one Puffin file) per task; no more tasks than files to change, unless the
-    # cluster is wider
+    # merge-on-read, one Puffin file) per task; as many tasks as the rows need (adaptive
+    # execution), else no more tasks than files to change, unless the cluster is wider
     shuffle = int(spark.conf.get("spark.sql.shuffle.partitions") or "200")
     partitions = max(1, min(shuffle, max(len(tasks), spark.sparkContext.defaultParallelism)))
-    clustered = cluster_by_partition(changes, md, tasks, partitions)
+    clustered = cluster_by_partition(changes, md, tasks, None if coalesces_shuffles(spark) else partitions)
     staging = JobStaging.create(table.io, md)
     columns = tuple(f.field_id for f in updated_fields) if column_updates_enabled(md, not cow) else ()
     job = ChangeJob(staging.metadata, dict(table.io.properties), cow, columns)

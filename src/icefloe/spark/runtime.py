@@ -97,6 +97,13 @@ def get_conf(spark: SparkSession, key: str, default: str) -> str:
     return default if value is None else str(value)
 
 
+def coalesces_shuffles(spark: SparkSession) -> bool:
+    """Whether adaptive execution coalesces shuffle partitions by size (both on by default)."""
+    adaptive = get_conf(spark, "spark.sql.adaptive.enabled", "true")
+    coalescing = get_conf(spark, "spark.sql.adaptive.coalescePartitions.enabled", "true")
+    return adaptive.strip().lower() == "true" and coalescing.strip().lower() == "true"
+
+
 def try_set_conf(spark: SparkSession, key: str, value: str) -> None:
     """Set a conf where the running session allows it (static confs cannot change)."""
     with contextlib.suppress(Exception):  # static confs cannot change on a running session
