@@ -123,20 +123,23 @@ class StsVendor:
         }
         if self.external_id:
             arguments["ExternalId"] = self.external_id
+        asked_at_s = self.clock()
         try:
             answer = self._sts().assume_role(**arguments)
         except Exception as exc:  # botocore's ClientError, EndpointConnectionError, ...
             raise sts_failed(exc) from None
         found = answer["Credentials"]
-        expires_at_s = found["Expiration"].timestamp()
+        # The end in this server's clock, from before it asked: STS's own ``Expiration`` is in
+        # STS's clock, and comparing it with ours would keep credentials past their end by any skew.
+        expires_at_ms = int((asked_at_s + self.duration_s) * 1000)
         config = {
             **self._passed_on,
             S3_ACCESS_KEY_ID: found["AccessKeyId"],
             S3_SECRET_ACCESS_KEY: found["SecretAccessKey"],
             S3_SESSION_TOKEN: found["SessionToken"],
-            EXPIRES_AT_MS: str(int(expires_at_s * 1000)),
+            EXPIRES_AT_MS: str(expires_at_ms),
         }
-        return VendedCredentials(config, expires_at_s)
+        return VendedCredentials(config, expires_at_ms / 1000)
 
     def _sts(self) -> Any:
         with self._client_lock:
