@@ -27,6 +27,7 @@ from icefloe.server import Grants, RunningServer, ServerConfig, start_server
 from icefloe.server.vending import ROLE_ARN, STATIC_UNSCOPED_KEYS, STS_ENDPOINT, StsVendor
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField, StringType
+from tests.support.interop import duckdb_connection
 from tests.support.sts_server import StsServer, start_sts_server
 
 ADMIN = "admin-token"
@@ -228,3 +229,37 @@ def test_static_unscoped_keys_are_vended_only_when_enabled(tmp_path: Path, sts: 
         with pytest.raises(OSError, match="AWS Error"):  # moto refuses unsigned requests
             keyless.load_table("db.t").append(pa.table({"id": [1], "s": ["a"]}, schema=ARROW_SCHEMA))
     plain.close()
+
+
+def test_duckdb_reads_and_writes_with_vended_credentials_only(vending_server: RunningServer) -> None:
+    """DuckDB's iceberg extension turns ``storage-credentials`` into a secret scoped to the table
+    (endpoint, path style and plain HTTP included); it holds no S3 secret of its own."""
+    import duckdb_extension_httpfs
+
+    client = PyIcebergRestCatalog("py", uri=vending_server.uri, token=ADMIN)
+    client.create_table("db.t", schema=ARROW_SCHEMA).append(
+        pa.table({"id": [1, 2], "s": ["a", "b"]}, schema=ARROW_SCHEMA)
+    )
+    con = duckdb_connection()
+    httpfs = next(Path(str(duckdb_extension_httpfs.__file__)).parent.rglob("httpfs.duckdb_extension"))
+    con.execute(f"LOAD '{httpfs}'")
+    con.execute(f"CREATE OR REPLACE SECRET vend_token (TYPE iceberg, TOKEN '{ADMIN}')")
+    con.execute("DETACH DATABASE IF EXISTS vend")
+    con.execute(
+        f"ATTACH 'warehouse' AS vend (TYPE iceberg, ENDPOINT '{vending_server.uri}', SECRET vend_token)"
+    )
+    try:
+        assert con.execute("SELECT id, s FROM vend.db.t ORDER BY id").fetchall() == [(1, "a"), (2, "b")]
+        con.execute("INSERT INTO vend.db.t VALUES (3, 'c')")
+        secrets = con.execute(
+            "SELECT type, provider, scope FROM duckdb_secrets() WHERE type = 's3'"
+        ).fetchall()
+        location = client.load_table("db.t").metadata.location
+        assert {(kind, provider, tuple(scope)) for kind, provider, scope in secrets} == {
+            ("s3", "iceberg", (location,))  # only vended ones, each scoped to the table
+        }
+    finally:
+        con.execute("DETACH DATABASE vend")
+        con.execute("DROP SECRET vend_token")
+    rows = client.load_table("db.t").scan().to_arrow().sort_by("id").to_pylist()
+    assert rows == [{"id": 1, "s": "a"}, {"id": 2, "s": "b"}, {"id": 3, "s": "c"}]
