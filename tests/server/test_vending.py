@@ -191,6 +191,27 @@ def test_client_renews_near_expiry_before_its_next_read(
     client.close()
 
 
+def test_properties_shipped_to_executors_are_renewed_first(
+    vending_server: RunningServer, sts: StsServer
+) -> None:
+    """Spark jobs ship ``dict(table.io.properties)`` to executors: reading them renews credentials
+    that are about to expire, so executors never start on them."""
+    client = RestCatalog("ice", uri=vending_server.uri, token=ADMIN)
+    io = client.create_table("db.t", ICE_SCHEMA).io
+    assert isinstance(io, VendedFileIO)
+    sts.reset()
+    before = dict(io.properties)
+    assert sts.assume_role_count() == 0
+    near = int(before[EXPIRES_AT_MS]) / 1000 - 59
+    _vendor(vending_server).clock = lambda: near
+    io.clock = lambda: near
+    shipped = dict(io.properties)
+    assert sts.assume_role_count() == 1
+    assert shipped["s3.session-token"] != before["s3.session-token"]
+    assert shipped[EXPIRES_AT_MS] == str(int((near + 3600) * 1000))
+    client.close()
+
+
 def test_sts_failure_is_a_503_error_model(tmp_path: Path, sts: StsServer) -> None:
     catalog = _catalog(tmp_path, sts, **{ROLE_ARN: sts.role_arn, STS_ENDPOINT: "http://127.0.0.1:9"})
     catalog.create_namespace("db")

@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from icefloe.io.fileio import FileIO
+from icefloe.io.fileio import FileIO, s3_options
 
 EXPIRES_AT_MS = "s3.session-token-expires-at-ms"
 RENEW_BEFORE_S = 60.0
@@ -45,20 +45,33 @@ class VendedFileIO(FileIO):
     """A FileIO on vended, expiring credentials that renews them through ``refresh`` (None: the
     service offers no credentials endpoint; the table is then reloaded to get new ones).
 
+    Reading ``properties`` renews too: Spark jobs ship ``table.io.properties`` to their executors,
+    which then get credentials with at least ``RENEW_BEFORE_S`` left, not ones about to expire.
     ``clock`` (epoch seconds) is the seam tests move time with.
     """
 
     def __init__(
         self, properties: Mapping[str, str], refresh: Refresh | None, clock: Callable[[], float] = time.time
     ) -> None:
-        super().__init__(properties)
+        self._current: dict[str, str] = {}
         self.refresh = refresh
         self.clock = clock
         self._renew_lock = threading.Lock()
+        super().__init__(properties)
+
+    @property
+    def properties(self) -> dict[str, str]:
+        """The current properties, renewed first when the credentials are about to expire."""
+        self.renew_if_expiring()
+        return self._current
+
+    @properties.setter
+    def properties(self, value: Mapping[str, str]) -> None:
+        self._current = dict(value)
 
     def expiring(self) -> bool:
         """Whether the credentials are within ``RENEW_BEFORE_S`` of their expiry."""
-        expires_at_ms = self.properties.get(EXPIRES_AT_MS)
+        expires_at_ms = self._current.get(EXPIRES_AT_MS)
         if not expires_at_ms:
             return False
         return self.clock() >= int(expires_at_ms) / 1000 - RENEW_BEFORE_S
@@ -75,10 +88,16 @@ class VendedFileIO(FileIO):
             if not fresh:
                 return
             with self._lock:
-                self.properties = {**self.properties, **fresh}
+                self._current = {**self._current, **fresh}
                 self._filesystems.pop("s3", None)
 
     def _filesystem(self, scheme: str, location: str | None = None) -> pafs.FileSystem:
         if scheme == "s3":
             self.renew_if_expiring()
         return super()._filesystem(scheme, location)
+
+    def _make_filesystem(self, scheme: str, location: str | None) -> pafs.FileSystem:
+        # called under self._lock, which renewing takes: build on the properties as they are
+        if scheme == "s3":
+            return pafs.S3FileSystem(**s3_options(self._current))
+        return super()._make_filesystem(scheme, location)
