@@ -9,10 +9,12 @@ client's FileIO, never by waiting.
 from __future__ import annotations
 
 import json
+import threading
 import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -284,3 +286,23 @@ def test_duckdb_reads_and_writes_with_vended_credentials_only(vending_server: Ru
         con.execute("DROP SECRET vend_token")
     rows = client.load_table("db.t").scan().to_arrow().sort_by("id").to_pylist()
     assert rows == [{"id": 1, "s": "a"}, {"id": 2, "s": "b"}, {"id": 3, "s": "c"}]
+
+
+def test_loads_missing_the_cache_together_share_one_assume_role(
+    vending_server: RunningServer, sts: StsServer
+) -> None:
+    RestCatalog("ice", uri=vending_server.uri, token=ADMIN).create_table("db.t", ICE_SCHEMA)
+    sts.reset()
+    vendor = _vendor(vending_server)
+    start = threading.Barrier(8)
+
+    def load(_: int) -> str:
+        start.wait()
+        return vendor.credentials(
+            vending_server.app.state.icefloe.catalog.load_table("db.t").metadata.location, False
+        ).config["s3.session-token"]
+
+    with ThreadPoolExecutor(8) as pool:
+        tokens = set(pool.map(load, range(8)))
+    assert len(tokens) == 1
+    assert sts.assume_role_count() == 1

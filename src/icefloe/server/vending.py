@@ -100,19 +100,36 @@ class StsVendor:
         )
         self._client: Any = None
         self._client_lock = threading.Lock()
+        self._lock = threading.Lock()  # guards _asking
+        self._asking: dict[tuple[str, bool], threading.Lock] = {}  # by key: one asks STS, the others wait
 
     def credentials(self, location: str, write: bool) -> VendedCredentials:
         """Credentials for the table at ``location``: cached ones while they last, else new ones.
 
-        Two requests missing the cache together may both call STS; the later answer is kept.
+        Requests that miss the cache together wait for the first one's AssumeRole instead of
+        each making their own (clients started together load the same tables).
         """
         key = (location.rstrip("/"), write)
+        found = self._cached(key)
+        if found is not None:
+            return found
+        with self._lock:
+            asking = self._asking.setdefault(key, threading.Lock())
+        with asking:
+            found = self._cached(key)
+            if found is None:
+                found = self._assume_role(key[0], write)
+                self._cache.put(key, found)
+            with self._lock:
+                self._asking.pop(key, None)
+        return found
+
+    def _cached(self, key: tuple[str, bool]) -> VendedCredentials | None:
+        """The cached credentials under ``key`` unless they are within the renewal margin."""
         cached = self._cache.get(key)
         if cached is not None and self.clock() < (cached.expires_at_s or 0.0) - self.renew_before_s:
             return cached
-        fresh = self._assume_role(key[0], write)
-        self._cache.put(key, fresh)
-        return fresh
+        return None
 
     def _assume_role(self, location: str, write: bool) -> VendedCredentials:
         arguments: dict[str, Any] = {
