@@ -25,8 +25,16 @@ from pyiceberg.catalog.rest import RestCatalog as PyIcebergRestCatalog
 from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.rest.vended import EXPIRES_AT_MS, VendedFileIO
 from icefloe.catalog.sql import SqlCatalog
+from icefloe.errors import ValidationError
 from icefloe.server import Grants, RunningServer, ServerConfig, start_server
-from icefloe.server.vending import ROLE_ARN, STATIC_UNSCOPED_KEYS, STS_ENDPOINT, StsVendor
+from icefloe.server.vending import (
+    DURATION_S,
+    ROLE_ARN,
+    STATIC_UNSCOPED_KEYS,
+    STS_ENDPOINT,
+    StsVendor,
+    credential_vendor,
+)
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField, StringType
 from tests.support.interop import duckdb_connection
@@ -306,3 +314,21 @@ def test_loads_missing_the_cache_together_share_one_assume_role(
         tokens = set(pool.map(load, range(8)))
     assert len(tokens) == 1
     assert sts.assume_role_count() == 1
+
+
+def test_configuration_defaults_and_bounds() -> None:
+    store = {"s3.endpoint": "http://minio:9000", "s3.region": "eu-west-1"}
+    vendor = credential_vendor({**store, ROLE_ARN: "arn:aws:iam::1:role/r"})
+    assert isinstance(vendor, StsVendor)
+    assert (vendor.endpoint, vendor.region, vendor.duration_s, vendor.renew_before_s, vendor.external_id) == (
+        "http://minio:9000",
+        "eu-west-1",
+        3600,
+        300,
+        None,
+    )
+    assert credential_vendor(store) is None
+    assert credential_vendor({**store, STATIC_UNSCOPED_KEYS: "false"}) is None
+    for duration in ("899", "43201", "soon"):
+        with pytest.raises(ValidationError, match="duration-s"):
+            credential_vendor({ROLE_ARN: "arn:aws:iam::1:role/r", DURATION_S: duration})
