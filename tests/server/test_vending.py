@@ -235,6 +235,18 @@ def test_sts_failure_is_a_503_error_model(tmp_path: Path, sts: StsServer) -> Non
         )
         assert body["error"]["message"].startswith("could not vend storage credentials: STS ")
         assert _get(server, "/namespaces/db/tables/t", ADMIN, None)[0] == 200
+        create = urllib.request.Request(
+            server.uri + "/v1/namespaces/db/tables",
+            data=json.dumps(
+                {"name": "u", "schema": {"type": "struct", "schema-id": 0, "fields": []}}
+            ).encode(),
+            headers={"Authorization": f"Bearer {ADMIN}", "X-Iceberg-Access-Delegation": "vended-credentials"},
+            method="POST",
+        )
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(create, timeout=30)
+        assert refused.value.code == 503
+        assert catalog.list_tables("db") == [("db", "t")]  # the failed create created nothing
     catalog.close()
 
 

@@ -246,8 +246,8 @@ def create_table(state: ServerState, call: Call) -> Reply:
             raise AlreadyExists(f"table {'.'.join((*namespace, name))!r} already exists")
         md = new_table_metadata(schema, spec, order, table_location, properties)
         return table_result(None, md, credentials=_vended(state, call, namespace, md.location))
+    vended = _vended(state, call, namespace, table_location)  # first: an STS failure creates nothing
     table = catalog.create_table((*namespace, name), schema, spec, order, table_location, properties)
-    vended = _vended(state, call, namespace, table.metadata.location)
     return table_result(table.metadata_location, table.metadata, credentials=vended)
 
 
@@ -319,8 +319,8 @@ def register_table(state: ServerState, call: Call) -> Reply:
     overwrite = body.get("overwrite", False)
     if not isinstance(overwrite, bool):
         raise bad_request("'overwrite' must be a boolean")
+    vended = _vended(state, call, namespace, md.location)  # first: an STS failure registers nothing
     table = state.catalog.register_table((*namespace, name), location, overwrite=overwrite)
-    vended = _vended(state, call, namespace, table.metadata.location)
     return table_result(table.metadata_location, table.metadata, credentials=vended)
 
 

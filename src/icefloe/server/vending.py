@@ -215,7 +215,8 @@ def sts_failed(exc: BaseException) -> HttpError:
     is right for throttling and outages; a misconfigured role fails the same way, and the message
     names STS's own error code so the operator sees which it is.
     """
-    error = getattr(exc, "response", {}).get("Error", {}) if hasattr(exc, "response") else {}
+    answer = getattr(exc, "response", None)  # botocore's ClientError carries STS's error
+    error = answer.get("Error", {}) if isinstance(answer, dict) else {}
     code = error.get("Code") or type(exc).__name__
     message = error.get("Message") or str(exc)
     return HttpError(
