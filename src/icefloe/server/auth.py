@@ -59,9 +59,13 @@ class Principal:
     name: str
     grants: Grants
 
+    def holds(self, namespace: tuple[str, ...], level: str) -> bool:
+        """Whether the caller holds ``level`` on ``namespace``."""
+        return self.grants.level_for(namespace) >= _LEVELS[level]
+
     def require(self, namespace: tuple[str, ...], level: str) -> None:
         """403 unless the caller holds ``level`` on ``namespace``."""
-        if self.grants.level_for(namespace) < _LEVELS[level]:
+        if not self.holds(namespace, level):
             shown = ".".join(namespace) or "the catalog root"
             raise forbidden(f"{self.name} may not {level} namespace {shown!r}")
 

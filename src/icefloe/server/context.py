@@ -13,6 +13,7 @@ from icefloe.server.coalescer import CommitCoalescer
 from icefloe.server.commits import TableLocks
 from icefloe.server.config import ServerConfig
 from icefloe.server.plan_results import CompletedPlans
+from icefloe.server.vending import Vendor, credential_vendor
 
 
 @dataclass
@@ -54,9 +55,12 @@ class ServerState:
     idempotency: IdempotencyCache = field(default_factory=lambda: IdempotencyCache(10_000))
     plans: CompletedPlans = field(default_factory=CompletedPlans)
     coalescer: CommitCoalescer = field(init=False)
+    vendor: Vendor | None = field(init=False)
+    """Who vends storage credentials (``server.vending``); None when the catalog configures none."""
 
     def __post_init__(self) -> None:
         self.coalescer = CommitCoalescer(self.config.catalog, self.locks.lock, self.config.commit_retries)
+        self.vendor = credential_vendor(self.config.catalog.properties)
 
     @property
     def catalog(self) -> Catalog:

@@ -26,6 +26,7 @@ from icefloe.server.commits import TableChange, commit_table, commit_transaction
 from icefloe.server.context import Call, Reply, ServerState
 from icefloe.server.errors import bad_request
 from icefloe.server.paging import identifiers_page
+from icefloe.server.vending import is_s3_location, storage_credentials, wants_vended_credentials
 from icefloe.spec.commit_json import requirements_from_list, updates_from_list
 from icefloe.spec.json_codec import table_metadata_json_bytes, table_metadata_to_json
 from icefloe.spec.json_snapshots import is_relative_location
@@ -102,13 +103,44 @@ def table_etag(location: str, snapshots: str = "all") -> str:
     return '"' + hashlib.sha256(f"{location},snapshots={snapshots}".encode()).hexdigest()[:32] + '"'
 
 
-def table_result(location: str | None, md: TableMetadata, snapshots: str = "all") -> Reply:
+def table_result(
+    location: str | None,
+    md: TableMetadata,
+    snapshots: str = "all",
+    credentials: list[dict[str, Any]] | None = None,
+) -> Reply:
     """A ``LoadTableResult`` / ``CommitTableResponse`` (metadata JSON embedded as written), with
-    its ``ETag`` once the table has a metadata file."""
+    its ``ETag`` once the table has a metadata file, and the vended ``credentials`` if any."""
     if location is None:  # a staged create: nothing to share
-        return Reply(json_text=_result_text(None, md))
+        return Reply(json_text=_with_credentials(_result_text(None, md), credentials))
     text = _RECENT.answer(location, md) if snapshots == "all" else _result_text(location, md)
-    return Reply(json_text=text, headers={"ETag": table_etag(location, snapshots)})
+    return Reply(
+        json_text=_with_credentials(text, credentials), headers={"ETag": table_etag(location, snapshots)}
+    )
+
+
+def _with_credentials(text: str | bytes, credentials: list[dict[str, Any]] | None) -> str | bytes:
+    """A table result with ``storage-credentials`` added as its last member (the shared answer
+    stays as it is: credentials differ by caller)."""
+    if not credentials:
+        return text
+    member = ', "storage-credentials": ' + json.dumps(credentials) + "}"
+    if isinstance(text, bytes):
+        return text[:-1] + member.encode("utf-8")
+    return text[:-1] + member
+
+
+def _vended(state: ServerState, call: Call, namespace: tuple[str, ...], table_location: str) -> Any:
+    """The ``storage-credentials`` for this caller on the table at ``table_location``, or None:
+    only when asked for (``X-Iceberg-Access-Delegation``), configured, and the table is on S3.
+    Write access for a WRITE grant on the namespace, read access otherwise."""
+    if (
+        state.vendor is None
+        or not is_s3_location(table_location)
+        or not wants_vended_credentials(call.headers)
+    ):
+        return None
+    return storage_credentials(state.vendor, table_location, call.principal.holds(namespace, WRITE))
 
 
 def _table(call: Call, level: str) -> tuple[tuple[str, ...], str]:
@@ -143,7 +175,8 @@ def load_table(state: ServerState, call: Call) -> Reply:
     etag = table_etag(location, mode)
     if call.headers.get("if-none-match") == etag:  # Java's freshness-aware load: its copy is current
         return Reply(status=304, headers={"ETag": etag})
-    return table_result(location, referenced_snapshots_only(md) if mode == "refs" else md, mode)
+    shown = referenced_snapshots_only(md) if mode == "refs" else md
+    return table_result(location, shown, mode, _vended(state, call, namespace, md.location))
 
 
 def referenced_snapshots_only(md: TableMetadata) -> TableMetadata:
@@ -212,9 +245,10 @@ def create_table(state: ServerState, call: Call) -> Reply:
         if catalog.table_exists((*namespace, name)):  # as Iceberg Java's own server answers
             raise AlreadyExists(f"table {'.'.join((*namespace, name))!r} already exists")
         md = new_table_metadata(schema, spec, order, table_location, properties)
-        return table_result(None, md)
+        return table_result(None, md, credentials=_vended(state, call, namespace, md.location))
+    vended = _vended(state, call, namespace, table_location)  # first: an STS failure creates nothing
     table = catalog.create_table((*namespace, name), schema, spec, order, table_location, properties)
-    return table_result(table.metadata_location, table.metadata)
+    return table_result(table.metadata_location, table.metadata, credentials=vended)
 
 
 def commit(state: ServerState, call: Call) -> Reply:
@@ -285,8 +319,9 @@ def register_table(state: ServerState, call: Call) -> Reply:
     overwrite = body.get("overwrite", False)
     if not isinstance(overwrite, bool):
         raise bad_request("'overwrite' must be a boolean")
+    vended = _vended(state, call, namespace, md.location)  # first: an STS failure registers nothing
     table = state.catalog.register_table((*namespace, name), location, overwrite=overwrite)
-    return table_result(table.metadata_location, table.metadata)
+    return table_result(table.metadata_location, table.metadata, credentials=vended)
 
 
 def rename_table(state: ServerState, call: Call) -> Reply:
@@ -305,7 +340,15 @@ def report_metrics(state: ServerState, call: Call) -> Reply:
 
 
 def load_credentials(state: ServerState, call: Call) -> Reply:
-    """GET /namespaces/{namespace}/tables/{table}/credentials (local storage needs none)."""
+    """GET /namespaces/{namespace}/tables/{table}/credentials: fresh credentials for a table a
+    client already loaded (none for local storage, or when the server vends none). Asking is
+    itself the request for them, so no ``X-Iceberg-Access-Delegation`` is needed."""
     namespace, name = _table(call, READ)
-    state.catalog._table_metadata_location(namespace, name)
-    return Reply(payload={"storage-credentials": []})
+    found = current_state(state.catalog, namespace, name)
+    if found is None:
+        raise NoSuchTable(f"table {'.'.join((*namespace, name))!r} does not exist")
+    table_location = found[1].location
+    if state.vendor is None or not is_s3_location(table_location):
+        return Reply(payload={"storage-credentials": []})
+    write = call.principal.holds(namespace, WRITE)
+    return Reply(payload={"storage-credentials": storage_credentials(state.vendor, table_location, write)})

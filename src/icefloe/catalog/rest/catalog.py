@@ -29,7 +29,9 @@ from icefloe.catalog.rest.auth import auth_from_properties
 from icefloe.catalog.rest.http import RestSession, RetryPolicy, ServiceError
 from icefloe.catalog.rest.routes import Routes
 from icefloe.catalog.rest.transport import tls_from_properties
+from icefloe.catalog.rest.vended import EXPIRES_AT_MS, Refresh, VendedFileIO, best_credential
 from icefloe.errors import CommitStateUnknown, NotFound, Unsupported, ValidationError
+from icefloe.io.fileio import FileIO
 from icefloe.spec.commit_json import requirement_to_dict, update_to_dict
 from icefloe.spec.json_codec import table_metadata_from_json
 from icefloe.spec.json_reply import load_reply
@@ -50,6 +52,7 @@ ACCESS_DELEGATION = "header.X-Iceberg-Access-Delegation"
 DEFAULT_ACCESS_DELEGATION = "vended-credentials"
 UPDATE_TABLE = "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}"
 COMMIT_TRANSACTION = "POST /v1/{prefix}/transactions/commit"
+LOAD_CREDENTIALS = "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials"
 
 
 class RestCatalog(Catalog):
@@ -195,12 +198,40 @@ class RestCatalog(Catalog):
         if result.get("metadata-location"):
             self._remember(tuple(identifier), str(result["metadata-location"]))
         config: dict[str, str] = {str(k): str(v) for k, v in (result.get("config") or {}).items()}
-        for credential in result.get("storage-credentials") or []:
-            config.update({str(k): str(v) for k, v in (credential.get("config") or {}).items()})
-        io = self._file_io({**md.properties, **config}, md.location)
-        location = result.get("metadata-location") or ""
+        credential = best_credential(result.get("storage-credentials"), md.location)
+        properties = {**md.properties, **config, **credential}
         ident = tuple(identifier)
+        if EXPIRES_AT_MS in credential:
+            io: FileIO = self._vended_io(properties, self._credentials_refresh(ident, md.location))
+        else:
+            io = self._file_io(properties, md.location)
+        location = result.get("metadata-location") or ""
         return Table(ident, md, location, io, CatalogCommitTarget(self, ident, io, (md, location)))
+
+    def _vended_io(self, table_properties: dict[str, str], refresh: Refresh | None) -> FileIO:
+        """A renewing FileIO on expiring vended credentials, one kept per distinct set (the
+        service answers loads from its credential cache, so loads share one S3 client)."""
+        properties = {**self.properties, **table_properties}
+        key = tuple(sorted(properties.items()))
+        with self._file_ios_lock:
+            io = self._file_ios.get(key)
+            if io is None:
+                io = VendedFileIO(properties, refresh)
+                self._file_ios.put(key, io)
+            return io
+
+    def _credentials_refresh(self, identifier: TableIdentifier, location: str) -> Refresh | None:
+        """How a table's FileIO renews its credentials: ``GET .../credentials`` when the service
+        advertises it."""
+        if LOAD_CREDENTIALS not in self.endpoints:
+            return None
+        return lambda: best_credential(self.load_credentials(identifier), location)
+
+    def load_credentials(self, identifier: str | Iterable[str]) -> list[dict[str, Any]]:
+        """The table's current ``storage-credentials`` (``GET .../credentials``)."""
+        namespace, name = parse_table_identifier(identifier)
+        path = self.routes.table(namespace, name) + "/credentials"
+        return list(self.http.request("GET", path).json().get("storage-credentials") or [])
 
     def _load(self, identifier: TableIdentifier) -> tuple[str | None, dict[str, Any]]:
         namespace, name = parse_table_identifier(identifier)

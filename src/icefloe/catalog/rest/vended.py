@@ -1,0 +1,103 @@
+"""Storage credentials a REST service vends with a table: which one applies, and renewing them.
+
+A ``LoadTableResult`` may carry several ``storage-credentials``, each for a location ``prefix``;
+the one for a table is the one with the longest prefix of the table's location (merging them all
+would let a credential for ``s3://b/`` override the table's own). Vended credentials expire
+(``s3.session-token-expires-at-ms``): ``VendedFileIO`` asks the service for fresh ones
+(``GET .../credentials``) when they are within ``RENEW_BEFORE_S`` of expiry, before its next
+storage operation, and rebuilds its S3 file system on them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import pyarrow.fs as pafs
+
+from icefloe.io.fileio import FileIO, s3_options
+
+EXPIRES_AT_MS = "s3.session-token-expires-at-ms"
+RENEW_BEFORE_S = 60.0
+"""Below the server's own renewal margin (300 s by default), so the service answers a renewal
+with new credentials, not the cached ones being replaced."""
+
+Refresh = Callable[[], Mapping[str, str]]
+
+
+def best_credential(credentials: Iterable[Any] | None, location: str) -> dict[str, str]:
+    """The ``config`` of the credential whose ``prefix`` is the longest prefix of ``location``
+    (a table location; a prefix with or without a trailing ``/`` matches it), else ``{}``."""
+    target = location.rstrip("/") + "/"
+    best: tuple[int, dict[str, str]] = (-1, {})
+    for credential in credentials or ():
+        if not isinstance(credential, dict):
+            continue
+        prefix = str(credential.get("prefix") or "")
+        if target.startswith(prefix) and len(prefix) > best[0]:
+            best = (len(prefix), {str(k): str(v) for k, v in (credential.get("config") or {}).items()})
+    return best[1]
+
+
+class VendedFileIO(FileIO):
+    """A FileIO on vended, expiring credentials that renews them through ``refresh`` (None: the
+    service offers no credentials endpoint; the table is then reloaded to get new ones).
+
+    Reading ``properties`` renews too: Spark jobs ship ``table.io.properties`` to their executors,
+    which then get credentials with at least ``RENEW_BEFORE_S`` left, not ones about to expire.
+    ``clock`` (epoch seconds) is the seam tests move time with.
+    """
+
+    def __init__(
+        self, properties: Mapping[str, str], refresh: Refresh | None, clock: Callable[[], float] = time.time
+    ) -> None:
+        self._current: dict[str, str] = {}
+        self.refresh = refresh
+        self.clock = clock
+        self._renew_lock = threading.Lock()
+        super().__init__(properties)
+
+    @property
+    def properties(self) -> dict[str, str]:
+        """The current properties, renewed first when the credentials are about to expire."""
+        self.renew_if_expiring()
+        return self._current
+
+    @properties.setter
+    def properties(self, value: Mapping[str, str]) -> None:
+        self._current = dict(value)
+
+    def expiring(self) -> bool:
+        """Whether the credentials are within ``RENEW_BEFORE_S`` of their expiry."""
+        expires_at_ms = self._current.get(EXPIRES_AT_MS)
+        if not expires_at_ms:
+            return False
+        return self.clock() >= int(expires_at_ms) / 1000 - RENEW_BEFORE_S
+
+    def renew_if_expiring(self) -> None:
+        """Fetch fresh credentials when the current ones are about to expire (once for all the
+        threads that notice together) and drop the S3 file system built on the old ones."""
+        if self.refresh is None or not self.expiring():
+            return
+        with self._renew_lock:
+            if not self.expiring():
+                return
+            fresh = dict(self.refresh())
+            if not fresh:
+                return
+            with self._lock:
+                self._current = {**self._current, **fresh}
+                self._filesystems.pop("s3", None)
+
+    def _filesystem(self, scheme: str, location: str | None = None) -> pafs.FileSystem:
+        if scheme == "s3":
+            self.renew_if_expiring()
+        return super()._filesystem(scheme, location)
+
+    def _make_filesystem(self, scheme: str, location: str | None) -> pafs.FileSystem:
+        # called under self._lock, which renewing takes: build on the properties as they are
+        if scheme == "s3":
+            return pafs.S3FileSystem(**s3_options(self._current))
+        return super()._make_filesystem(scheme, location)

@@ -1,0 +1,185 @@
+"""moto's S3, STS and IAM with authentication enforced, in a child process, for credential vending.
+
+The suite's shared moto S3 (``s3server.start_s3_server``) accepts any keys; this one checks
+signatures and IAM policies, so a client holding no keys (or keys of the wrong principal) is
+refused exactly as AWS would refuse it. Enforcement is process-wide in moto (its request counter
+against ``INITIAL_NO_AUTH_ACTION_COUNT``), hence the child process.
+
+The child creates, before it turns authentication on: the bucket; the IAM user whose keys the
+catalog server uses (``s3:*`` and ``sts:AssumeRole``); the role the server assumes (``s3:*``, a
+trust policy naming that user). It counts AssumeRole requests (a WSGI hook in the request path,
+not a mock) and answers ``counts``, ``reset`` and ``stop`` over stdin/stdout like
+``start_s3_server_process``.
+
+moto enforces the role's policy but not the inline session policy of AssumeRole: that policy is
+checked with an evaluator in ``tests/server/test_vending_policy.py``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.support.s3server import BUCKET, REGION
+
+ROLE_NAME = "icefloe-vending"
+USER_NAME = "icefloe-server"
+ACCOUNT = "123456789012"
+
+
+@dataclass
+class StsServer:
+    """The running child: where it listens and the server user's keys and role."""
+
+    host: str
+    port: int
+    access_key: str
+    secret_key: str
+    role_arn: str
+    bucket: str = BUCKET
+    _process: subprocess.Popen[str] | None = field(default=None, repr=False)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def store_properties(self) -> dict[str, str]:
+        """How a client reaches the store, without any keys."""
+        return {"s3.endpoint": self.endpoint, "s3.region": REGION, "s3.path-style-access": "true"}
+
+    @property
+    def server_properties(self) -> dict[str, str]:
+        """The catalog server's ``s3.*`` properties: the store and the IAM user's keys."""
+        return {
+            **self.store_properties,
+            "s3.access-key-id": self.access_key,
+            "s3.secret-access-key": self.secret_key,
+        }
+
+    def _ask(self, command: str) -> str:
+        assert self._process is not None and self._process.stdin and self._process.stdout
+        self._process.stdin.write(command + "\n")
+        self._process.stdin.flush()
+        return self._process.stdout.readline()
+
+    def assume_role_count(self) -> int:
+        """AssumeRole requests served since the last ``reset``."""
+        return int(json.loads(self._ask("counts"))["AssumeRole"])
+
+    def reset(self) -> None:
+        self._ask("reset")
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._ask("stop")
+            self._process.wait(timeout=30)
+            self._process = None
+
+
+def start_sts_server(bucket: str = BUCKET) -> StsServer:
+    """Start the child and wait until it serves with authentication on."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.sts_server", bucket],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    ready = json.loads(process.stdout.readline())
+    return StsServer(_process=process, bucket=bucket, **ready)
+
+
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+class _AssumeRoleCounter:
+    """WSGI middleware counting STS AssumeRole requests (form-encoded POSTs)."""
+
+    def __init__(self, inner: WsgiApp) -> None:
+        self.inner = inner
+        self.count = 0
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ["REQUEST_METHOD"] == "POST" and "form-urlencoded" in environ.get("CONTENT_TYPE", ""):
+            body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            environ["wsgi.input"] = io.BytesIO(body)
+            if b"Action=AssumeRole" in body:
+                self.count += 1
+        return self.inner(environ, start_response)
+
+
+def _policy(statement: dict[str, Any]) -> str:
+    return json.dumps({"Version": "2012-10-17", "Statement": [statement]})
+
+
+def _serve(bucket: str) -> None:
+    import logging
+    import threading
+
+    import boto3
+    from moto import settings
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from werkzeug.serving import make_server
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    settings.INITIAL_NO_AUTH_ACTION_COUNT = float("inf")  # set-up first, unauthenticated
+    app = _AssumeRoleCounter(DomainDispatcherApplication(create_backend_app))
+    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+    setup = {
+        "endpoint_url": endpoint,
+        "region_name": REGION,
+        "aws_access_key_id": "setup",
+        "aws_secret_access_key": "setup",
+    }
+    boto3.client("s3", **setup).create_bucket(Bucket=bucket)
+    iam = boto3.client("iam", **setup)
+    iam.create_user(UserName=USER_NAME)
+    everything = {"Effect": "Allow", "Action": ["s3:*", "sts:AssumeRole"], "Resource": "*"}
+    iam.put_user_policy(UserName=USER_NAME, PolicyName="server", PolicyDocument=_policy(everything))
+    keys = iam.create_access_key(UserName=USER_NAME)["AccessKey"]
+    trust = {
+        "Effect": "Allow",
+        "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:user/{USER_NAME}"},
+        "Action": "sts:AssumeRole",
+    }
+    role = iam.create_role(RoleName=ROLE_NAME, AssumeRolePolicyDocument=_policy(trust))["Role"]
+    storage = {"Effect": "Allow", "Action": "s3:*", "Resource": "*"}
+    iam.put_role_policy(RoleName=ROLE_NAME, PolicyName="storage", PolicyDocument=_policy(storage))
+    settings.INITIAL_NO_AUTH_ACTION_COUNT = 0  # from now on every request is authenticated
+    app.count = 0
+    ready = {
+        "host": "127.0.0.1",
+        "port": server.server_address[1],
+        "access_key": keys["AccessKeyId"],
+        "secret_key": keys["SecretAccessKey"],
+        "role_arn": role["Arn"],
+    }
+    print(json.dumps(ready), flush=True)
+    for line in sys.stdin:
+        command = line.strip()
+        if command == "counts":
+            print(json.dumps({"AssumeRole": app.count}), flush=True)
+        elif command == "reset":
+            app.count = 0
+            print("{}", flush=True)
+        elif command == "stop":
+            break
+    server.shutdown()
+    server.server_close()
+    print("{}", flush=True)
+
+
+if __name__ == "__main__":
+    _serve(sys.argv[1] if len(sys.argv) > 1 else BUCKET)
