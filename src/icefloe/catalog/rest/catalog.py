@@ -205,7 +205,7 @@ class RestCatalog(Catalog):
         if EXPIRES_AT_MS in credential:
             refresh = self._credentials_refresh(ident, md.location)
             shipped = self._executor_renewal(ident, md.location) if refresh is not None else None
-            io: FileIO = self._vended_io(properties, refresh, shipped)
+            io: FileIO = self._vended_io(properties, md.location, refresh, shipped)
         else:
             io = self._file_io(properties, md.location)
         location = result.get("metadata-location") or ""
@@ -217,12 +217,17 @@ class RestCatalog(Catalog):
         return {k: v for k, v in self.properties.items() if k not in (TOKEN, CREDENTIAL)}
 
     def _vended_io(
-        self, table_properties: dict[str, str], refresh: Refresh | None, shipped: Shipped | None = None
+        self,
+        table_properties: dict[str, str],
+        location: str,
+        refresh: Refresh | None,
+        shipped: Shipped | None = None,
     ) -> FileIO:
-        """A renewing FileIO on expiring vended credentials, one kept per distinct set (the
-        service answers loads from its credential cache, so loads share one S3 client)."""
+        """A renewing FileIO on expiring vended credentials, one kept per distinct set and table
+        location, which its renewal is for (the service answers loads from its credential cache,
+        so loads share one S3 client)."""
         properties = {**self._io_properties(), **table_properties}
-        key = tuple(sorted(properties.items()))
+        key = (*sorted(properties.items()), ("__renews-for", location))
         with self._file_ios_lock:
             io = self._file_ios.get(key)
             if io is None:
