@@ -19,6 +19,7 @@ import contextlib
 import threading
 from typing import TYPE_CHECKING, Any
 
+from icefloe.catalog.rest.vended import CREDENTIALS_URI
 from icefloe.io.fileio import FileIO, load_file_io, split_scheme
 
 if TYPE_CHECKING:
@@ -156,10 +157,13 @@ def executor_io(properties: dict[str, str], location: str) -> FileIO:
     key = (*sorted(properties.items()), ("__location", split_scheme(location)[0]))
     io = _EXECUTOR_IO.get(key)
     if io is None:
-        # imported here: the REST client package is a cost only executors of REST tables pay
-        from icefloe.catalog.rest.executor_renewal import executor_file_io
+        if CREDENTIALS_URI in properties:
+            # imported here: only executors of tables on a REST catalog pay for its HTTP client
+            from icefloe.catalog.rest.executor_renewal import executor_file_io
 
-        io = executor_file_io(properties) or load_file_io(properties, location)
+            io = executor_file_io(properties)
+        else:
+            io = load_file_io(properties, location)
         _EXECUTOR_IO[key] = io
     return io
 

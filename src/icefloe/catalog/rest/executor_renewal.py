@@ -39,11 +39,15 @@ from icefloe.catalog.rest.transport import (
     SSL_VERIFY,
     tls_from_properties,
 )
-from icefloe.catalog.rest.vended import Refresh, VendedFileIO, best_credential
+from icefloe.catalog.rest.vended import (
+    CREDENTIALS_URI,
+    RENEWAL_PREFIX,
+    Refresh,
+    VendedFileIO,
+    best_credential,
+)
 from icefloe.errors import AccessDenied
 
-RENEWAL_PREFIX = "rest.executor-renewal."
-CREDENTIALS_URI = RENEWAL_PREFIX + "credentials-uri"
 TABLE_LOCATION = RENEWAL_PREFIX + "table-location"
 TOKEN = RENEWAL_PREFIX + "token"
 TLS_KEYS = (SSL_VERIFY, SSL_CA_BUNDLE, SSL_CLIENT_CERT, SSL_CLIENT_KEY)
@@ -94,19 +98,20 @@ class ShippedToken:
         )
 
 
-def executor_refresh(properties: Mapping[str, str]) -> Refresh | None:
-    """How an executor renews the credentials in ``properties`` (None: they carry no renewal):
-    ``GET`` the shipped credentials URI through the REST client's session, retries included."""
-    uri = properties.get(CREDENTIALS_URI)
-    if not uri:
-        return None
+def executor_refresh(properties: Mapping[str, str]) -> Refresh:
+    """How an executor renews the credentials in ``properties``: ``GET`` the shipped credentials
+    URI through the REST client's session, retries on 429 and 503 included."""
+    uri = properties[CREDENTIALS_URI]
     location = properties.get(TABLE_LOCATION, "")
-    tls = tls_from_properties(
-        {key: properties[RENEWAL_PREFIX + key] for key in TLS_KEYS if RENEWAL_PREFIX + key in properties}
-    )
+    shipped_tls = {
+        key: properties[RENEWAL_PREFIX + key] for key in TLS_KEYS if RENEWAL_PREFIX + key in properties
+    }
     parsed = parse_url(uri)
     session = RestSession(
-        f"{parsed.scheme}://{parsed.netloc}", ShippedToken(properties.get(TOKEN), uri), RetryPolicy(), tls
+        f"{parsed.scheme}://{parsed.netloc}",
+        ShippedToken(properties.get(TOKEN), uri),
+        RetryPolicy(),
+        tls_from_properties(shipped_tls),
     )
 
     def refresh() -> dict[str, str]:
@@ -116,10 +121,7 @@ def executor_refresh(properties: Mapping[str, str]) -> Refresh | None:
     return refresh
 
 
-def executor_file_io(
-    properties: Mapping[str, str], clock: Callable[[], float] = time.time
-) -> VendedFileIO | None:
-    """A FileIO that renews the shipped credentials itself, or None when ``properties`` carry no
-    renewal (``clock``: the tests' seam, as on ``VendedFileIO``)."""
-    refresh = executor_refresh(properties)
-    return None if refresh is None else VendedFileIO(properties, refresh, clock)
+def executor_file_io(properties: Mapping[str, str], clock: Callable[[], float] = time.time) -> VendedFileIO:
+    """A FileIO that renews the shipped credentials itself (``properties`` name ``CREDENTIALS_URI``;
+    ``clock``: the tests' seam, as on ``VendedFileIO``)."""
+    return VendedFileIO(properties, executor_refresh(properties), clock)

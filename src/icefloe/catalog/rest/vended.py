@@ -24,6 +24,11 @@ RENEW_BEFORE_S = 60.0
 """Below the server's own renewal margin (300 s by default), so the service answers a renewal
 with new credentials, not the cached ones being replaced."""
 
+RENEWAL_PREFIX = "rest.executor-renewal."
+"""Properties a renewing FileIO ships so Spark executors renew credentials themselves
+(``executor_renewal``; here because executors test for them without importing the HTTP client)."""
+CREDENTIALS_URI = RENEWAL_PREFIX + "credentials-uri"
+
 Refresh = Callable[[], Mapping[str, str]]
 Shipped = Callable[[], Mapping[str, str]]
 """Properties shipped to Spark executors besides the credentials (``executor_renewal``)."""
