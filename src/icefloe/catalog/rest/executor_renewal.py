@@ -14,9 +14,9 @@ ask the service itself, under ``RENEWAL_PREFIX``:
 **OAuth2.** Executors get the driver's current access token, never the client secret, so they
 cannot fetch a new token. A token from client credentials expires (``icefloe serve`` issues them for
 1 h); once it has, the service answers an executor's renewal with 401 and the executor fails with
-``CatalogTokenExpired``, saying so and how to lengthen the lifetimes. A job therefore runs at most
-until its executors need credentials after the shipped token has expired: the token's remaining
-lifetime plus one credential lifetime. Executors do not exchange their token for a new one (the
+``CatalogTokenExpired``, saying so and how to lengthen the lifetimes. A job therefore keeps its
+storage access until its executors need new credentials after the shipped token has expired: past
+the token's expiry by up to one credential lifetime. Executors do not exchange their token for a new one (the
 service could), so a token copied from an executor stays bounded by the lifetime the service gave
 it.
 
