@@ -5,9 +5,9 @@ service and a token (here ``icefloe serve`` over a PostgreSQL catalog whose ware
 store with STS and authentication enforced), run as its own driver process (``--master local[2]``,
 ``--catalog-property type=rest``), exactly as the README runs it against a cluster. The job holds
 no storage keys: the driver and its executors read and write with the credentials the service
-vends per table. Every stage of the job checks its own counts and exits non-zero on a mismatch;
-this test then reads what the job left through the service with PyIceberg's ``RestCatalog``, also
-on vended credentials only.
+vends per table (the executors carry the token to renew them themselves). Every stage of the job
+checks its own counts and exits non-zero on a mismatch; this test then reads what the job left
+through the service with PyIceberg's ``RestCatalog``, also on vended credentials only.
 
 Size: 4,000 rows in 2 ingest jobs (a REST-only regression shows at any size; the row-level stages
 are the SQL catalog's tests' business at scale).
@@ -90,3 +90,8 @@ def test_main_job_through_a_rest_catalog_on_object_storage(
     assert len(theirs.snapshots()) == 3  # the job's expiry kept the last three
     assert str(theirs.location()).startswith(warehouse_on_s3 + "/")
     assert sts.assume_role_count() >= 1  # the keys came from STS
+    # the token went to the executors (they renew credentials with it) but into no log or metadata file
+    assert TOKEN not in job.stdout and TOKEN not in job.stderr
+    locations = [theirs.metadata_location, *(entry.metadata_file for entry in theirs.metadata.metadata_log)]
+    assert len(locations) > 1
+    assert all(TOKEN.encode() not in theirs.io.new_input(loc).open().read() for loc in locations)

@@ -215,6 +215,10 @@ class Catalog(ABC):
     ) -> None:
         self.close()
 
+    def _io_properties(self) -> dict[str, str]:
+        """The catalog properties its FileIOs get (a catalog drops what must not travel with them)."""
+        return self.properties
+
     def _file_io(self, table_properties: dict[str, str] | None, location: str | None) -> FileIO:
         """The FileIO for a table's (or the catalog's own) properties, one kept per distinct set.
 
@@ -222,7 +226,7 @@ class Catalog(ABC):
         makes a new client wait until every request in flight on any client has ended, which would
         hold the metadata file back until the commit's background uploads (``io.uploads``) are done.
         """
-        properties = {**self.properties, **(table_properties or {})}
+        properties = {**self._io_properties(), **(table_properties or {})}
         key = tuple(sorted(properties.items()))
         with self._file_ios_lock:
             io = self._file_ios.get(key)

@@ -15,7 +15,7 @@ import hmac
 import secrets
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from icefloe.server.errors import forbidden, not_authorized
@@ -102,12 +102,14 @@ class TokenStore:
         tokens: Mapping[str, Grants],
         clients: Mapping[str, OAuthClient],
         token_lifetime_s: int = 3600,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._static = dict(tokens)
         self._clients = dict(clients)
         self._issued: dict[str, tuple[Principal, float]] = {}
         self._lock = threading.Lock()
         self.token_lifetime_s = token_lifetime_s
+        self.clock = clock  # issued tokens expire on it (monotonic seconds); tests move it
 
     @property
     def open(self) -> bool:
@@ -126,7 +128,7 @@ class TokenStore:
                 return Principal("token", grants)
         with self._lock:
             found = self._issued.get(token)
-            if found is not None and found[1] < time.monotonic():
+            if found is not None and found[1] < self.clock():
                 del self._issued[token]
                 found = None
         if found is None:
@@ -140,7 +142,7 @@ class TokenStore:
             raise not_authorized("invalid client credentials")
         token = secrets.token_urlsafe(32)
         with self._lock:
-            now = time.monotonic()
+            now = self.clock()
             self._issued = {t: v for t, v in self._issued.items() if v[1] >= now}
             principal = Principal(f"client {client_id}", client.grants)
             self._issued[token] = (principal, now + self.token_lifetime_s)
@@ -152,5 +154,5 @@ class TokenStore:
             raise forbidden("anonymous callers get no tokens")
         token = secrets.token_urlsafe(32)
         with self._lock:
-            self._issued[token] = (principal, time.monotonic() + self.token_lifetime_s)
+            self._issued[token] = (principal, self.clock() + self.token_lifetime_s)
         return token, self.token_lifetime_s

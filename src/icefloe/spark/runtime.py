@@ -1,8 +1,9 @@
 """What every Spark path shares: the configured session, the catalog it uses, and executor file IO.
 
 ``session()`` builds a SparkSession configured for icefloe; ``resolve_catalog`` finds the catalog a
-Spark job should use; ``executor_io`` gives executors their (cached) FileIO; ``session_conf``
-sets SQL confs for the duration of one job.
+Spark job should use; ``executor_io`` gives executors their (cached) FileIO, which renews vended
+credentials itself when the driver shipped how; ``session_conf`` sets SQL confs for the duration of
+one job.
 
 The session is pinned to UTC (SQL session time zone, JVM ``user.timezone`` and the Python workers'
 ``TZ``), has Arrow on, reads and writes Parquet field ids, writes ``TIMESTAMP_MICROS`` (Spark's
@@ -18,6 +19,7 @@ import contextlib
 import threading
 from typing import TYPE_CHECKING, Any
 
+from icefloe.catalog.rest.vended import CREDENTIALS_URI
 from icefloe.io.fileio import FileIO, load_file_io, split_scheme
 
 if TYPE_CHECKING:
@@ -150,11 +152,18 @@ _EXECUTOR_IO: dict[tuple[tuple[str, str], ...], FileIO] = {}
 
 
 def executor_io(properties: dict[str, str], location: str) -> FileIO:
-    """The FileIO an executor uses for these properties (one per process, cached)."""
+    """The FileIO an executor uses for these properties (one per process, cached): one that renews
+    vended credentials itself when the driver shipped how (``catalog.rest.executor_renewal``)."""
     key = (*sorted(properties.items()), ("__location", split_scheme(location)[0]))
     io = _EXECUTOR_IO.get(key)
     if io is None:
-        io = load_file_io(properties, location)
+        if CREDENTIALS_URI in properties:
+            # imported here: only executors of tables on a REST catalog pay for its HTTP client
+            from icefloe.catalog.rest.executor_renewal import executor_file_io
+
+            io = executor_file_io(properties)
+        else:
+            io = load_file_io(properties, location)
         _EXECUTOR_IO[key] = io
     return io
 

@@ -25,11 +25,12 @@ from icefloe.catalog.identifiers import (
     parse_namespace,
     parse_table_identifier,
 )
-from icefloe.catalog.rest.auth import auth_from_properties
+from icefloe.catalog.rest.auth import CREDENTIAL, TOKEN, auth_from_properties
+from icefloe.catalog.rest.executor_renewal import renewal_properties
 from icefloe.catalog.rest.http import RestSession, RetryPolicy, ServiceError
 from icefloe.catalog.rest.routes import Routes
 from icefloe.catalog.rest.transport import tls_from_properties
-from icefloe.catalog.rest.vended import EXPIRES_AT_MS, Refresh, VendedFileIO, best_credential
+from icefloe.catalog.rest.vended import EXPIRES_AT_MS, Refresh, Shipped, VendedFileIO, best_credential
 from icefloe.errors import CommitStateUnknown, NotFound, Unsupported, ValidationError
 from icefloe.io.fileio import FileIO
 from icefloe.spec.commit_json import requirement_to_dict, update_to_dict
@@ -202,21 +203,35 @@ class RestCatalog(Catalog):
         properties = {**md.properties, **config, **credential}
         ident = tuple(identifier)
         if EXPIRES_AT_MS in credential:
-            io: FileIO = self._vended_io(properties, self._credentials_refresh(ident, md.location))
+            refresh = self._credentials_refresh(ident, md.location)
+            shipped = self._executor_renewal(ident, md.location) if refresh is not None else None
+            io: FileIO = self._vended_io(properties, md.location, refresh, shipped)
         else:
             io = self._file_io(properties, md.location)
         location = result.get("metadata-location") or ""
         return Table(ident, md, location, io, CatalogCommitTarget(self, ident, io, (md, location)))
 
-    def _vended_io(self, table_properties: dict[str, str], refresh: Refresh | None) -> FileIO:
-        """A renewing FileIO on expiring vended credentials, one kept per distinct set (the
-        service answers loads from its credential cache, so loads share one S3 client)."""
-        properties = {**self.properties, **table_properties}
-        key = tuple(sorted(properties.items()))
+    def _io_properties(self) -> dict[str, str]:
+        """The catalog's properties without its own login (``token``, ``credential``): FileIO
+        properties travel to Spark executors, and a client secret must not."""
+        return {k: v for k, v in self.properties.items() if k not in (TOKEN, CREDENTIAL)}
+
+    def _vended_io(
+        self,
+        table_properties: dict[str, str],
+        location: str,
+        refresh: Refresh | None,
+        shipped: Shipped | None = None,
+    ) -> FileIO:
+        """A renewing FileIO on expiring vended credentials, one kept per distinct set and table
+        location, which its renewal is for (the service answers loads from its credential cache,
+        so loads share one S3 client)."""
+        properties = {**self._io_properties(), **table_properties}
+        key = (*sorted(properties.items()), ("__renews-for", location))
         with self._file_ios_lock:
             io = self._file_ios.get(key)
             if io is None:
-                io = VendedFileIO(properties, refresh)
+                io = VendedFileIO(properties, refresh, shipped=shipped)
                 self._file_ios.put(key, io)
             return io
 
@@ -226,6 +241,13 @@ class RestCatalog(Catalog):
         if LOAD_CREDENTIALS not in self.endpoints:
             return None
         return lambda: best_credential(self.load_credentials(identifier), location)
+
+    def _executor_renewal(self, identifier: TableIdentifier, location: str) -> Shipped:
+        """What Spark executors need to renew a table's credentials themselves, with the token
+        the session sends at the time (``executor_renewal``)."""
+        namespace, name = parse_table_identifier(identifier)
+        uri = self.http.base_uri + self.routes.table(namespace, name) + "/credentials"
+        return lambda: renewal_properties(uri, location, self._auth.headers(), self.properties)
 
     def load_credentials(self, identifier: str | Iterable[str]) -> list[dict[str, Any]]:
         """The table's current ``storage-credentials`` (``GET .../credentials``)."""

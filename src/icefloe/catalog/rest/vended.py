@@ -24,7 +24,14 @@ RENEW_BEFORE_S = 60.0
 """Below the server's own renewal margin (300 s by default), so the service answers a renewal
 with new credentials, not the cached ones being replaced."""
 
+RENEWAL_PREFIX = "rest.executor-renewal."
+"""Properties a renewing FileIO ships so Spark executors renew credentials themselves
+(``executor_renewal``; here because executors test for them without importing the HTTP client)."""
+CREDENTIALS_URI = RENEWAL_PREFIX + "credentials-uri"
+
 Refresh = Callable[[], Mapping[str, str]]
+Shipped = Callable[[], Mapping[str, str]]
+"""Properties shipped to Spark executors besides the credentials (``executor_renewal``)."""
 
 
 def best_credential(credentials: Iterable[Any] | None, location: str) -> dict[str, str]:
@@ -47,15 +54,22 @@ class VendedFileIO(FileIO):
 
     Reading ``properties`` renews too: Spark jobs ship ``table.io.properties`` to their executors,
     which then get credentials with at least ``RENEW_BEFORE_S`` left, not ones about to expire.
+    ``shipped`` adds to them what executors need to renew the credentials themselves
+    (``executor_renewal``), asked anew on each read since the driver's token changes.
     ``clock`` (epoch seconds) is the seam tests move time with.
     """
 
     def __init__(
-        self, properties: Mapping[str, str], refresh: Refresh | None, clock: Callable[[], float] = time.time
+        self,
+        properties: Mapping[str, str],
+        refresh: Refresh | None,
+        clock: Callable[[], float] = time.time,
+        shipped: Shipped | None = None,
     ) -> None:
         self._current: dict[str, str] = {}
         self.refresh = refresh
         self.clock = clock
+        self.shipped = shipped
         self._renew_lock = threading.Lock()
         super().__init__(properties)
 
@@ -63,7 +77,9 @@ class VendedFileIO(FileIO):
     def properties(self) -> dict[str, str]:
         """The current properties, renewed first when the credentials are about to expire."""
         self.renew_if_expiring()
-        return self._current
+        if self.shipped is None:
+            return self._current
+        return {**self._current, **self.shipped()}
 
     @properties.setter
     def properties(self, value: Mapping[str, str]) -> None:
