@@ -1,16 +1,20 @@
 """A long schemathesis campaign against ``icefloe serve``, then a check of what it left behind.
 
-``tests/server/test_openapi_fuzz.py`` is the suite's smoke test (a few examples per operation, no
-coverage or stateful phase). This script is the search: it starts the server in this process over a
+``tests/server/test_openapi_fuzz.py`` is the suite's smoke test (a few examples per operation and a
+short seeded stateful run). This script is the search: it starts the server in this process over a
 fresh SQL catalog (SQLite, or a throwaway PostgreSQL from ``tests/support/postgres.py``) seeded with
 namespaces, v1..v4 tables, a view and a namespace only some tokens may see, then runs the
 schemathesis command line against it with hundreds of examples per operation and the phases asked
-for (examples, coverage, fuzzing and the stateful phase, which follows the spec's links: create
-namespace -> create table -> commit -> load -> drop). Checks: no 5xx, every response (errors
-included, as the spec's ``IcebergErrorResponse``) conforms to the spec, no request hangs past
+for (examples, coverage, fuzzing and the stateful phase). The stateful phase follows the links of
+``tests/support/served_openapi.py`` (create namespace -> create table -> commit -> load, plan ->
+fetch, ...) and, through the ``SCHEMATHESIS_HOOKS`` module ``tests/support/deep_requests_hooks``,
+sends valid Iceberg changes in most of its positive cases, so scenarios get past their first step;
+``--no-steer`` leaves schemathesis' own data. Checks: no 5xx, every response (errors included, as
+the spec's ``IcebergErrorResponse``) conforms to the spec, no request hangs past
 ``--request-timeout``. Afterwards it checks the catalog itself: every listed table loads and its
 metadata file exists and parses, nothing was written outside the warehouse, and the token without a
-grant on ``vault`` sees nothing of it. Exit status 0 only when both parts pass.
+grant on ``vault`` sees nothing of it; and it prints how deep the stateful scenarios got
+(``scripts/fuzz_depth.py``). Exit status 0 only when both parts pass.
 
 It lives in ``scripts/`` because it is a tool that searches for bugs, not a measurement; a failure
 it finds becomes a regression test under ``tests/server/``. Run from the repository root::
