@@ -1,16 +1,20 @@
 """A long schemathesis campaign against ``icefloe serve``, then a check of what it left behind.
 
-``tests/server/test_openapi_fuzz.py`` is the suite's smoke test (a few examples per operation, no
-coverage or stateful phase). This script is the search: it starts the server in this process over a
+``tests/server/test_openapi_fuzz.py`` is the suite's smoke test (a few examples per operation and a
+short seeded stateful run). This script is the search: it starts the server in this process over a
 fresh SQL catalog (SQLite, or a throwaway PostgreSQL from ``tests/support/postgres.py``) seeded with
 namespaces, v1..v4 tables, a view and a namespace only some tokens may see, then runs the
 schemathesis command line against it with hundreds of examples per operation and the phases asked
-for (examples, coverage, fuzzing and the stateful phase, which follows the spec's links: create
-namespace -> create table -> commit -> load -> drop). Checks: no 5xx, every response (errors
-included, as the spec's ``IcebergErrorResponse``) conforms to the spec, no request hangs past
+for (examples, coverage, fuzzing and the stateful phase). The stateful phase follows the links of
+``tests/support/served_openapi.py`` (create namespace -> create table -> commit -> load, plan ->
+fetch, ...) and, through the ``SCHEMATHESIS_HOOKS`` module ``tests/support/deep_requests_hooks``,
+sends valid Iceberg changes in most of its positive cases, so scenarios get past their first step;
+``--no-steer`` leaves schemathesis' own data. Checks: no 5xx, every response (errors included, as
+the spec's ``IcebergErrorResponse``) conforms to the spec, no request hangs past
 ``--request-timeout``. Afterwards it checks the catalog itself: every listed table loads and its
 metadata file exists and parses, nothing was written outside the warehouse, and the token without a
-grant on ``vault`` sees nothing of it. Exit status 0 only when both parts pass.
+grant on ``vault`` sees nothing of it; and it prints how deep the stateful scenarios got
+(``scripts/fuzz_depth.py``). Exit status 0 only when both parts pass.
 
 It lives in ``scripts/`` because it is a tool that searches for bugs, not a measurement; a failure
 it finds becomes a regression test under ``tests/server/``. Run from the repository root::
@@ -37,6 +41,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import requests
+from fuzz_depth import stateful_depths
 from tests.support.served_openapi import served_document
 
 from icefloe.catalog.sql import SqlCatalog
@@ -51,6 +56,8 @@ ADMIN_TOKEN = "fuzz-admin"
 LIMITED_TOKEN = "fuzz-limited"
 LIMITED_GRANTS = Grants({"accounting": "write"})
 HIDDEN_NAMESPACE = "vault"
+# valid bodies for the stateful phase's positive cases (tests/support/deep_requests.py)
+STEERING_HOOKS = "tests.support.deep_requests_hooks"
 CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"
 
 
@@ -192,7 +199,12 @@ def catalog_for(backend: str, root: Path) -> Iterator[SqlCatalog]:
 def run_schemathesis(server: RunningServer, args: argparse.Namespace, report_dir: Path) -> int:
     """The schemathesis command line against ``server``; its exit status."""
     config = report_dir / "schemathesis.toml"
-    config.write_text(f'[parameters]\nprefix = "{PREFIX}"\n')
+    # the served document's links are curated; the ones schemathesis infers from names join
+    # operations that share a word (a new namespace -> load a table) and dilute the scenarios
+    inference = "" if args.inferred_links else "[phases.stateful.inference]\nalgorithms = []\n"
+    config.write_text(
+        f'[parameters]\nprefix = "{PREFIX}"\n[phases.stateful]\nmax-steps = {args.max_steps}\n{inference}'
+    )
     command = [
         str(SCHEMATHESIS),
         "--config-file",
@@ -227,8 +239,12 @@ def run_schemathesis(server: RunningServer, args: argparse.Namespace, report_dir
     if args.seed is not None:
         command += ["--seed", str(args.seed)]
     command += args.extra
-    print("$", " ".join(command), flush=True)
-    return subprocess.run(command, check=False, cwd=report_dir).returncode
+    env = dict(os.environ)
+    if args.steer:
+        env["SCHEMATHESIS_HOOKS"] = STEERING_HOOKS
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    print("$", f"SCHEMATHESIS_HOOKS={STEERING_HOOKS}" if args.steer else "", " ".join(command), flush=True)
+    return subprocess.run(command, check=False, cwd=report_dir, env=env).returncode
 
 
 def phase_counts(report_dir: Path) -> dict[str, collections.Counter[str]]:
@@ -263,6 +279,16 @@ def main() -> int:
     )
     parser.add_argument("--request-timeout", type=float, default=30.0, help="a slower reply counts as a hang")
     parser.add_argument("--seed", type=int)
+    parser.add_argument("--max-steps", type=int, default=12, help="steps per stateful scenario")
+    parser.add_argument(
+        "--inferred-links", action="store_true", help="also the links schemathesis infers from names"
+    )
+    parser.add_argument(
+        "--no-steer",
+        dest="steer",
+        action="store_false",
+        help="stateful phase without deep_requests' valid bodies (schemathesis' data only)",
+    )
     parser.add_argument("--token", default=ADMIN_TOKEN, help=f"{ADMIN_TOKEN} (all grants) or {LIMITED_TOKEN}")
     parser.add_argument("--report-dir", type=Path, help="keep schemathesis' reports here")
     parser.add_argument("extra", nargs="*", help="more schemathesis options, after --")
@@ -283,11 +309,15 @@ def main() -> int:
                 status = run_schemathesis(server, args, report_dir)
                 problems = check_catalog(catalog, server, root, root / "warehouse", report_dir)
         counts = phase_counts(report_dir)  # before a report directory under root goes
+        depths = stateful_depths(report_dir)
     finally:
         os.chdir(ROOT)
         shutil.rmtree(root, ignore_errors=True)
     for phase, counted in counts.items():
         print(f"requests in phase {phase}: {sum(counted.values())} ({dict(sorted(counted.items()))})")
+    if depths.scenarios:
+        print("stateful depth (scripts/fuzz_depth.py):")
+        print(depths.markdown())
     for problem in problems:
         print("INVARIANT:", problem)
     elapsed = time.monotonic() - started

@@ -2,8 +2,9 @@
 (apache/iceberg ``open-api/rest-catalog-open-api.yaml``, shipped with the server): no request the
 spec can describe makes the server answer 5xx or crash; every error is an IcebergErrorResponse.
 
-These are CI-sized smoke runs, one per operation and one short stateful run that follows the
-links schemathesis infers between operations (create namespace -> create table -> load -> drop);
+These are CI-sized smoke runs, one per operation and one short stateful run along the links of
+``tests/support/served_openapi.py`` with the valid bodies of ``tests/support/deep_requests.py``,
+which must get deep (create namespace -> create table -> commit -> load, and further);
 the search itself, with hundreds of examples per operation and response-schema checks, is
 ``scripts/fuzz_rest_server.py`` (see docs/rest-server.md)."""
 
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, seed, settings
+from hypothesis import HealthCheck, Phase, seed, settings
 from schemathesis.config import SchemathesisConfig
 from schemathesis.core.transport import Response
 
@@ -24,6 +25,7 @@ from icefloe.catalog.sql import SqlCatalog
 from icefloe.server import Grants, RunningServer, ServerConfig, start_server
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField
+from tests.support.deep_requests import steer_fresh
 from tests.support.served_openapi import served_document
 
 SPEC = Path(__file__).resolve().parents[2] / "src" / "icefloe" / "server" / "rest-catalog-open-api.yaml"
@@ -91,19 +93,51 @@ def test_the_server_publishes_the_spec_document(server: RunningServer) -> None:
     assert b"title: Apache Iceberg REST Catalog API" in response.content
 
 
-STATEFUL_CONFIG = SchemathesisConfig.from_str(f'[parameters]\nprefix = "{PREFIX}"\n')
-STATEFUL_SCENARIOS = 10 if os.environ.get("CI") else 20
+STATEFUL_CONFIG = SchemathesisConfig.from_str(
+    f"""
+[parameters]
+prefix = "{PREFIX}"
+[phases.stateful.inference]
+algorithms = []
+"""
+)
+# few scenarios (Hypothesis runs many more state machines than it counts: those that find no
+# rule to run are not examples), of up to 15 steps
+STATEFUL_SCENARIOS = 3
 STATEFUL_SEED = 20261127
+# the operations of a table's life, so that a short run spends its steps on them
+TABLE_LIFE = (
+    "createNamespace",
+    "createTable",
+    "updateTable",
+    "loadTable",
+    "planTableScan",
+    "fetchPlanningResult",
+    "renameTable",
+    "commitTransaction",
+)
+COMMIT = "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}"
+LOAD = "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}"
 
 
-def test_linked_request_sequences_make_the_server_fail_nowhere(server: RunningServer) -> None:
-    """Sequences of linked requests (each step reusing what an earlier answer named), from a fixed
-    seed without the example database, so every run sends the same requests."""
-    stateful_schema = schemathesis.openapi.from_dict(served_document(), config=STATEFUL_CONFIG)
+def test_linked_request_sequences_reach_deep_states_and_fail_nowhere(server: RunningServer) -> None:
+    """Sequences of linked requests (each step reusing what an earlier answer named, along the
+    served document's links, with ``deep_requests`` bodies), from a fixed seed without the example
+    database, so every run sends the same requests: no 5xx, and the run gets deep — chains of
+    three accepted requests, and a table committed to and then loaded."""
+    stateful_schema = schemathesis.openapi.from_dict(served_document(), config=STATEFUL_CONFIG).include(
+        operation_id=list(TABLE_LIFE)
+    )
+    stateful_schema.hook("flatmap_case")(steer_fresh)
     headers = {"Authorization": f"Bearer {TOKEN}"}
-    steps: list[int] = []
+    # (depth in its chain of 2xx answers, operation, namespace, table) of every accepted step
+    accepted: list[tuple[int, str, str, str]] = []
+    answers: list[int] = []
 
-    class Sequences(stateful_schema.as_state_machine()):
+    class Sequences(stateful_schema.as_state_machine()):  # type: ignore[misc]
+        def setup(self) -> None:
+            self.ok_depth: dict[str, int] = {}
+
         def before_call(self, case: Any) -> None:
             if case.path_parameters and "prefix" in case.path_parameters:
                 case.path_parameters["prefix"] = PREFIX  # the stateful phase ignores [parameters]
@@ -112,18 +146,36 @@ def test_linked_request_sequences_make_the_server_fail_nowhere(server: RunningSe
             return {"base_url": server.uri, "headers": headers, "timeout": 30}
 
         def validate_response(self, response: Response, case: Any, **kwargs: Any) -> None:
-            steps.append(response.status_code)
+            answers.append(response.status_code)
             assert_no_failure(response, case.method, case.path)
+            if 200 <= response.status_code < 300:
+                parent = self.recorder.cases[case.id].parent_id
+                if parent is None or parent in self.ok_depth:
+                    depth = self.ok_depth.get(parent, 0) + 1 if parent else 1
+                    self.ok_depth[case.id] = depth
+                    where = case.path_parameters or {}
+                    label = f"{case.method} {case.path}"
+                    accepted.append((depth, label, where.get("namespace", ""), where.get("table", "")))
 
     # a fixed seed, not derandomize: derandomized state machines keep replaying one minimal scenario
     seed(STATEFUL_SEED)(Sequences).run(
         settings=settings(
             max_examples=STATEFUL_SCENARIOS,
-            stateful_step_count=6,
+            stateful_step_count=15,
+            phases=[Phase.generate],  # no shrinking: it would replay steps against a changed catalog
             deadline=None,
             suppress_health_check=list(HealthCheck),
             derandomize=False,
             database=None,
         )
     )
-    assert len(steps) >= STATEFUL_SCENARIOS
+    assert len(answers) >= STATEFUL_SCENARIOS
+    assert max(depth for depth, *_ in accepted) >= 3, accepted
+    committed: set[tuple[str, str]] = set()
+    loaded_after_commit: list[tuple[str, str]] = []
+    for _, label, namespace, table in accepted:
+        if label == COMMIT:
+            committed.add((namespace, table))
+        elif label == LOAD and (namespace, table) in committed:
+            loaded_after_commit.append((namespace, table))
+    assert committed and loaded_after_commit, accepted

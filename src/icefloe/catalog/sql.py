@@ -527,7 +527,11 @@ def _close_quietly(conn: Connection | None) -> None:
 
 
 def _checked_properties(properties: dict[str, str]) -> dict[str, str]:
-    """String namespace properties that fit the catalog columns; the reserved key is refused."""
+    """String namespace properties that fit the catalog columns; the reserved key is refused.
+
+    A NUL character is refused on every backend: PostgreSQL text columns cannot hold it (the
+    insert fails with a DataError), and a catalog SQLite accepts it into could not be moved there.
+    """
     checked: dict[str, str] = {}
     for key, value in properties.items():
         if not isinstance(key, str) or not key:
@@ -539,5 +543,9 @@ def _checked_properties(properties: dict[str, str]) -> dict[str, str]:
         text = value if isinstance(value, str) else str(value)
         if len(text) > MAX_VALUE_LENGTH:
             raise ValidationError(f"value of namespace property {key!r} is longer than {MAX_VALUE_LENGTH}")
+        if "\x00" in key or "\x00" in text:
+            raise ValidationError(
+                f"namespace property {key!r} contains a NUL character, which a catalog cannot store"
+            )
         checked[key] = text
     return checked
