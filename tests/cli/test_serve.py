@@ -101,6 +101,25 @@ def test_auth_file_grants_and_clients(tmp_path: Path) -> None:
     catalog.close()
 
 
+def test_token_lifetime_reaches_the_tokens_issued(tmp_path: Path) -> None:
+    """``--token-lifetime-s``: what ``/v1/oauth/tokens`` answers as ``expires_in`` (jobs whose
+    executors renew vended credentials with a shipped token need it longer than the default)."""
+    from icefloe.server import start_server
+
+    auth = tmp_path / "auth.json"
+    auth.write_text(json.dumps({"clients": {"etl": {"secret": "pw"}}}))
+    catalog = SqlCatalog("default", uri=f"sqlite:///{tmp_path / 'c.db'}")
+    assert server_config(catalog, _args("--auth-file", str(auth))).token_lifetime_s == 3600
+    config = server_config(catalog, _args("--auth-file", str(auth), "--token-lifetime-s", "43200"))
+    form = {"grant_type": "client_credentials", "client_id": "etl", "client_secret": "pw", "scope": "catalog"}
+    with start_server(config) as server:
+        answer = requests.post(server.uri + "/v1/oauth/tokens", data=form, timeout=30).json()
+    assert answer["expires_in"] == 43200
+    with pytest.raises(ValidationError, match="at least 60 seconds"):
+        server_config(catalog, _args("--auth-file", str(auth), "--token-lifetime-s", "0"))
+    catalog.close()
+
+
 def test_tls_arguments(tmp_path: Path) -> None:
     cert, key = self_signed_certificate(tmp_path)
     assert tls_files(_args()) is None

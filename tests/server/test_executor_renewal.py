@@ -163,7 +163,7 @@ def test_a_refused_token_says_it_expired_and_what_to_lengthen(server: RunningSer
     sts.reset()
     near = int(shipped[EXPIRES_AT_MS]) / 1000 - 30
     io.clock = lambda: near
-    with pytest.raises(CatalogTokenExpired, match=r"HTTP 401.*has expired.*token_lifetime_s.*duration-s"):
+    with pytest.raises(CatalogTokenExpired, match=r"HTTP 401.*has expired.*--token-lifetime-s.*duration-s"):
         io.new_input(data_file).read()
     assert sts.assume_role_count() == 0
     # the driver, which holds the client secret, fetches a new token and carries on

@@ -40,6 +40,14 @@ def add_serve(commands: Any, handler: Any) -> None:
     sub.add_argument(
         "--max-request-bytes", type=int, default=16 * 1024 * 1024, help="refuse larger requests (413)"
     )
+    sub.add_argument(
+        "--token-lifetime-s",
+        type=int,
+        default=3600,
+        metavar="SECONDS",
+        help="lifetime of the tokens /v1/oauth/tokens issues (default 3600; Spark executors renew "
+        "vended credentials with the token their job shipped, so jobs longer than this need more)",
+    )
     sub.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this PEM certificate (chain)")
     sub.add_argument(
         "--tls-key", metavar="FILE", help="the certificate's PEM private key (when not in --tls-cert)"
@@ -84,8 +92,15 @@ def server_config(catalog: Catalog, args: argparse.Namespace) -> Any:
             raise ValidationError(f"cannot read the auth file {args.auth_file}: {exc}") from None
     if not tokens and not clients and args.host not in LOOPBACK:
         raise ValidationError("refusing to serve without authentication on a non-loopback address")
+    if args.token_lifetime_s < 60:
+        raise ValidationError(f"--token-lifetime-s must be at least 60 seconds, not {args.token_lifetime_s}")
     return ServerConfig(
-        catalog, tokens=tokens, clients=clients, prefix=args.prefix, max_request_bytes=args.max_request_bytes
+        catalog,
+        tokens=tokens,
+        clients=clients,
+        prefix=args.prefix,
+        max_request_bytes=args.max_request_bytes,
+        token_lifetime_s=args.token_lifetime_s,
     )
 
 

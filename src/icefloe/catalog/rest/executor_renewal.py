@@ -93,7 +93,7 @@ class ShippedToken:
             f"credentials with ({self.credentials_uri}): the token the driver shipped has expired "
             "or was revoked, and executors cannot fetch a new one. For jobs this long, give the "
             "catalog a longer-lived token (a fixed 'token', or a longer OAuth2 token lifetime on "
-            "the service: icefloe serve's ServerConfig.token_lifetime_s) or ask the service for "
+            "the service: icefloe serve --token-lifetime-s) or ask the service for "
             "longer-lived credentials (rest.vended-credentials.duration-s, up to 43200 s)"
         )
 
