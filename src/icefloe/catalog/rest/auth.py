@@ -36,6 +36,10 @@ class BearerAuth:
         """The Authorization header, if there is a token."""
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
+    def shipping_headers(self) -> dict[str, str]:
+        """The header to ship to Spark executors (a fixed token lasts as long as it lasts)."""
+        return self.headers()
+
     def invalidate(self) -> bool:
         """A fixed token cannot be renewed."""
         return False
@@ -61,6 +65,7 @@ class ClientCredentialsAuth:
         self._tls = tls
         self._token: str | None = None
         self._expires_at = 0.0
+        self._lifetime_s = float("inf")
         self._lock = threading.Lock()
         self.fetches = 0
 
@@ -77,13 +82,23 @@ class ClientCredentialsAuth:
         body = response.json()
         self._token = str(body["access_token"])
         expires_in = body.get("expires_in")
-        self._expires_at = self._clock() + float(expires_in) if expires_in else float("inf")
+        self._lifetime_s = float(expires_in) if expires_in else float("inf")
+        self._expires_at = self._clock() + self._lifetime_s
         self.fetches += 1
 
     def headers(self) -> dict[str, str]:
         """The Authorization header with a token valid for at least the refresh margin."""
         with self._lock:
             if self._token is None or self._clock() > self._expires_at - REFRESH_MARGIN_S:
+                self._fetch()
+            return {"Authorization": f"Bearer {self._token}"}
+
+    def shipping_headers(self) -> dict[str, str]:
+        """The Authorization header to ship to Spark executors, which cannot fetch a token of their
+        own: one with at least half its lifetime left (fetched anew otherwise), so a job planned
+        just before the driver's refresh does not start with a token about to expire."""
+        with self._lock:
+            if self._token is None or self._clock() > self._expires_at - self._lifetime_s / 2:
                 self._fetch()
             return {"Authorization": f"Bearer {self._token}"}
 

@@ -247,7 +247,7 @@ class RestCatalog(Catalog):
         the session sends at the time (``executor_renewal``)."""
         namespace, name = parse_table_identifier(identifier)
         uri = self.http.base_uri + self.routes.table(namespace, name) + "/credentials"
-        return lambda: renewal_properties(uri, location, self._auth.headers(), self.properties)
+        return lambda: renewal_properties(uri, location, self._auth.shipping_headers(), self.properties)
 
     def load_credentials(self, identifier: str | Iterable[str]) -> list[dict[str, Any]]:
         """The table's current ``storage-credentials`` (``GET .../credentials``)."""
