@@ -16,6 +16,7 @@ times), over a catalog database and warehouse of its own (``spark_home``).
 ``s3_server`` is the session's S3-compatible server (moto on 127.0.0.1, see ``tests/support/s3server.py``);
 ``s3`` is the same server with its request counts and faults cleared for the test, and
 ``s3_warehouse`` a fresh ``s3://bucket/wh/<unique>`` location on it.
+``sts`` is a second store, with STS and IAM and authentication enforced, for credential vending.
 
 ``catalog_uri`` / ``catalog_backend`` give the same database to tests that open catalogs of their
 own (in other processes, say); ``postgres_uri`` and ``sqlite_uri`` name one backend explicitly.
@@ -32,6 +33,7 @@ import pytest
 from icefloe.catalog.sql import SqlCatalog
 from tests.support.postgres import PostgresServer, PostgresUnavailable, postgres_required, start_postgres
 from tests.support.s3server import S3Server, running_s3_server
+from tests.support.sts_server import StsServer, start_sts_server
 
 SQLITE = "sqlite"
 POSTGRES = "postgres"
@@ -177,6 +179,18 @@ def s3(s3_server: S3Server) -> Iterator[S3Server]:
     s3_server.reset_counts()
     yield s3_server
     s3_server.clear_faults()
+
+
+@pytest.fixture(scope="session")
+def sts() -> Iterator[StsServer]:
+    """moto's S3, STS and IAM with authentication enforced, in a child process: the store behind
+    credential vending (``tests/support/sts_server.py``), started by the first test that asks.
+    Tests that count AssumeRole requests ``reset()`` it first."""
+    server = start_sts_server()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture

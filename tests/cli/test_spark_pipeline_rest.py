@@ -27,21 +27,12 @@ from icefloe.cli.spark_pipeline import IDENT
 from icefloe.server import Grants, RunningServer, ServerConfig, start_server
 from icefloe.server.vending import ROLE_ARN
 from tests.support.spark_cluster import main_job_command, main_job_env, parse_report
-from tests.support.sts_server import StsServer, start_sts_server
+from tests.support.sts_server import StsServer
 
 ROWS = 4_000
 BATCHES = 2
 JOB_TIMEOUT_S = 900  # a hang fails the test; the job takes about a minute
 TOKEN = "main-job-token"
-
-
-@pytest.fixture(scope="module")
-def sts() -> Iterator[StsServer]:
-    server = start_sts_server()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
@@ -53,6 +44,7 @@ def warehouse_on_s3(sts: StsServer) -> str:
 def served(sts: StsServer, warehouse_on_s3: str, postgres_uri: str) -> Iterator[RunningServer]:
     """``icefloe serve`` (in this process) over a PostgreSQL catalog with an S3 warehouse, vending
     credentials through STS."""
+    sts.reset()
     properties = {**sts.server_properties, ROLE_ARN: sts.role_arn}
     backing = SqlCatalog(
         f"rest_{uuid.uuid4().hex[:8]}", uri=postgres_uri, warehouse=warehouse_on_s3, **properties

@@ -35,21 +35,12 @@ from icefloe.spark.runtime import executor_io
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField, StringType
 from icefloe.table.table import Table
-from tests.support.sts_server import StsServer, start_sts_server
+from tests.support.sts_server import StsServer
 
 ADMIN = "admin-token"
 CLIENT_ID, CLIENT_SECRET = "spark-job", "client-s3cret"
 SCHEMA = Schema(NestedField(1, "id", LongType()), NestedField(2, "s", StringType()))
 ROWS = pa.table({"id": pa.array([1, 2], pa.int64()), "s": ["a", "b"]})
-
-
-@pytest.fixture(scope="module")
-def sts() -> Iterator[StsServer]:
-    server = start_sts_server()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

@@ -38,7 +38,7 @@ from icefloe.server.vending import (
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField, StringType
 from tests.support.interop import duckdb_connection
-from tests.support.sts_server import StsServer, start_sts_server
+from tests.support.sts_server import StsServer
 
 ADMIN = "admin-token"
 READER = "reader-token"  # read on db only
@@ -46,15 +46,6 @@ OTHER = "other-token"  # write on other only
 ARROW_SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.string())])
 ICE_SCHEMA = Schema(NestedField(1, "id", LongType()), NestedField(2, "s", StringType()))
 TOKENS = {ADMIN: Grants(), READER: Grants({"db": "read"}), OTHER: Grants({"other": "write"})}
-
-
-@pytest.fixture(scope="module")
-def sts() -> Iterator[StsServer]:
-    server = start_sts_server()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def _catalog(tmp_path: Path, sts: StsServer, **vending: str) -> SqlCatalog:

@@ -28,19 +28,10 @@ from icefloe.server.vending import ROLE_ARN, StsVendor
 from icefloe.spark.read import dataframe_for_plan, plan_read
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField, StringType
-from tests.support.sts_server import StsServer, start_sts_server
+from tests.support.sts_server import StsServer
 
 TOKEN = "spark-job-token"
 SCHEMA = Schema(NestedField(1, "id", LongType()), NestedField(2, "s", StringType()))
-
-
-@pytest.fixture(scope="module")
-def sts() -> Iterator[StsServer]:
-    server = start_sts_server()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
