@@ -87,3 +87,19 @@ def test_empty_table_through_the_data_source(spark, catalog: Catalog, table_name
     df = spark.read.format("icefloe").load(table_name)
     assert df.collect() == []
     assert [f.name for f in df.schema.fields] == ["a", "b"]
+
+
+def test_catalog_options_naming_a_rest_catalog_drop_the_baked_sql_settings() -> None:
+    from icefloe.spark.datasource import _catalog_props
+
+    baked = {"uri": "sqlite:///cat.db", "warehouse": "/wh"}
+    rest = {"type": "rest", "uri": "http://h:8181"}
+    assert _catalog_props({"catalog-uri": "http://h:8181"}, baked) == rest  # the scheme says REST
+    assert _catalog_props({"catalog.type": "REST", "catalog.uri": "http://h:8181"}, baked) == {
+        "type": "REST",
+        "uri": "http://h:8181",
+    }
+    assert _catalog_props({"warehouse": "/other"}, baked) == {
+        "uri": "sqlite:///cat.db",
+        "warehouse": "/other",
+    }

@@ -8,8 +8,9 @@ it, up to ``end-snapshot-id`` / ``end-timestamp`` or the current snapshot) and `
 (comma-separated: the Python data source API never prunes columns, so
 narrowing the schema is up to you); writes take ``overwrite-filter``, ``partition-overwrite``
 (``static``/``dynamic``), ``branch`` and ``snapshot-property.<key>``; streaming writes take
-``query-id`` (defaults to the checkpoint location). ``catalog-uri`` / ``warehouse`` override the
-catalog baked into the registered class by ``icefloe.spark.session()``.
+``query-id`` (defaults to the checkpoint location). ``catalog-type`` / ``catalog-uri`` /
+``warehouse`` override the catalog baked into the registered class by ``icefloe.spark.session()``
+(an http(s) URI is a REST catalog's: ``.option("catalog.uri", "http://host:8181")``).
 
 Reads plan the files when the query runs (from the table's current metadata; see
 ``IcefloeReader`` for why) and read them with ``icefloe.scan.reader.read_task`` (deletes applied)
@@ -69,18 +70,30 @@ def _identifier(options: dict[str, str]) -> str:
     return ident
 
 
+_CATALOG_OPTIONS = (
+    ("catalog-type", "type"),
+    ("catalog.type", "type"),
+    ("catalog-uri", "uri"),
+    ("catalog.uri", "uri"),
+    ("uri", "uri"),
+    ("warehouse", "warehouse"),
+    ("catalog.warehouse", "warehouse"),
+)
+
+
 def _catalog_props(options: dict[str, str], baked: dict[str, str]) -> dict[str, str]:
-    props = dict(baked)
-    for key, target in (
-        ("catalog-uri", "uri"),
-        ("catalog.uri", "uri"),
-        ("uri", "uri"),
-        ("warehouse", "warehouse"),
-        ("catalog.warehouse", "warehouse"),
-    ):
-        if options.get(key):
-            props[target] = options[key]
-    return props
+    """The catalog properties of a read or write: the baked ones, overridden by the options.
+
+    An http(s) ``uri`` is a REST catalog's (no SQL catalog has one), so it implies ``type`` rest.
+    Options naming another type of catalog than the baked one leave the baked properties out: a
+    SQL catalog's ``warehouse`` means nothing to a REST server, and a REST client given the
+    session's SQLite URI would fail far from the option that caused it."""
+    overrides = {target: options[key] for key, target in _CATALOG_OPTIONS if options.get(key)}
+    if "type" not in overrides and overrides.get("uri", "").lower().startswith(("http://", "https://")):
+        overrides["type"] = "rest"
+    baked_type = baked.get("type", "sql").lower()
+    same_kind = overrides.get("type", baked_type).lower() == baked_type
+    return {**(baked if same_kind else {}), **overrides}
 
 
 class IcefloeDataSource(DataSource):
