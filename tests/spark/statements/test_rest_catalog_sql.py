@@ -222,6 +222,7 @@ def test_python_api_and_streaming_through_rest(
     spark: Any, catalog: SqlCatalog, rest: RestCatalog, server_uri: str, table_name: str, tmp_path: Path
 ) -> None:
     from icefloe.spark import (
+        create_view,
         delete_rows,
         merge_into,
         read_table,
@@ -278,6 +279,26 @@ def test_python_api_and_streaming_through_rest(
     assert direct_rows(catalog, table_name) == everything
     read = spark.read.format("icefloe").option("table", table_name).option("catalog-uri", server_uri).load()
     assert rows(read) == everything
+    create_view(spark, "rest_catalog_view", table_name, catalog_uri=server_uri)
+    assert rows(spark.table("rest_catalog_view")) == everything
+    spark.catalog.dropTempView("rest_catalog_view")
+    # a streaming read of the REST table (append snapshots only: skip the DELETE and MERGE ones)
+    query = (
+        spark.readStream.format("icefloe")
+        .option("catalog-uri", server_uri)
+        .option("skip-delete-snapshots", "true")
+        .option("skip-overwrite-snapshots", "true")
+        .load(table_name)
+        .writeStream.format("memory")
+        .queryName("rest_catalog_stream")
+        .option("checkpointLocation", str(tmp_path / "read-checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    streamed = sorted(r[0] for r in spark.sql("SELECT id FROM rest_catalog_stream").collect())
+    spark.catalog.dropTempView("rest_catalog_stream")
+    assert streamed == [1, 2, 3, 4, 6, 7, 8]  # the rows of the appends (5 came in the MERGE's overwrite)
     sql(spark, f"DROP TABLE {t} PURGE", catalog=rest)
 
 
