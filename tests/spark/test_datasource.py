@@ -103,3 +103,27 @@ def test_catalog_options_naming_a_rest_catalog_drop_the_baked_sql_settings() -> 
         "uri": "sqlite:///cat.db",
         "warehouse": "/other",
     }
+
+
+def test_catalog_options_naming_another_server_leave_the_sessions_login_behind() -> None:
+    """A session on one REST catalog, options naming another: the session's token, client
+    credential and extra headers must not be sent there (the same server keeps them)."""
+    from icefloe.spark.datasource import _catalog_props
+
+    baked = {
+        "type": "rest",
+        "uri": "https://a:8181",
+        "token": "t0ken-a",
+        "credential": "id:s3cret",
+        "header.X-Tenant": "a",
+        "ssl.cabundle": "/ca.pem",
+    }
+    assert _catalog_props({"catalog.uri": "https://b:8181"}, baked) == {
+        "type": "rest",
+        "uri": "https://b:8181",
+        "ssl.cabundle": "/ca.pem",
+    }
+    assert _catalog_props({"catalog.uri": "https://a:8181", "warehouse": "w"}, baked) == {
+        **baked,
+        "warehouse": "w",
+    }

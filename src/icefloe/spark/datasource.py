@@ -81,19 +81,27 @@ _CATALOG_OPTIONS = (
 )
 
 
+_LOGIN = ("token", "credential", "oauth2-server-uri")
+"""The session catalog's login, never sent to a catalog at another URI (nor its ``header.*``)."""
+
+
 def _catalog_props(options: dict[str, str], baked: dict[str, str]) -> dict[str, str]:
     """The catalog properties of a read or write: the baked ones, overridden by the options.
 
     An http(s) ``uri`` is a REST catalog's (no SQL catalog has one), so it implies ``type`` rest.
     Options naming another type of catalog than the baked one leave the baked properties out: a
     SQL catalog's ``warehouse`` means nothing to a REST server, and a REST client given the
-    session's SQLite URI would fail far from the option that caused it."""
+    session's SQLite URI would fail far from the option that caused it. Options naming another URI
+    leave the session's login out: its token must not reach another server."""
     overrides = {target: options[key] for key, target in _CATALOG_OPTIONS if options.get(key)}
     if "type" not in overrides and overrides.get("uri", "").lower().startswith(("http://", "https://")):
         overrides["type"] = "rest"
     baked_type = baked.get("type", "sql").lower()
     same_kind = overrides.get("type", baked_type).lower() == baked_type
-    return {**(baked if same_kind else {}), **overrides}
+    kept = baked if same_kind else {}
+    if overrides.get("uri", kept.get("uri")) != kept.get("uri"):
+        kept = {k: v for k, v in kept.items() if k not in _LOGIN and not k.startswith("header.")}
+    return {**kept, **overrides}
 
 
 class IcefloeDataSource(DataSource):
