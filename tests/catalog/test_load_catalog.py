@@ -57,3 +57,25 @@ def test_unknown_type_and_missing_uri() -> None:
         load_catalog(type="hive")
     with pytest.raises(ValidationError, match="uri"):
         SqlCatalog("x")
+
+
+def test_an_http_uri_without_a_type_is_a_rest_service(tmp_path: Path, schema: Schema) -> None:
+    """As PyIceberg infers it: ``load_catalog(uri="http://...")`` reaches the REST service (it used
+    to hand the URL to SQLAlchemy, which has no ``http`` dialect)."""
+    from icefloe.catalog.rest import RestCatalog
+    from icefloe.server import ServerConfig, start_server
+
+    backing = SqlCatalog("backing", uri=f"sqlite:///{tmp_path / 'c.db'}", warehouse=str(tmp_path / "wh"))
+    backing.create_namespace("ns")
+    backing.create_table("ns.t", schema)
+    with start_server(ServerConfig(backing)) as server:
+        catalog = load_catalog("lake", uri=server.uri)
+        try:
+            assert isinstance(catalog, RestCatalog)
+            assert catalog.list_tables("ns") == [("ns", "t")]
+        finally:
+            catalog.close()
+    backing.close()
+    explicit = load_catalog(type="SQL", uri=f"sqlite:///{tmp_path / 'e.db'}", warehouse=str(tmp_path / "e"))
+    assert isinstance(explicit, SqlCatalog)
+    explicit.close()

@@ -9,6 +9,7 @@ the environment.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from icefloe.errors import Unsupported
@@ -36,10 +37,12 @@ def default_warehouse() -> str:
 
 
 def load_catalog(name: str | None = "default", **properties: str) -> Catalog:
-    """Open a catalog: ``type`` "sql" (the default; ``uri`` and ``warehouse`` defaulting as above),
-    "rest" (an Iceberg REST catalog service at ``uri``) or "hadoop" (a file-system ``warehouse``)."""
+    """Open a catalog: ``type`` "sql" (``uri`` and ``warehouse`` defaulting as above), "rest" (an
+    Iceberg REST catalog service at ``uri``) or "hadoop" (a file-system ``warehouse``). Without a
+    ``type``, an ``http(s)://`` URI is a REST service's (as PyIceberg infers it), any other is SQL."""
     props = {k: str(v) for k, v in properties.items()}
-    catalog_type = props.pop("type", "sql").lower()
+    catalog_type = catalog_type_of(props)
+    props.pop("type", None)
     if catalog_type == "rest":
         from icefloe.catalog.rest import RestCatalog
 
@@ -55,6 +58,16 @@ def load_catalog(name: str | None = "default", **properties: str) -> Catalog:
     from icefloe.catalog.sql import SqlCatalog
 
     return SqlCatalog(name or "default", uri=uri, warehouse=warehouse, **props)
+
+
+def catalog_type_of(properties: Mapping[str, str]) -> str:
+    """The catalog type catalog properties describe, lower-case: their ``type``, else "rest" for an
+    ``http(s)://`` ``uri`` (as PyIceberg infers it), else "sql"."""
+    given = str(properties.get("type") or "").strip().lower()
+    if given:
+        return given
+    uri = str(properties.get("uri") or "").strip().lower()
+    return "rest" if uri.startswith(("http://", "https://")) else "sql"
 
 
 def __getattr__(attr: str) -> Any:

@@ -41,6 +41,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType as SparkStruct
 
+from icefloe.catalog import catalog_type_of
 from icefloe.errors import ValidationError
 from icefloe.expressions.ast import AlwaysTrue, Expression
 from icefloe.expressions.parser import to_expression
@@ -94,10 +95,9 @@ def _catalog_props(options: dict[str, str], baked: dict[str, str]) -> dict[str, 
     session's SQLite URI would fail far from the option that caused it. Options naming another URI
     leave the session's login out: its token must not reach another server."""
     overrides = {target: options[key] for key, target in _CATALOG_OPTIONS if options.get(key)}
-    if "type" not in overrides and overrides.get("uri", "").lower().startswith(("http://", "https://")):
+    if "type" not in overrides and catalog_type_of(overrides) == "rest":
         overrides["type"] = "rest"
-    baked_type = baked.get("type", "sql").lower()
-    same_kind = overrides.get("type", baked_type).lower() == baked_type
+    same_kind = catalog_type_of({**baked, **overrides}) == catalog_type_of(baked)
     kept = baked if same_kind else {}
     if overrides.get("uri", kept.get("uri")) != kept.get("uri"):
         kept = {k: v for k, v in kept.items() if k not in _LOGIN and not k.startswith("header.")}
