@@ -8,7 +8,6 @@ server's vendor, its token store and the executor's FileIO, never by waiting.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,16 +25,14 @@ from icefloe.catalog.rest.executor_renewal import (
     renewal_properties,
 )
 from icefloe.catalog.rest.vended import EXPIRES_AT_MS, VendedFileIO
-from icefloe.catalog.sql import SqlCatalog
 from icefloe.io.fileio import FileIO
 from icefloe.server import Grants, RunningServer, ServerConfig, start_server
 from icefloe.server.auth import OAuthClient
-from icefloe.server.vending import ROLE_ARN, StsVendor
 from icefloe.spark.runtime import executor_io
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField, StringType
 from icefloe.table.table import Table
-from tests.support.sts_server import StsServer
+from tests.support.sts_server import StsServer, vendor_of
 
 ADMIN = "admin-token"
 CLIENT_ID, CLIENT_SECRET = "spark-job", "client-s3cret"
@@ -45,13 +42,7 @@ ROWS = pa.table({"id": pa.array([1, 2], pa.int64()), "s": ["a", "b"]})
 
 @pytest.fixture
 def server(tmp_path: Path, sts: StsServer) -> Iterator[RunningServer]:
-    warehouse = f"s3://{sts.bucket}/wh-{uuid.uuid4().hex[:8]}"
-    catalog = SqlCatalog(
-        "renewal",
-        uri=f"sqlite:///{tmp_path / 'catalog.db'}",
-        warehouse=warehouse,
-        **{**sts.server_properties, ROLE_ARN: sts.role_arn},
-    )
+    catalog = sts.vending_catalog("renewal", f"sqlite:///{tmp_path / 'catalog.db'}")
     catalog.create_namespace("db")
     config = ServerConfig(
         catalog, tokens={ADMIN: Grants()}, clients={CLIENT_ID: OAuthClient(CLIENT_SECRET, Grants())}
@@ -59,12 +50,6 @@ def server(tmp_path: Path, sts: StsServer) -> Iterator[RunningServer]:
     with start_server(config) as running:
         yield running
     catalog.close()
-
-
-def _vendor(server: RunningServer) -> StsVendor:
-    vendor = server.app.state.icefloe.vendor
-    assert isinstance(vendor, StsVendor)
-    return vendor
 
 
 def _table_with_rows(server: RunningServer, **login: str) -> tuple[RestCatalog, Table]:
@@ -127,7 +112,7 @@ def test_executor_renews_against_the_service_and_reads_and_writes(
     assert io.new_input(data_file).read() == expected  # on the shipped credentials
     sts.reset()
     near = int(shipped[EXPIRES_AT_MS]) / 1000 - 30  # inside the executor's margin and the server's
-    _vendor(server).clock = lambda: near
+    vendor_of(server).clock = lambda: near
     io.clock = lambda: near
     assert io.new_input(data_file).read() == expected
     assert sts.assume_role_count() == 1

@@ -12,7 +12,6 @@ import json
 import threading
 import urllib.error
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -38,7 +37,7 @@ from icefloe.server.vending import (
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField, StringType
 from tests.support.interop import duckdb_connection
-from tests.support.sts_server import StsServer
+from tests.support.sts_server import StsServer, vendor_of
 
 ADMIN = "admin-token"
 READER = "reader-token"  # read on db only
@@ -49,11 +48,11 @@ TOKENS = {ADMIN: Grants(), READER: Grants({"db": "read"}), OTHER: Grants({"other
 
 
 def _catalog(tmp_path: Path, sts: StsServer, **vending: str) -> SqlCatalog:
-    warehouse = f"s3://{sts.bucket}/wh-{uuid.uuid4().hex[:8]}"
-    properties = {**sts.server_properties, **vending}
-    return SqlCatalog(
-        "vending", uri=f"sqlite:///{tmp_path / 'catalog.db'}", warehouse=warehouse, **properties
+    """A catalog on the store with ``vending`` settings only (no role unless they name one)."""
+    catalog: SqlCatalog = sts.vending_catalog(
+        "vending", f"sqlite:///{tmp_path / 'catalog.db'}", assume_role=False, **vending
     )
+    return catalog
 
 
 @pytest.fixture
@@ -65,12 +64,6 @@ def vending_server(tmp_path: Path, sts: StsServer) -> Iterator[RunningServer]:
     with start_server(ServerConfig(catalog, tokens=TOKENS)) as server:
         yield server
     catalog.close()
-
-
-def _vendor(server: RunningServer) -> StsVendor:
-    vendor = server.app.state.icefloe.vendor
-    assert isinstance(vendor, StsVendor)
-    return vendor
 
 
 def _get(server: RunningServer, path: str, token: str, delegation: str | None) -> tuple[int, Any]:
@@ -154,7 +147,7 @@ def test_credentials_endpoint_checks_the_grant(vending_server: RunningServer, st
 def test_cache_hit_reuses_and_expired_entry_is_renewed(vending_server: RunningServer, sts: StsServer) -> None:
     RestCatalog("ice", uri=vending_server.uri, token=ADMIN).create_table("db.t", ICE_SCHEMA)
     sts.reset()
-    vendor = _vendor(vending_server)
+    vendor = vendor_of(vending_server)
     first = _get(vending_server, "/namespaces/db/tables/t", READER, "vended-credentials")[1]
     again = _get(vending_server, "/namespaces/db/tables/t/credentials", READER, None)[1]
     assert again["storage-credentials"] == first["storage-credentials"]
@@ -181,7 +174,7 @@ def test_client_renews_near_expiry_before_its_next_read(
     old_token = io.properties["s3.session-token"]
     expires_s = int(io.properties[EXPIRES_AT_MS]) / 1000
     near = expires_s - 30  # inside the client's margin and the server's
-    _vendor(vending_server).clock = lambda: near
+    vendor_of(vending_server).clock = lambda: near
     io.clock = lambda: near
     assert table.scan().to_arrow().to_pylist() == [{"id": 7, "s": "g"}]
     assert sts.assume_role_count() == 1
@@ -204,7 +197,7 @@ def test_properties_shipped_to_executors_are_renewed_first(
     before = dict(io.properties)
     assert sts.assume_role_count() == 0
     near = int(before[EXPIRES_AT_MS]) / 1000 - 59
-    _vendor(vending_server).clock = lambda: near
+    vendor_of(vending_server).clock = lambda: near
     io.clock = lambda: near
     shipped = dict(io.properties)
     assert sts.assume_role_count() == 1
@@ -304,7 +297,7 @@ def test_loads_missing_the_cache_together_share_one_assume_role(
 ) -> None:
     RestCatalog("ice", uri=vending_server.uri, token=ADMIN).create_table("db.t", ICE_SCHEMA)
     sts.reset()
-    vendor = _vendor(vending_server)
+    vendor = vendor_of(vending_server)
     start = threading.Barrier(8)
 
     def load(_: int) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,9 +21,8 @@ import pytest
 from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.rest.executor_renewal import CREDENTIALS_URI
 from icefloe.catalog.rest.vended import EXPIRES_AT_MS
-from icefloe.catalog.sql import SqlCatalog
 from icefloe.server import Grants, RunningServer, ServerConfig, start_server
-from icefloe.server.vending import ROLE_ARN, StsVendor
+from icefloe.server.vending import StsVendor
 from icefloe.spark.read import dataframe_for_plan, plan_read
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField, StringType
@@ -36,12 +34,7 @@ SCHEMA = Schema(NestedField(1, "id", LongType()), NestedField(2, "s", StringType
 
 @pytest.fixture
 def server(tmp_path: Path, sts: StsServer) -> Iterator[RunningServer]:
-    catalog = SqlCatalog(
-        "executors",
-        uri=f"sqlite:///{tmp_path / 'catalog.db'}",
-        warehouse=f"s3://{sts.bucket}/wh-{uuid.uuid4().hex[:8]}",
-        **{**sts.server_properties, ROLE_ARN: sts.role_arn},
-    )
+    catalog = sts.vending_catalog("executors", f"sqlite:///{tmp_path / 'catalog.db'}")
     catalog.create_namespace("db")
     with start_server(ServerConfig(catalog, tokens={TOKEN: Grants()})) as running:
         yield running

@@ -257,17 +257,40 @@ def running_s3_server() -> Iterator[S3Server]:
         server.stop()
 
 
-@dataclass
-class S3ServerProcess(S3Server):
-    """The server in a child process: requests counted there, faults not available."""
+class StdioChild:
+    """A server in a child process that answers each command line on its stdin with one line on
+    its stdout (``counts``, ``reset``, ``stop``, ...); see ``spawn_child``."""
 
-    _process: subprocess.Popen[str] | None = field(default=None, repr=False)
+    _process: subprocess.Popen[str] | None
 
     def _ask(self, command: str) -> str:
         assert self._process is not None and self._process.stdin and self._process.stdout
         self._process.stdin.write(command + "\n")
         self._process.stdin.flush()
         return self._process.stdout.readline()
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._ask("stop")
+            self._process.wait(timeout=30)
+            self._process = None
+
+
+def spawn_child(module: str, bucket: str) -> tuple[subprocess.Popen[str], dict[str, Any]]:
+    """Start ``python -m <module> <bucket>`` (same interpreter) and read the JSON line it prints
+    once it serves (where it listens, and whatever else it announces)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", module, bucket], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+    return process, json.loads(process.stdout.readline())
+
+
+@dataclass
+class S3ServerProcess(StdioChild, S3Server):
+    """The server in a child process: requests counted there, faults not available."""
+
+    _process: subprocess.Popen[str] | None = field(default=None, repr=False)
 
     def counts(self) -> dict[str, int]:
         return {op: int(n) for op, n in json.loads(self._ask("counts")).items()}
@@ -278,23 +301,10 @@ class S3ServerProcess(S3Server):
     def slow_next(self, n: int, seconds: float) -> None:
         self._ask(f"slow {n} {seconds}")
 
-    def stop(self) -> None:
-        if self._process is not None:
-            self._ask("stop")
-            self._process.wait(timeout=30)
-            self._process = None
-
 
 def start_s3_server_process(bucket: str = BUCKET) -> S3ServerProcess:
-    """Start the server in a child process (same interpreter) and wait until it serves."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.s3server", bucket],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    ready = json.loads(process.stdout.readline())
+    """Start the server in a child process and wait until it serves."""
+    process, ready = spawn_child("tests.support.s3server", bucket)
     return S3ServerProcess(host=ready["host"], port=ready["port"], bucket=bucket, _process=process)
 
 

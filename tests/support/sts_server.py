@@ -21,11 +21,12 @@ import io
 import json
 import subprocess
 import sys
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.support.s3server import BUCKET, REGION
+from tests.support.s3server import BUCKET, REGION, StdioChild, spawn_child
 
 ROLE_NAME = "icefloe-vending"
 USER_NAME = "icefloe-server"
@@ -33,7 +34,7 @@ ACCOUNT = "123456789012"
 
 
 @dataclass
-class StsServer:
+class StsServer(StdioChild):
     """The running child: where it listens and the server user's keys and role."""
 
     host: str
@@ -62,12 +63,6 @@ class StsServer:
             "s3.secret-access-key": self.secret_key,
         }
 
-    def _ask(self, command: str) -> str:
-        assert self._process is not None and self._process.stdin and self._process.stdout
-        self._process.stdin.write(command + "\n")
-        self._process.stdin.flush()
-        return self._process.stdout.readline()
-
     def assume_role_count(self) -> int:
         """AssumeRole requests served since the last ``reset``."""
         return int(json.loads(self._ask("counts"))["AssumeRole"])
@@ -75,23 +70,30 @@ class StsServer:
     def reset(self) -> None:
         self._ask("reset")
 
-    def stop(self) -> None:
-        if self._process is not None:
-            self._ask("stop")
-            self._process.wait(timeout=30)
-            self._process = None
+    def vending_catalog(self, name: str, uri: str, *, assume_role: bool = True, **properties: str) -> Any:
+        """A SQL catalog at ``uri`` whose warehouse is a fresh prefix of this store, holding the
+        server user's keys and (``assume_role``) vending through the role; ``properties`` added."""
+        from icefloe.catalog.sql import SqlCatalog
+        from icefloe.server.vending import ROLE_ARN
+
+        warehouse = f"s3://{self.bucket}/wh-{uuid.uuid4().hex[:8]}"
+        role = {ROLE_ARN: self.role_arn} if assume_role else {}
+        vending = {**self.server_properties, **role, **properties}
+        return SqlCatalog(name, uri=uri, warehouse=warehouse, **vending)
+
+
+def vendor_of(server: Any) -> Any:
+    """The running server's ``StsVendor`` (a RunningServer of ``icefloe.server``)."""
+    from icefloe.server.vending import StsVendor
+
+    vendor = server.app.state.icefloe.vendor
+    assert isinstance(vendor, StsVendor)
+    return vendor
 
 
 def start_sts_server(bucket: str = BUCKET) -> StsServer:
     """Start the child and wait until it serves with authentication on."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.sts_server", bucket],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    ready = json.loads(process.stdout.readline())
+    process, ready = spawn_child("tests.support.sts_server", bucket)
     return StsServer(_process=process, bucket=bucket, **ready)
 
 
