@@ -36,14 +36,19 @@ Shipped = Callable[[], Mapping[str, str]]
 
 def best_credential(credentials: Iterable[Any] | None, location: str) -> dict[str, str]:
     """The ``config`` of the credential whose ``prefix`` is the longest prefix of ``location``
-    (a table location; a prefix with or without a trailing ``/`` matches it), else ``{}``."""
+    (a table location; a prefix with or without a trailing ``/`` matches it), else ``{}``.
+
+    A prefix covers whole path segments: ``s3://b/wh/t`` is a prefix of ``s3://b/wh/t/x`` but
+    not of ``s3://b/wh/t2`` (a server names every location a table writes to, and one table's
+    ``write.data.path`` may begin like another location's name)."""
     target = location.rstrip("/") + "/"
     best: tuple[int, dict[str, str]] = (-1, {})
     for credential in credentials or ():
         if not isinstance(credential, dict):
             continue
         prefix = str(credential.get("prefix") or "")
-        if target.startswith(prefix) and len(prefix) > best[0]:
+        whole = prefix.endswith("/") or target[len(prefix) : len(prefix) + 1] == "/"
+        if target.startswith(prefix) and whole and len(prefix) > best[0]:
             best = (len(prefix), {str(k): str(v) for k, v in (credential.get("config") or {}).items()})
     return best[1]
 
