@@ -202,3 +202,22 @@ def test_icefloe_client_with_a_data_path_elsewhere_reads_what_pyiceberg_wrote(
     assert table.scan().to_arrow().column("id").to_pylist() == [4]
     client.close()
     reader.close()
+
+
+def test_dropping_a_table_stops_vending_but_revokes_nothing(
+    catalog: SqlCatalog, server: RunningServer, sts: StsServer
+) -> None:
+    """STS credentials cannot be revoked one by one (``docs/rest-server.md``, *Revocation*): after
+    a purge the server vends nothing more for the table, and what it vended still works until it
+    expires, also on the files of a table re-created at the same location."""
+    status, body = create(server, "t", {})
+    assert status == 200
+    location = body["metadata"]["location"]
+    held = s3_with(body["storage-credentials"][0])
+    assert call(server, "DELETE", "/namespaces/db/tables/t?purgeRequested=true")[0] == 204
+    sts.reset()
+    assert call(server, "GET", "/namespaces/db/tables/t", headers=DELEGATE)[0] == 404
+    assert call(server, "GET", "/namespaces/db/tables/t/credentials")[0] == 404
+    assert sts.assume_role_count() == 0
+    assert create(server, "t", {})[1]["metadata"]["location"] == location
+    assert outcome(held, f"{location}/data/after-the-drop.parquet") == "ok"
