@@ -179,3 +179,30 @@ def test_the_icefloe_client_retrying_a_lost_create_gets_fresh_credentials(
         assert table.io.properties[EXPIRES_AT_MS] == str(int((moved[0] + 3600) * 1000))
         table.append(pa.table({"id": pa.array([1], pa.int64())}))
         client.close()
+
+
+def test_without_a_credentials_endpoint_the_client_renews_by_loading_the_table(
+    catalog: SqlCatalog, sts: StsServer
+) -> None:
+    """A service that does not advertise ``GET .../credentials``: the FileIO near expiry loads the
+    table again (its result carries fresh credentials) instead of going on with expiring keys."""
+    faults = FaultInjector()
+    with start_server(ServerConfig(catalog, tokens=TOKENS), wrap=faults.wrap) as server:
+        client = RestCatalog("ice", uri=server.uri, token=ADMIN)
+        client.endpoints.discard("GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials")
+        table = client.create_table("db.t", Schema(NestedField(1, "id", LongType())))
+        io = table.io
+        assert isinstance(io, VendedFileIO)
+        sts.reset()
+        faults.seen.clear()
+        now = int(io.properties[EXPIRES_AT_MS]) / 1000 - 60
+        vendor = faults.app.state.icefloe.vendor
+        assert isinstance(vendor, StsVendor)
+        vendor.clock = io.clock = lambda: now
+        table.append(pa.table({"id": pa.array([1], pa.int64())}))
+        assert faults.seen[0] == ("GET", "/v1/namespaces/db/tables/t")
+        assert ("GET", "/v1/namespaces/db/tables/t/credentials") not in faults.seen
+        assert sts.assume_role_count() == 1
+        assert io.properties[EXPIRES_AT_MS] == str(int((now + 3600) * 1000))
+        assert "rest.executor-renewal.credentials-uri" not in io.properties  # executors cannot renew
+        client.close()
