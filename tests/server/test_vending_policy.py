@@ -1,8 +1,9 @@
 """The session policy of vended credentials, checked with moto's IAM policy evaluator.
 
-moto enforces a role's policies but not an AssumeRole session policy, so the end-to-end tests
-cannot show what the policy refuses. Here moto's own evaluator (``moto.iam.access_control``)
-decides each request. It knows only ``StringEquals`` conditions and passes any other, so the test
+The end-to-end tests (``test_vending_locations``) see the store refuse what the policy leaves out,
+through the STS child's session-policy check; these ones look at the document itself, request by
+request, with moto's own evaluator (``moto.iam.access_control``), including what no client
+sends. The evaluator knows only ``StringEquals`` conditions and passes any other, so the test
 registers IAM's ``StringLike`` (``*`` and ``?`` wildcards) for its duration.
 """
 
