@@ -302,9 +302,8 @@ def test_loads_missing_the_cache_together_share_one_assume_role(
 
     def load(_: int) -> str:
         start.wait()
-        return vendor.credentials(
-            vending_server.app.state.icefloe.catalog.load_table("db.t").metadata.location, False
-        ).config["s3.session-token"]
+        location = vending_server.app.state.icefloe.catalog.load_table("db.t").metadata.location
+        return vendor.credentials([location], False).config["s3.session-token"]
 
     with ThreadPoolExecutor(8) as pool:
         tokens = set(pool.map(load, range(8)))

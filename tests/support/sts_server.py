@@ -11,14 +11,18 @@ trust policy naming that user). It counts AssumeRole requests (a WSGI hook in th
 not a mock) and answers ``counts``, ``reset`` and ``stop`` over stdin/stdout like
 ``start_s3_server_process``.
 
-moto enforces the role's policy but not the inline session policy of AssumeRole: that policy is
-checked with an evaluator in ``tests/server/test_vending_policy.py``.
+moto enforces a role's own policies but not the inline session policy of AssumeRole, which is what
+scopes vended credentials. The child adds that check as IAM makes it (``_enforce_session_policies``):
+a request signed with assumed-role keys must also be allowed by the session policy they were issued
+with, ``s3:ListBucket`` judged on its ``prefix`` (IAM's ``StringLike``, which moto lacks, included),
+so a PUT outside a vended credential's prefixes is AccessDenied here as on AWS.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 import uuid
@@ -120,6 +124,47 @@ def _policy(statement: dict[str, Any]) -> str:
     return json.dumps({"Version": "2012-10-17", "Statement": [statement]})
 
 
+def _string_like(expected: list[str] | str, actual: list[str] | str) -> bool:
+    """IAM's ``StringLike``: a pattern matches the whole value, ``*`` any run, ``?`` one character."""
+    patterns = [expected] if isinstance(expected, str) else expected
+    values = [actual] if isinstance(actual, str) else actual
+    wildcards = [re.escape(p).replace(r"\*", ".*").replace(r"\?", ".") for p in patterns]
+    return any(re.fullmatch(w, value, re.DOTALL) for w in wildcards for value in values)
+
+
+def _enforce_session_policies() -> None:
+    """Make moto refuse what an assumed role's session policy does not allow (IAM intersects it
+    with the role's policies; moto checks only the latter)."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from moto.iam import policy_conditions
+    from moto.iam.access_control import AssumedRoleAccessKey, IAMPolicy, IAMRequestBase, PermissionResult
+    from moto.sts.models import sts_backends
+
+    policy_conditions.CONDITION_OPERATIONS["StringLike"] = _string_like
+    role_checks = IAMRequestBase.check_action_permitted
+
+    def check_action_permitted(self: Any, resource: str) -> None:
+        role_checks(self, resource)
+        key = self._access_key
+        if not isinstance(key, AssumedRoleAccessKey):
+            return
+        session = sts_backends[key.account_id][key.partition].get_assumed_role_from_access_key(
+            key._access_key_id
+        )
+        if session is None or not session.policy:
+            return
+        action = "s3:ListBucket" if self._action == "s3:HeadBucket" else self._action  # as IAM names it
+        query = parse_qs(urlsplit(self._path).query)
+        listing = action == "s3:ListBucket" and "prefix" in query
+        conditions = {"s3:prefix": query["prefix"][0]} if listing else None
+        verdict = IAMPolicy(session.policy).is_action_permitted(action, resource, None, conditions)
+        if verdict != PermissionResult.PERMITTED:
+            self._raise_access_denied()
+
+    IAMRequestBase.check_action_permitted = check_action_permitted  # type: ignore[method-assign]
+
+
 def _serve(bucket: str) -> None:
     import logging
     import threading
@@ -159,6 +204,7 @@ def _serve(bucket: str) -> None:
     role = iam.create_role(RoleName=ROLE_NAME, AssumeRolePolicyDocument=_policy(trust))["Role"]
     storage = {"Effect": "Allow", "Action": "s3:*", "Resource": "*"}
     iam.put_role_policy(RoleName=ROLE_NAME, PolicyName="storage", PolicyDocument=_policy(storage))
+    _enforce_session_policies()
     settings.INITIAL_NO_AUTH_ACTION_COUNT = 0  # from now on every request is authenticated
     app.count = 0
     ready = {

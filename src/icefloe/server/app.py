@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote_to_bytes
@@ -24,7 +24,7 @@ from starlette.routing import Route
 
 from icefloe.errors import Unsupported
 from icefloe.server import namespaces, planning, tables, views
-from icefloe.server.auth import TokenStore, basic_credentials
+from icefloe.server.auth import Principal, TokenStore, basic_credentials
 from icefloe.server.config import ServerConfig
 from icefloe.server.context import Call, IdempotencyCache, Reply, ServerState
 from icefloe.server.errors import HttpError, bad_request, error_body, error_response, not_found
@@ -157,16 +157,25 @@ def _operation(request: Request) -> str:
     return f"{request.method} {raw.decode('latin-1') if isinstance(raw, bytes) else request.url.path}"
 
 
-def _replay(cached: Reply, operation: str) -> Response:
+async def _replay(
+    state: ServerState, cached: Reply, operation: str, request: Request, principal: Principal
+) -> Response:
     """The stored answer of a retried mutation; 400 when the key answered a different operation.
 
     The spec forbids reusing a key across operations. Replaying another operation's answer would
     tell a client its DELETE "already exists" while nothing was deleted, and running the request
     would break the promise that a key has no further effects; refusing it says what went wrong.
+    A replayed table result carries credentials vended now, as the retry asks for them (the
+    original ones may have expired since, and the retry may not have asked at all).
     """
     if isinstance(cached, FinalReply) and cached.operation != operation:
         raise bad_request(f"the Idempotency-Key was already used for another operation ({cached.operation})")
-    return _response(cached)
+    if cached.vending is not None:
+        vend = tables.vended_credentials
+        headers = dict(request.headers)
+        credentials = await run_in_threadpool(vend, state, principal, headers, cached.vending)
+        cached = replace(cached, credentials=credentials)
+    return _response(cached.sendable())
 
 
 def _endpoint(state: ServerState, handler: Handler, mutation: bool, template: str) -> Any:
@@ -186,7 +195,7 @@ def _endpoint(state: ServerState, handler: Handler, mutation: bool, template: st
             if key is not None:
                 cached = state.idempotency.get(key)
                 if cached is not None:
-                    return _replay(cached, operation)
+                    return await _replay(state, cached, operation, request, principal)
             call = Call(principal, path, dict(request.query_params), dict(request.headers), _decode_json(raw))
             try:
                 reply = await run_in_threadpool(handler, state, call)
@@ -199,10 +208,9 @@ def _endpoint(state: ServerState, handler: Handler, mutation: bool, template: st
                     state.idempotency.put(key, FinalReply(response.status_code, body, operation=operation))
                 return response
             if key is not None:
-                state.idempotency.put(
-                    key, FinalReply(reply.status, reply.payload, reply.json_text, reply.headers, operation)
-                )
-            return _response(reply, head=request.method == "HEAD")
+                kept = reply.without_credentials()
+                state.idempotency.put(key, FinalReply(**vars(kept), operation=operation))
+            return _response(reply.sendable(), head=request.method == "HEAD")
         except Exception as exc:
             return error_response(exc)
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from icefloe.catalog.base import Catalog
@@ -13,18 +14,51 @@ from icefloe.server.coalescer import CommitCoalescer
 from icefloe.server.commits import TableLocks
 from icefloe.server.config import ServerConfig
 from icefloe.server.plan_results import CompletedPlans
-from icefloe.server.vending import Vendor, credential_vendor
+from icefloe.server.vending import Vendor, credential_vendor, credentials_etag
+
+
+@dataclass(frozen=True)
+class VendingScope:
+    """What a table result's storage credentials were vended for: a table of ``namespace``
+    writing to ``locations``. Kept with a reply so that a replayed create vends anew."""
+
+    namespace: tuple[str, ...]
+    locations: tuple[str, ...]
 
 
 @dataclass
 class Reply:
     """A handler's answer: status, a JSON payload (or pre-encoded JSON text or its UTF-8 bytes),
-    extra headers."""
+    extra headers.
+
+    A table result's vended ``credentials`` stay apart from its text until it is sent
+    (``sendable``): they belong to one caller at one moment, so the idempotency cache keeps the
+    reply without them and only its ``vending`` scope, to vend afresh for a replay.
+    """
 
     status: int = 200
     payload: Any = None
     json_text: str | bytes | None = None
     headers: Mapping[str, str] | None = None
+    credentials: list[dict[str, Any]] | None = None
+    vending: VendingScope | None = None
+
+    def without_credentials(self) -> Reply:
+        """This reply as the idempotency cache keeps it."""
+        return replace(self, credentials=None)
+
+    def sendable(self) -> Reply:
+        """This reply with its credentials as the text's last member ``storage-credentials`` and
+        its ``ETag`` naming them (``vending.credentials_etag``)."""
+        if not self.credentials or self.json_text is None:
+            return self
+        member = ', "storage-credentials": ' + json.dumps(self.credentials) + "}"
+        text = self.json_text
+        text = text[:-1] + member.encode("utf-8") if isinstance(text, bytes) else text[:-1] + member
+        headers = dict(self.headers or {})
+        if "ETag" in headers:
+            headers["ETag"] = credentials_etag(headers["ETag"], self.credentials)
+        return replace(self, json_text=text, headers=headers, credentials=None)
 
 
 class IdempotencyCache:

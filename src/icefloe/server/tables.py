@@ -13,7 +13,7 @@ from icefloe.catalog.base import warehouse_location
 from icefloe.errors import AlreadyExists, NoSuchTable, ValidationError
 from icefloe.formats.metadata.files import read_table_metadata, written_metadata_bytes
 from icefloe.lru import LockedLruCache
-from icefloe.server.auth import READ, WRITE
+from icefloe.server.auth import READ, WRITE, Principal
 from icefloe.server.checks import (
     check_inside,
     check_location_properties,
@@ -23,10 +23,16 @@ from icefloe.server.checks import (
     table_from_path,
 )
 from icefloe.server.commits import TableChange, commit_table, commit_transaction, current_state
-from icefloe.server.context import Call, Reply, ServerState
+from icefloe.server.context import Call, Reply, ServerState, VendingScope
 from icefloe.server.errors import bad_request
 from icefloe.server.paging import identifiers_page
-from icefloe.server.vending import is_s3_location, storage_credentials, wants_vended_credentials
+from icefloe.server.vending import (
+    credentials_etag,
+    is_s3_location,
+    storage_credentials,
+    table_write_locations,
+    wants_vended_credentials,
+)
 from icefloe.spec.commit_json import requirements_from_list, updates_from_list
 from icefloe.spec.json_codec import table_metadata_json_bytes, table_metadata_to_json
 from icefloe.spec.json_snapshots import is_relative_location
@@ -108,39 +114,40 @@ def table_result(
     md: TableMetadata,
     snapshots: str = "all",
     credentials: list[dict[str, Any]] | None = None,
+    vending: VendingScope | None = None,
 ) -> Reply:
     """A ``LoadTableResult`` / ``CommitTableResponse`` (metadata JSON embedded as written), with
-    its ``ETag`` once the table has a metadata file, and the vended ``credentials`` if any."""
+    its ``ETag`` once the table has a metadata file, and the vended ``credentials`` (for the
+    ``vending`` scope) if any; ``Reply.sendable`` adds them to the text, which stays shared."""
     if location is None:  # a staged create: nothing to share
-        return Reply(json_text=_with_credentials(_result_text(None, md), credentials))
+        return Reply(json_text=_result_text(None, md), credentials=credentials, vending=vending)
     text = _RECENT.answer(location, md) if snapshots == "all" else _result_text(location, md)
-    return Reply(
-        json_text=_with_credentials(text, credentials), headers={"ETag": table_etag(location, snapshots)}
-    )
+    headers = {"ETag": table_etag(location, snapshots)}
+    return Reply(json_text=text, headers=headers, credentials=credentials, vending=vending)
 
 
-def _with_credentials(text: str | bytes, credentials: list[dict[str, Any]] | None) -> str | bytes:
-    """A table result with ``storage-credentials`` added as its last member (the shared answer
-    stays as it is: credentials differ by caller)."""
-    if not credentials:
-        return text
-    member = ', "storage-credentials": ' + json.dumps(credentials) + "}"
-    if isinstance(text, bytes):
-        return text[:-1] + member.encode("utf-8")
-    return text[:-1] + member
+def vending_scope(namespace: tuple[str, ...], location: str, properties: dict[str, str]) -> VendingScope:
+    """What credentials for the table at ``location`` with ``properties`` must cover."""
+    return VendingScope(namespace, table_write_locations(location, properties))
 
 
-def _vended(state: ServerState, call: Call, namespace: tuple[str, ...], table_location: str) -> Any:
-    """The ``storage-credentials`` for this caller on the table at ``table_location``, or None:
-    only when asked for (``X-Iceberg-Access-Delegation``), configured, and the table is on S3.
-    Write access for a WRITE grant on the namespace, read access otherwise."""
+def vended_credentials(
+    state: ServerState, principal: Principal, headers: Any, scope: VendingScope
+) -> list[dict[str, Any]] | None:
+    """The ``storage-credentials`` for this caller on a table, or None: only when asked for
+    (``X-Iceberg-Access-Delegation`` in ``headers``), configured, and the table is on S3. Write
+    access for a WRITE grant on the namespace, read access otherwise."""
     if (
         state.vendor is None
-        or not is_s3_location(table_location)
-        or not wants_vended_credentials(call.headers)
+        or not is_s3_location(scope.locations[0])
+        or not wants_vended_credentials(headers)
     ):
         return None
-    return storage_credentials(state.vendor, table_location, call.principal.holds(namespace, WRITE))
+    return storage_credentials(state.vendor, scope.locations, principal.holds(scope.namespace, WRITE))
+
+
+def _vended(state: ServerState, call: Call, scope: VendingScope) -> list[dict[str, Any]] | None:
+    return vended_credentials(state, call.principal, call.headers, scope)
 
 
 def _table(call: Call, level: str) -> tuple[tuple[str, ...], str]:
@@ -160,9 +167,10 @@ def list_tables(state: ServerState, call: Call) -> Reply:
 def load_table(state: ServerState, call: Call) -> Reply:
     """GET /namespaces/{namespace}/tables/{table}?snapshots=all|refs
 
-    The answer carries an ``ETag`` naming the metadata file and snapshot mode; a request whose
-    ``If-None-Match`` names the current one gets ``304 Not Modified`` and no body (Iceberg Java
-    caches loaded tables by ETag and sends it back).
+    The answer carries an ``ETag`` naming the metadata file and snapshot mode, and the vended
+    credentials when it carries some (``credentials_etag``); a request whose ``If-None-Match``
+    names the current one gets ``304 Not Modified`` and no body (Iceberg Java caches loaded tables
+    by ETag and sends it back).
     """
     namespace, name = _table(call, READ)
     mode = call.query.get("snapshots", "all").lower()
@@ -172,11 +180,15 @@ def load_table(state: ServerState, call: Call) -> Reply:
     if found is None:
         raise NoSuchTable(f"table {'.'.join((*namespace, name))!r} does not exist")
     location, md = found
+    scope = vending_scope(namespace, md.location, md.properties)
+    credentials = _vended(state, call, scope)  # first: a 304 must not outlive the client's credentials
     etag = table_etag(location, mode)
+    if credentials:
+        etag = credentials_etag(etag, credentials)
     if call.headers.get("if-none-match") == etag:  # Java's freshness-aware load: its copy is current
         return Reply(status=304, headers={"ETag": etag})
     shown = referenced_snapshots_only(md) if mode == "refs" else md
-    return table_result(location, shown, mode, _vended(state, call, namespace, md.location))
+    return table_result(location, shown, mode, credentials, scope)
 
 
 def referenced_snapshots_only(md: TableMetadata) -> TableMetadata:
@@ -240,15 +252,16 @@ def create_table(state: ServerState, call: Call) -> Reply:
     )
     check_inside(table_location, catalog.warehouse)
     check_location_properties(properties, catalog.warehouse)
+    scope = vending_scope(namespace, table_location, properties)
     if body.get("stage-create"):
         catalog._require_namespace(namespace)
         if catalog.table_exists((*namespace, name)):  # as Iceberg Java's own server answers
             raise AlreadyExists(f"table {'.'.join((*namespace, name))!r} already exists")
         md = new_table_metadata(schema, spec, order, table_location, properties)
-        return table_result(None, md, credentials=_vended(state, call, namespace, md.location))
-    vended = _vended(state, call, namespace, table_location)  # first: an STS failure creates nothing
+        return table_result(None, md, credentials=_vended(state, call, scope), vending=scope)
+    vended = _vended(state, call, scope)  # first: an STS failure creates nothing
     table = catalog.create_table((*namespace, name), schema, spec, order, table_location, properties)
-    return table_result(table.metadata_location, table.metadata, credentials=vended)
+    return table_result(table.metadata_location, table.metadata, credentials=vended, vending=scope)
 
 
 def commit(state: ServerState, call: Call) -> Reply:
@@ -319,9 +332,10 @@ def register_table(state: ServerState, call: Call) -> Reply:
     overwrite = body.get("overwrite", False)
     if not isinstance(overwrite, bool):
         raise bad_request("'overwrite' must be a boolean")
-    vended = _vended(state, call, namespace, md.location)  # first: an STS failure registers nothing
+    scope = vending_scope(namespace, md.location, md.properties)
+    vended = _vended(state, call, scope)  # first: an STS failure registers nothing
     table = state.catalog.register_table((*namespace, name), location, overwrite=overwrite)
-    return table_result(table.metadata_location, table.metadata, credentials=vended)
+    return table_result(table.metadata_location, table.metadata, credentials=vended, vending=scope)
 
 
 def rename_table(state: ServerState, call: Call) -> Reply:
@@ -347,8 +361,8 @@ def load_credentials(state: ServerState, call: Call) -> Reply:
     found = current_state(state.catalog, namespace, name)
     if found is None:
         raise NoSuchTable(f"table {'.'.join((*namespace, name))!r} does not exist")
-    table_location = found[1].location
-    if state.vendor is None or not is_s3_location(table_location):
+    scope = vending_scope(namespace, found[1].location, found[1].properties)
+    if state.vendor is None or not is_s3_location(scope.locations[0]):
         return Reply(payload={"storage-credentials": []})
     write = call.principal.holds(namespace, WRITE)
-    return Reply(payload={"storage-credentials": storage_credentials(state.vendor, table_location, write)})
+    return Reply(payload={"storage-credentials": storage_credentials(state.vendor, scope.locations, write)})

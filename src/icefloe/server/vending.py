@@ -5,11 +5,12 @@ result with ``storage-credentials`` good for that table alone, so the store's ow
 the server. Configured by catalog properties under ``rest.vended-credentials.``:
 
 - ``role-arn``: the role the server assumes through STS AssumeRole, with the inline session policy
-  of ``vending_policy`` (the table's prefix; read, or read and write, as the caller's grant says).
+  of ``vending_policy`` (every location the table writes to, ``table_write_locations``; read, or
+  read and write, as the caller's grant says).
   ``sts-endpoint`` (default: the catalog's ``s3.endpoint``, else AWS), ``region`` (default
   ``s3.region``), ``duration-s`` (3600; STS allows 900 to 43200), ``external-id``,
   ``renew-before-s`` (300: cached credentials are renewed this long before they expire),
-  ``cache-entries`` (1024 (location, access) pairs);
+  ``cache-entries`` (1024 (locations, access) pairs);
 - ``static-unscoped-keys=true``: for stores without STS (a development MinIO or moto), vend the
   server's own ``s3.*`` keys. They are NOT scoped: every client with a catalog token can then do
   whatever those keys can, on every table. Off by default, and ignored when ``role-arn`` is set.
@@ -19,10 +20,10 @@ boto3 is imported only when a role is configured (the ``rest`` extra installs it
 
 from __future__ import annotations
 
-import json
+import hashlib
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +38,8 @@ from icefloe.io.fileio import (
 )
 from icefloe.lru import LockedLruCache
 from icefloe.server.errors import HttpError
-from icefloe.server.vending_policy import session_policy, split_s3_location
+from icefloe.server.vending_policy import packed_session_policy, split_s3_location
+from icefloe.tree.location_rules import WRITE_PATH_PROPERTIES
 
 PREFIX = "rest.vended-credentials."
 ROLE_ARN = PREFIX + "role-arn"
@@ -49,6 +51,9 @@ RENEW_BEFORE_S = PREFIX + "renew-before-s"
 CACHE_ENTRIES = PREFIX + "cache-entries"
 STATIC_UNSCOPED_KEYS = PREFIX + "static-unscoped-keys"
 
+OBJECT_STORAGE_PATH = "write.object-storage.path"
+"""Where Iceberg Java writes data files of a table with ``write.object-storage.enabled`` and no
+``write.data.path`` (icefloe itself does not write there)."""
 EXPIRES_AT_MS = "s3.session-token-expires-at-ms"
 DELEGATION_HEADER = "x-iceberg-access-delegation"
 VENDED_CREDENTIALS = "vended-credentials"
@@ -68,6 +73,14 @@ def is_s3_location(location: str) -> bool:
     return location.partition("://")[0] in ("s3", "s3a", "s3n")
 
 
+def table_write_locations(location: str, properties: Mapping[str, str]) -> tuple[str, ...]:
+    """Every location a table's files may be written to, its own first: its ``location`` and the
+    directories its ``write.data.path``, ``write.metadata.path``, ``write.folder-storage.path`` and
+    ``write.object-storage.path`` properties name (the server keeps each inside the warehouse)."""
+    named = (properties.get(key) for key in (*WRITE_PATH_PROPERTIES, OBJECT_STORAGE_PATH))
+    return tuple(dict.fromkeys([location.rstrip("/"), *(path.rstrip("/") for path in named if path)]))
+
+
 @dataclass(frozen=True)
 class VendedCredentials:
     """A ``StorageCredential``'s ``config`` and when it expires (epoch seconds; None: never)."""
@@ -77,7 +90,7 @@ class VendedCredentials:
 
 
 class StsVendor:
-    """Credentials from STS AssumeRole with a session policy per table, cached per (location,
+    """Credentials from STS AssumeRole with a session policy per table, cached per (locations,
     access) until ``renew-before-s`` before they expire; ``clock`` (epoch seconds) is the seam
     tests drive expiry through."""
 
@@ -95,21 +108,22 @@ class StsVendor:
         self._server_keys = {k: properties[k] for k in _SERVER_KEYS if properties.get(k)}
         self._passed_on = {k: properties[k] for k in _PASSED_ON if k in properties}
         self.clock = clock
-        self._cache: LockedLruCache[tuple[str, bool], VendedCredentials] = LockedLruCache(
+        self._cache: LockedLruCache[_Key, VendedCredentials] = LockedLruCache(
             _int(properties, CACHE_ENTRIES, 1024)
         )
         self._client: Any = None
         self._client_lock = threading.Lock()
         self._lock = threading.Lock()  # guards _asking
-        self._asking: dict[tuple[str, bool], threading.Lock] = {}  # by key: one asks STS, the others wait
+        self._asking: dict[_Key, threading.Lock] = {}  # by key: one asks STS, the others wait
 
-    def credentials(self, location: str, write: bool) -> VendedCredentials:
-        """Credentials for the table at ``location``: cached ones while they last, else new ones.
+    def credentials(self, locations: Sequence[str], write: bool) -> VendedCredentials:
+        """Credentials for a table writing to ``locations`` (``table_write_locations``): cached
+        ones while they last, else new ones.
 
         Requests that miss the cache together wait for the first one's AssumeRole instead of
         each making their own (clients started together load the same tables).
         """
-        key = (location.rstrip("/"), write)
+        key = (tuple(location.rstrip("/") for location in locations), write)
         found = self._cached(key)
         if found is not None:
             return found
@@ -124,18 +138,18 @@ class StsVendor:
                 self._asking.pop(key, None)
         return found
 
-    def _cached(self, key: tuple[str, bool]) -> VendedCredentials | None:
+    def _cached(self, key: _Key) -> VendedCredentials | None:
         """The cached credentials under ``key`` unless they are within the renewal margin."""
         cached = self._cache.get(key)
         if cached is not None and self.clock() < (cached.expires_at_s or 0.0) - self.renew_before_s:
             return cached
         return None
 
-    def _assume_role(self, location: str, write: bool) -> VendedCredentials:
+    def _assume_role(self, locations: tuple[str, ...], write: bool) -> VendedCredentials:
         arguments: dict[str, Any] = {
             "RoleArn": self.role_arn,
             "RoleSessionName": "icefloe-" + ("write" if write else "read"),
-            "Policy": json.dumps(session_policy(location, write), separators=(",", ":")),
+            "Policy": packed_session_policy(locations, write),  # PolicyTooLarge before STS is asked
             "DurationSeconds": self.duration_s,
         }
         if self.external_id:
@@ -174,6 +188,7 @@ class StsVendor:
             return self._client
 
 
+_Key = tuple[tuple[str, ...], bool]
 _SERVER_KEYS = (S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN)
 
 
@@ -184,7 +199,7 @@ class StaticVendor:
         keys = _SERVER_KEYS + _PASSED_ON
         self._found = VendedCredentials({k: properties[k] for k in keys if k in properties}, None)
 
-    def credentials(self, location: str, write: bool) -> VendedCredentials:
+    def credentials(self, locations: Sequence[str], write: bool) -> VendedCredentials:
         """The same keys for every table and access level."""
         return self._found
 
@@ -201,11 +216,30 @@ def credential_vendor(properties: Mapping[str, str], clock: Callable[[], float] 
     return None
 
 
-def storage_credentials(vendor: Vendor, location: str, write: bool) -> list[dict[str, Any]]:
-    """The ``storage-credentials`` of a table result: one, whose prefix is the table's location."""
-    split_s3_location(location)  # refuses a location no policy could scope
-    found = vendor.credentials(location, write)
-    return [{"prefix": location, "config": dict(found.config)}]
+def storage_credentials(vendor: Vendor, locations: Sequence[str], write: bool) -> list[dict[str, Any]]:
+    """The ``storage-credentials`` of a table result: the same credentials (their policy covers
+    all ``locations``) under each location as its prefix, so a client choosing by the longest
+    prefix of a file's path finds them for every file the table writes, wherever it goes."""
+    for location in locations:
+        split_s3_location(location)  # refuses a location no policy could scope
+    found = vendor.credentials(locations, write)
+    return [{"prefix": location, "config": dict(found.config)} for location in locations]
+
+
+def credentials_etag(etag: str, credentials: Sequence[Mapping[str, Any]]) -> str:
+    """The ETag of a table result carrying ``credentials``: the table's own ``etag`` and which
+    credentials (keys and expiry) it vends.
+
+    A client sending it back in ``If-None-Match`` gets ``304 Not Modified`` only while the server
+    would vend it the very credentials it holds, which the server never does within
+    ``renew-before-s`` of their expiry: once they are renewed, the tag changes and the answer is
+    the table again, with the new ones. So a client that keeps its copy on 304s never keeps
+    credentials past that margin, whether or not it renews them on its own.
+    """
+    configs = [(c.get("prefix"), c.get("config") or {}) for c in credentials]
+    held = [(prefix, config.get(S3_ACCESS_KEY_ID), config.get(EXPIRES_AT_MS)) for prefix, config in configs]
+    digest = hashlib.sha256(f"{etag},{held!r}".encode()).hexdigest()[:32]
+    return f'"{digest}"'
 
 
 def sts_failed(exc: BaseException) -> HttpError:

@@ -26,6 +26,13 @@ def test_a_prefix_that_only_starts_the_name_does_not_cover_a_sibling() -> None:
     slash = [{"prefix": "s3://b/wh/db/t/", "config": {"k": "t"}}]
     assert best_credential(slash, "s3://b/wh/db/t2") == {}
     assert best_credential(slash, "s3://b/wh/db/t") == {"k": "t"}
+    bare = [
+        {"prefix": "s3://b/wh/db/t", "config": {"k": "t"}},
+        {"prefix": "s3://b/wh/", "config": {"k": "wh"}},
+    ]
+    assert best_credential(bare, "s3://b/wh/db/t2") == {"k": "wh"}
+    assert best_credential(bare, "s3://b/wh/db/t/") == {"k": "t"}
+    assert best_credential([{"prefix": "s3://b/wh/d", "config": {"k": "d"}}], "s3://b/wh/data/t") == {}
 
 
 def test_no_credentials() -> None:

@@ -204,7 +204,9 @@ class RestCatalog(Catalog):
         ident = tuple(identifier)
         if EXPIRES_AT_MS in credential:
             refresh = self._credentials_refresh(ident, md.location)
-            shipped = self._executor_renewal(ident, md.location) if refresh is not None else None
+            shipped = (
+                self._executor_renewal(ident, md.location) if LOAD_CREDENTIALS in self.endpoints else None
+            )
             io: FileIO = self._vended_io(properties, md.location, refresh, shipped)
         else:
             io = self._file_io(properties, md.location)
@@ -235,12 +237,13 @@ class RestCatalog(Catalog):
                 self._file_ios.put(key, io)
             return io
 
-    def _credentials_refresh(self, identifier: TableIdentifier, location: str) -> Refresh | None:
+    def _credentials_refresh(self, identifier: TableIdentifier, location: str) -> Refresh:
         """How a table's FileIO renews its credentials: ``GET .../credentials`` when the service
-        advertises it."""
-        if LOAD_CREDENTIALS not in self.endpoints:
-            return None
-        return lambda: best_credential(self.load_credentials(identifier), location)
+        advertises it, else a load of the table, whose result carries fresh ones too (a FileIO
+        that could not renew would go on with expired keys)."""
+        if LOAD_CREDENTIALS in self.endpoints:
+            return lambda: best_credential(self.load_credentials(identifier), location)
+        return lambda: best_credential(self._load(identifier)[1].get("storage-credentials"), location)
 
     def _executor_renewal(self, identifier: TableIdentifier, location: str) -> Shipped:
         """What Spark executors need to renew a table's credentials themselves, with the token

@@ -4,8 +4,10 @@ A ``LoadTableResult`` may carry several ``storage-credentials``, each for a loca
 the one for a table is the one with the longest prefix of the table's location (merging them all
 would let a credential for ``s3://b/`` override the table's own). Vended credentials expire
 (``s3.session-token-expires-at-ms``): ``VendedFileIO`` asks the service for fresh ones
-(``GET .../credentials``) when they are within ``RENEW_BEFORE_S`` of expiry, before its next
-storage operation, and rebuilds its S3 file system on them.
+(``GET .../credentials``, or a load of the table when the service lacks that endpoint) when they
+are within ``RENEW_BEFORE_S`` of expiry, before its next storage operation, and rebuilds its S3
+file system on them. It never relies on a table load to bring new ones: icefloe sends no
+``If-None-Match``, and a service answering a load ``304 Not Modified`` would bring none.
 """
 
 from __future__ import annotations
@@ -36,21 +38,26 @@ Shipped = Callable[[], Mapping[str, str]]
 
 def best_credential(credentials: Iterable[Any] | None, location: str) -> dict[str, str]:
     """The ``config`` of the credential whose ``prefix`` is the longest prefix of ``location``
-    (a table location; a prefix with or without a trailing ``/`` matches it), else ``{}``."""
+    (a table location; a prefix with or without a trailing ``/`` matches it), else ``{}``.
+
+    A prefix covers whole path segments: ``s3://b/wh/t`` is a prefix of ``s3://b/wh/t/x`` but
+    not of ``s3://b/wh/t2`` (a server names every location a table writes to, and one table's
+    ``write.data.path`` may begin like another location's name)."""
     target = location.rstrip("/") + "/"
     best: tuple[int, dict[str, str]] = (-1, {})
     for credential in credentials or ():
         if not isinstance(credential, dict):
             continue
         prefix = str(credential.get("prefix") or "")
-        if target.startswith(prefix) and len(prefix) > best[0]:
+        whole = prefix.endswith("/") or target[len(prefix) : len(prefix) + 1] == "/"
+        if target.startswith(prefix) and whole and len(prefix) > best[0]:
             best = (len(prefix), {str(k): str(v) for k, v in (credential.get("config") or {}).items()})
     return best[1]
 
 
 class VendedFileIO(FileIO):
-    """A FileIO on vended, expiring credentials that renews them through ``refresh`` (None: the
-    service offers no credentials endpoint; the table is then reloaded to get new ones).
+    """A FileIO on vended, expiring credentials that renews them through ``refresh`` (None: it
+    cannot; the credentials are then used until they expire).
 
     Reading ``properties`` renews too: Spark jobs ship ``table.io.properties`` to their executors,
     which then get credentials with at least ``RENEW_BEFORE_S`` left, not ones about to expire.
