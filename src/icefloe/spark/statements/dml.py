@@ -30,8 +30,9 @@ OVERWRITE_MODE_CONF = "spark.sql.sources.partitionOverwriteMode"
 
 
 def handle(ctx: SqlContext, stmt: Statement, tree: exp.Expr) -> DataFrame | None:
-    """Run INSERT / DELETE / UPDATE / MERGE on an icefloe table (None for Spark's tables)."""
+    """Run INSERT / DELETE / UPDATE / MERGE / TRUNCATE on an icefloe table (None for Spark's tables)."""
     from icefloe.spark.statements.merge import merge
+    from icefloe.spark.statements.truncate import truncate
 
     if isinstance(tree, exp.Insert):
         return insert(ctx, tree)
@@ -41,6 +42,8 @@ def handle(ctx: SqlContext, stmt: Statement, tree: exp.Expr) -> DataFrame | None
         return update(ctx, tree)
     if isinstance(tree, exp.Merge):
         return merge(ctx, tree)
+    if isinstance(tree, exp.TruncateTable):
+        return truncate(ctx, tree)
     return None
 
 
