@@ -1,4 +1,5 @@
-"""INSERT INTO / INSERT OVERWRITE, DELETE, UPDATE (MERGE in ``merge``) on icefloe tables.
+"""INSERT INTO / INSERT OVERWRITE, DELETE, UPDATE (MERGE in ``merge``, TRUNCATE in ``truncate``) on
+icefloe tables.
 
 Each statement commits one snapshot through the existing writers: ``write_table`` for inserts and
 overwrites, ``delete_rows`` / ``delete_where`` / ``update_rows`` for row-level changes, with the
