@@ -8,15 +8,19 @@ one job.
 The session is pinned to UTC (SQL session time zone, JVM ``user.timezone`` and the Python workers'
 ``TZ``), has Arrow on, reads and writes Parquet field ids, writes ``TIMESTAMP_MICROS`` (Spark's
 INT96 default is wrong for Iceberg) and registers the ``icefloe`` Python data source. The catalog
-configuration (``uri``, ``warehouse``) is remembered in the Spark conf under ``spark.icefloe.catalog.*``
-for driver-side helpers, and baked into the registered data source class, because the data source
-runs in separate Python processes that cannot see the Spark conf.
+configuration is the session's ``spark.icefloe.catalog.*`` settings (``type``, ``uri``,
+``warehouse`` and any other catalog property), read afresh by every driver-side call, so
+``spark.conf.set`` / ``unset`` of any of them switches catalogs at runtime. The registered data
+source class has the configuration baked in (the data source runs in separate Python processes
+that cannot see the Spark conf), so a call that finds the configuration changed registers it anew.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from icefloe.catalog.rest.vended import CREDENTIALS_URI
@@ -49,17 +53,33 @@ STATIC_CONF: dict[str, str] = {
 }
 
 
+_KEY_SEPARATOR = "\x1e"
+
+
 def catalog_properties(spark: SparkSession) -> dict[str, str]:
-    """The catalog properties remembered in the session (``spark.icefloe.catalog.*``)."""
+    """The catalog properties the session's conf holds now (``spark.icefloe.catalog.*``).
+
+    The runtime conf holds what the session was built with as well as what ``spark.conf.set``
+    changed since (and loses what ``unset`` removed). Its keys come over in one py4j call and
+    only icefloe's values are fetched: copying the whole conf to Python costs tens of
+    milliseconds, too much for every statement.
+    """
     props: dict[str, str] = {}
-    for key, value in spark.sparkContext.getConf().getAll():
+    for key in _conf_keys(spark):
         if key.startswith(CATALOG_CONF_PREFIX):
-            props[key[len(CATALOG_CONF_PREFIX) :]] = value
-    for name in ("uri", "warehouse"):
-        value = get_conf(spark, CATALOG_CONF_PREFIX + name, "")
-        if value:
-            props[name] = value
+            value = get_conf(spark, key, "")
+            if value:
+                props[key[len(CATALOG_CONF_PREFIX) :]] = value
     return props
+
+
+def _conf_keys(spark: SparkSession) -> list[str]:
+    """The keys set in the session's runtime conf."""
+    jsession = getattr(spark, "_jsparkSession", None)
+    if jsession is None:  # Spark Connect: no JVM handle, the conf comes whole
+        return list(spark.conf.getAll)
+    text = str(jsession.conf().getAll().keys().mkString(_KEY_SEPARATOR))
+    return text.split(_KEY_SEPARATOR) if text else []
 
 
 _CATALOGS: dict[tuple[tuple[str, str], ...], Catalog] = {}
@@ -83,11 +103,46 @@ def catalog_from_properties(props: dict[str, str]) -> Catalog:
 
 
 def resolve_catalog(spark: SparkSession | None, catalog: Catalog | dict[str, str] | None) -> Catalog:
-    """The catalog to use: an explicit one, explicit properties, else the session's remembered one."""
+    """The catalog to use: an explicit one, explicit properties, else the one the session's conf
+    names now (re-registering the session's data source when that changed, see ``note_registered``)."""
     if catalog is not None and not isinstance(catalog, dict):
         return catalog
-    props = dict(catalog) if isinstance(catalog, dict) else (catalog_properties(spark) if spark else {})
+    if isinstance(catalog, dict):
+        return catalog_from_properties(dict(catalog))
+    if spark is None:
+        return catalog_from_properties({})
+    props = catalog_properties(spark)
+    _follow_registration(spark, props)
     return catalog_from_properties(props)
+
+
+@dataclass
+class _Registration:
+    """The catalog properties a session's data source was registered with, and how to register it."""
+
+    spark: SparkSession
+    properties: dict[str, str]
+    register: Callable[[SparkSession], None]
+
+
+_REGISTRATIONS: dict[int, _Registration] = {}
+
+
+def note_registered(
+    spark: SparkSession, properties: dict[str, str], register: Callable[[SparkSession], None]
+) -> None:
+    """Remember that ``spark``'s data source carries ``properties``: ``resolve_catalog`` calls
+    ``register(spark)`` again once the session's conf names another catalog, so that
+    ``spark.read.format("icefloe")`` never reads the previous catalog's table."""
+    with _CATALOG_LOCK:
+        _REGISTRATIONS[id(spark)] = _Registration(spark, dict(properties), register)
+
+
+def _follow_registration(spark: SparkSession, properties: dict[str, str]) -> None:
+    with _CATALOG_LOCK:
+        known = _REGISTRATIONS.get(id(spark))
+    if known is not None and known.spark is spark and known.properties != properties:
+        known.register(spark)
 
 
 def get_conf(spark: SparkSession, key: str, default: str) -> str:

@@ -24,6 +24,7 @@ from icefloe.spark.runtime import (
     catalog_properties,
     conf_string,
     get_conf,
+    note_registered,
     try_set_conf,
 )
 
@@ -103,3 +104,4 @@ def register(spark: SparkSession) -> None:
         jvm_stream.register(spark, source, props)
     else:
         spark.dataSource.register(source)
+    note_registered(spark, props, register)  # registered anew when the catalog conf changes

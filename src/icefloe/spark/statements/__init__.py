@@ -6,7 +6,8 @@ dialect), runs those that touch icefloe tables through icefloe's own machinery (
 everything else to ``spark.sql`` unchanged. Modules: ``parse`` (statements, tokens), ``names``
 (catalog / namespace / ref / metadata-table names), ``query`` (SELECT), ``metadata`` (metadata
 tables, ``changes``), ``functions`` (Iceberg's ``system.*`` functions), ``views`` and
-``view_expansion`` (Iceberg views), ``ddl``, ``alter``, ``dml``, ``show``, ``procedures``, ``errors``.
+``view_expansion`` (Iceberg views), ``ddl``, ``drop_namespace``, ``alter``, ``dml``, ``truncate``,
+``show``, ``procedures``, ``errors``.
 """
 
 from __future__ import annotations

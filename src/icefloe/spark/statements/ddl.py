@@ -169,7 +169,8 @@ def _replace_table(
 
 
 def drop(ctx: SqlContext, tree: exp.Drop) -> DataFrame | None:
-    """DROP TABLE [IF EXISTS] t [PURGE]; DROP NAMESPACE [IF EXISTS] ns."""
+    """DROP TABLE [IF EXISTS] t [PURGE]; DROP NAMESPACE [IF EXISTS] ns [CASCADE]."""
+    from icefloe.spark.statements.drop_namespace import drop_namespace
     from icefloe.spark.statements.results import empty
 
     kind = str(tree.args.get("kind") or "").upper()
@@ -194,14 +195,9 @@ def drop(ctx: SqlContext, tree: exp.Drop) -> DataFrame | None:
         ns = namespace_parts(ctx, parts)
         if ns is None:
             return None
-        if not ctx.catalog.namespace_exists(ns):
-            if tree.args.get("exists"):
-                return empty(ctx)
-            raise NoSuchNamespace(f"namespace {'.'.join(ns)!r} does not exist")
-        if tree.args.get("cascade"):
-            for ident in ctx.catalog.list_tables(ns):
-                ctx.catalog.drop_table(ident)
-        ctx.catalog.drop_namespace(ns)
+        drop_namespace(
+            ctx, ns, cascade=bool(tree.args.get("cascade")), if_exists=bool(tree.args.get("exists"))
+        )
         return empty(ctx)
     return None
 

@@ -1,4 +1,5 @@
-"""INSERT INTO / INSERT OVERWRITE, DELETE, UPDATE (MERGE in ``merge``) on icefloe tables.
+"""INSERT INTO / INSERT OVERWRITE, DELETE, UPDATE (MERGE in ``merge``, TRUNCATE in ``truncate``) on
+icefloe tables.
 
 Each statement commits one snapshot through the existing writers: ``write_table`` for inserts and
 overwrites, ``delete_rows`` / ``delete_where`` / ``update_rows`` for row-level changes, with the
@@ -30,8 +31,9 @@ OVERWRITE_MODE_CONF = "spark.sql.sources.partitionOverwriteMode"
 
 
 def handle(ctx: SqlContext, stmt: Statement, tree: exp.Expr) -> DataFrame | None:
-    """Run INSERT / DELETE / UPDATE / MERGE on an icefloe table (None for Spark's tables)."""
+    """Run INSERT / DELETE / UPDATE / MERGE / TRUNCATE on an icefloe table (None for Spark's tables)."""
     from icefloe.spark.statements.merge import merge
+    from icefloe.spark.statements.truncate import truncate
 
     if isinstance(tree, exp.Insert):
         return insert(ctx, tree)
@@ -41,6 +43,8 @@ def handle(ctx: SqlContext, stmt: Statement, tree: exp.Expr) -> DataFrame | None
         return update(ctx, tree)
     if isinstance(tree, exp.Merge):
         return merge(ctx, tree)
+    if isinstance(tree, exp.TruncateTable):
+        return truncate(ctx, tree)
     return None
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from icefloe.errors import Unsupported, ValidationError
+from icefloe.errors import IcefloeError, Unsupported, ValidationError
 
 
 class SqlSyntaxError(ValidationError):
@@ -21,3 +21,12 @@ class UnsupportedStatement(Unsupported):
         text = f"icefloe SQL does not support {construct}"
         super().__init__(text + (f": {detail}" if detail else ""))
         self.construct = construct
+
+
+class CascadeIncomplete(IcefloeError):
+    """``DROP NAMESPACE ... CASCADE`` failed midway; ``dropped`` lists what it had dropped already
+    (``table a.b.t``, ``view a.v``, ``namespace a.b``, in order): catalogs cannot undo those."""
+
+    def __init__(self, message: str, dropped: list[str]) -> None:
+        super().__init__(message)
+        self.dropped = list(dropped)

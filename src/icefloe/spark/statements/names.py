@@ -79,18 +79,16 @@ class SqlContext:
     def for_session(cls, spark: SparkSession, catalog: Catalog | None = None) -> SqlContext:
         """The context of ``spark`` (catalog from the session's icefloe configuration unless given).
 
-        The session's catalog and its SQL name (``spark.icefloe.sql.catalog``) are read once per
-        SparkSession (each read of Spark's configuration is a py4j round trip per statement).
+        The catalog follows the session's ``spark.icefloe.catalog.*`` conf as it is at each
+        statement (``runtime.resolve_catalog``: one catalog object per configuration, so a switch
+        never serves the previous catalog's tables). The catalog's SQL name
+        (``spark.icefloe.sql.catalog``) is read once per SparkSession.
         """
         state = _SESSIONS.get(id(spark))
         if state is None or state.spark is not spark:
             state = _Session(spark, _conf(spark, CATALOG_NAME_CONF, DEFAULT_CATALOG_NAME))
             _SESSIONS[id(spark)] = state
-        if catalog is None:
-            if state.catalog is None:
-                state.catalog = resolve_catalog(spark, None)
-            catalog = state.catalog
-        return cls(spark, catalog, state.name)
+        return cls(spark, catalog if catalog is not None else resolve_catalog(spark, None), state.name)
 
     # ---------------------------------------------------------------- current catalog / namespace
 
@@ -203,7 +201,6 @@ class _Session:
 
     spark: SparkSession
     name: str
-    catalog: Catalog | None = None
 
 
 _SESSIONS: dict[int, _Session] = {}

@@ -99,6 +99,9 @@ def parse_statement(text: str, line: int = 1, column: int = 1) -> Statement:
         with _quiet_sqlglot():
             tree = sqlglot.parse_one(prepared, read=DIALECT)
     except ParseError as exc:
+        retried = _parse_with_keyword_names(prepared)
+        if retried is not None:
+            return Statement(text, line, column, retried, None)
         info = exc.errors[0] if exc.errors else {}
         err_line = int(info.get("line") or 1)
         err_col = int(info.get("col") or 1)
@@ -107,6 +110,44 @@ def parse_statement(text: str, line: int = 1, column: int = 1) -> Statement:
         message = str(info.get("description") or exc).splitlines()[0]
         return Statement(text, line, column, None, SqlSyntaxError(message, abs_line, abs_col))
     return Statement(text, line, column, tree, None)
+
+
+_NAME_TOKENS = frozenset({TokenType.VAR, TokenType.IDENTIFIER})
+
+
+def _parse_with_keyword_names(text: str) -> exp.Expr | None:
+    """The tree of a statement that failed to parse only because a part of a dotted name is a word
+    sqlglot reserves (``icefloe.inner.t``, ``icefloe.db.values``); None when that is not why.
+
+    Spark, in its default keyword mode, reserves no keyword: every word is a name where a name may
+    stand, and a word next to a dot can only be a name part (``tests/spark/statements/
+    test_keyword_names.py`` checks every keyword of sqlglot's Spark tokenizer against Spark's own
+    parser). sqlglot reserves some; their tokens are retyped as plain names and the tokens parsed
+    again. Only a statement that failed is retried, so no statement that parsed changes meaning.
+    """
+    tokens = tokenize(text)
+    retyped = False
+    for i, tok in enumerate(tokens):
+        if tok.token_type in _NAME_TOKENS or not tok.text.replace("_", "a").isalnum():
+            continue
+        after_dot = i > 0 and tokens[i - 1].token_type == TokenType.DOT
+        before_dot = (
+            i + 2 < len(tokens)
+            and tokens[i + 1].token_type == TokenType.DOT
+            and tokens[i + 1].start == tok.end + 1  # ``OR .5`` / ``OR.5`` stay a number
+            and tokens[i + 2].token_type is not TokenType.NUMBER
+        )
+        if after_dot or before_dot:
+            tok.token_type = TokenType.VAR
+            retyped = True
+    if not retyped:
+        return None
+    try:
+        with _quiet_sqlglot():
+            trees = _SPARK.parser().parse(tokens, text)
+    except ParseError:
+        return None
+    return trees[0] if trees else None
 
 
 def _normalise_time_travel(text: str) -> str:
