@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import tempfile
 import time
@@ -164,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
                     mark, failed = f"  (!) {total} rows, expected {appended[key]}", True
             print(f"{case:15s} {route:12s} {median:7.2f}s {ratio:>10s} {jobs:5d} {tasks:6d}{mark}")
     spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
     return 1 if failed else 0
 
 
