@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from icefloe.deprecation import renamed
 from icefloe.errors import ValidationError
 from icefloe.expressions.ast import Expression
-from icefloe.io.fileio import FileIO
+from icefloe.io.fileio import FileIO, split_scheme
 from icefloe.spark.compat import map_in_arrow
 from icefloe.spark.executor_jobs import executor_errors
 from icefloe.spark.footer import data_files_from_footers
@@ -53,6 +53,26 @@ WRITE_CONF = {
     "spark.sql.parquet.fieldId.write.enabled": "true",
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
 }
+SPREAD_SMALL_WRITES_CONF = {"spark.sql.adaptive.coalescePartitions.minPartitionSize": "1b"}
+"""For the clustered write job: let adaptive execution give a small write one task per core.
+
+Spark's Parquet writer pays ~15-20 ms per file it opens, whatever the file's size, so a small append
+into many table partitions costs files, not bytes. Coalescing keeps shuffle partitions at 1 MB or
+more by default: 10,000 rows into 56 partitions ran as one task writing 56 files one after the
+other while the other cores idled. With no floor, coalescing aims at the shuffle's size divided by
+the default parallelism (``parallelismFirst``, Spark's default) and still only merges neighbouring
+shuffle partitions, so each table partition stays in one task, one file; a large write is sized by
+``advisoryPartitionSizeInBytes`` as before."""
+NO_CHECKSUM_FILES_OPTIONS = {
+    "fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
+    "fs.file.impl.disable.cache": "true",
+}
+"""Hadoop options of a write to a local directory: no ``.crc`` file beside each data file.
+
+Hadoop's default local file system writes a checksum file next to every file, which the write
+then deleted again (``StagedFiles.tidy``); Iceberg readers never look at them. Creating and
+deleting them is a share of the per-file cost. The options apply to this write's Hadoop
+configuration only (hence no cached file system instance)."""
 DEFAULT_COMPRESSION = "zstd"
 MODES = ("append", "overwrite")
 PARTITION_OVERWRITE_MODES = ("static", "dynamic")
@@ -192,9 +212,11 @@ def _write_native(df: DataFrame, md: TableMetadata, staged: StagedFiles) -> None
     keys = partition_key_columns(schema, spec) if not spec.is_unpartitioned else []
     key_names = [partition_column_name(i) for i in range(len(keys))]
     out = df.select("*", *keys) if keys else df
+    conf = dict(WRITE_CONF)
     if keys and md.properties.get("write.distribution-mode", "hash").lower() != "none":
         # cluster rows by partition (few files per partition); REBALANCE lets AQE split skewed ones
         out = out.hint("rebalance", *key_names)
+        conf.update(SPREAD_SMALL_WRITES_CONF)
     codec = md.properties.get("write.parquet.compression-codec", DEFAULT_COMPRESSION).lower()
     writer = out.write.mode("errorifexists").option("compression", _spark_codec(codec))
     row_group = md.properties.get("write.parquet.row-group-size-bytes")
@@ -202,7 +224,10 @@ def _write_native(df: DataFrame, md: TableMetadata, staged: StagedFiles) -> None
         writer = writer.option("parquet.block.size", row_group)
     if key_names:
         writer = writer.partitionBy(*key_names)
-    with session_conf(spark, WRITE_CONF):
+    if split_scheme(staged.staging)[0] in ("", "file"):
+        for key, value in NO_CHECKSUM_FILES_OPTIONS.items():
+            writer = writer.option(key, value)
+    with session_conf(spark, conf):
         writer.parquet(spark_location(staged.staging))
     staged.route = "native"
     found: list[tuple[str, tuple[Any, ...]]] = []
