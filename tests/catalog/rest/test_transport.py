@@ -8,13 +8,13 @@ client's behaviour is observed on the wire; the icefloe server's own tests are i
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import socket
 import ssl
 import threading
 from collections.abc import Iterator
-import contextlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -219,13 +219,14 @@ def _record_writes(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
 @pytest.mark.usefixtures("no_environment")
 @pytest.mark.parametrize("tls", [False, True])
 def test_a_request_leaves_in_one_write_with_its_body(
-    tls: bool, monkeypatch: pytest.MonkeyPatch, tls_server: tuple[str, Recorder], certificate: tuple[Path, Path]
+    tls: bool, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     """A commit's head and body go out in one write: one segment, so the server wakes once."""
     body = json.dumps({"updates": ["x" * 1000]}).encode()
-    tls_options = TlsOptions(verify=str(certificate[0])) if tls else None
+    tls_options = TlsOptions(verify=str(request.getfixturevalue("certificate")[0])) if tls else None
     with contextlib.ExitStack() as stack:
-        uri, recorder = tls_server if tls else stack.enter_context(_config_server())
+        served = request.getfixturevalue("tls_server") if tls else stack.enter_context(_config_server())
+        uri, recorder = served
         transport = Transport(uri, tls_options)
         stack.callback(transport.close)
         writes = _record_writes(monkeypatch)
