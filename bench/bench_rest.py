@@ -352,10 +352,8 @@ def _preparing_catalog(name: str, uri: str) -> Any:
     class PreparingCatalog(RestCatalog):
         bodies: list[bytes]
 
-        def _commit(self, identifier: Any, changes: Any, proposed: Any = None, syncing: Any = None) -> str:
-            if syncing is not None:  # as before a real send: the files it names are durable
-                syncing.wait()
-            sync_pending()
+        def _commit(self, identifier: Any, changes: Any, proposed: Any = None) -> str:
+            sync_pending()  # as before a real send: the files it names are durable
             self.bodies.append(json.dumps(self.commit_request_body(identifier, changes)).encode())
             return f"prepared-{len(self.bodies)}"  # never loaded: the next append reloads the head
 

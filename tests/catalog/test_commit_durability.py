@@ -135,8 +135,8 @@ def test_the_rest_client_syncs_before_it_sends_and_the_server_before_it_swaps(
 def test_the_rest_client_sends_its_commit_only_once_its_files_are_durable(
     watched: SwapWatchingCatalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, format_version: str
 ) -> None:
-    """The client starts the fsyncs before it builds the request, and waits for them before the
-    request leaves: at the moment of sending, every file it wrote (and its directory) is synced."""
+    """At the moment the client's commit request leaves, every file the append wrote (and its
+    directory) is fsynced: the server may make what the request names visible at once."""
     from icefloe.catalog.rest import RestCatalog
     from icefloe.catalog.rest.transport import Transport
     from icefloe.server import ServerConfig, start_server

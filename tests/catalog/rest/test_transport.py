@@ -8,8 +8,6 @@ client's behaviour is observed on the wire; the icefloe server's own tests are i
 
 from __future__ import annotations
 
-import contextlib
-import http.client
 import json
 import socket
 import ssl
@@ -24,18 +22,16 @@ import pytest
 
 from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.rest.http import ServiceError
-from icefloe.catalog.rest.transport import ONE_WRITE_MAX_BODY, USER_AGENT, TlsOptions, Transport
+from icefloe.catalog.rest.transport import USER_AGENT
 from icefloe.errors import ValidationError
 from tests.support.certificates import self_signed_certificate
 
 
 @dataclass
 class Recorder:
-    """What a test server received: (method, path, lower-cased headers) per request, and the
-    bodies of POST requests."""
+    """What a test server received: (method, path, lower-cased headers) per request."""
 
     requests: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
-    bodies: list[bytes] = field(default_factory=list)
 
 
 def _handler(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
@@ -50,14 +46,6 @@ def _handler(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
-
-        def do_POST(self) -> None:
-            recorder.requests.append(("POST", self.path, {k.lower(): v for k, v in self.headers.items()}))
-            recorder.bodies.append(self.rfile.read(int(self.headers["Content-Length"])))
-            self.send_response(200)
-            self.send_header("Content-Length", "2")
-            self.end_headers()
-            self.wfile.write(b"{}")
 
         def log_message(self, format: str, *args: object) -> None:
             pass
@@ -201,60 +189,3 @@ def test_a_server_that_never_answers_times_out_after_the_retries() -> None:
         for conn in accepted:
             conn.close()
     assert len(accepted) == 2  # the first attempt and one retry, each on a new connection
-
-
-def _record_writes(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
-    """Every write http.client makes to a connection's socket, in order."""
-    writes: list[bytes] = []
-    send = http.client.HTTPConnection.send
-
-    def recording(self: http.client.HTTPConnection, data: bytes) -> None:
-        writes.append(bytes(data))
-        send(self, data)
-
-    monkeypatch.setattr(http.client.HTTPConnection, "send", recording)
-    return writes
-
-
-@pytest.mark.usefixtures("no_environment")
-@pytest.mark.parametrize("tls", [False, True])
-def test_a_request_leaves_in_one_write_with_its_body(
-    tls: bool, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
-) -> None:
-    """A commit's head and body go out in one write: one segment, so the server wakes once."""
-    body = json.dumps({"updates": ["x" * 1000]}).encode()
-    tls_options = TlsOptions(verify=str(request.getfixturevalue("certificate")[0])) if tls else None
-    with contextlib.ExitStack() as stack:
-        served = request.getfixturevalue("tls_server") if tls else stack.enter_context(_config_server())
-        uri, recorder = served
-        transport = Transport(uri, tls_options)
-        stack.callback(transport.close)
-        writes = _record_writes(monkeypatch)
-        for _ in range(2):  # a new connection, then a kept-alive one
-            reply = transport.send("POST", f"{uri}/v1/t", body, {"Content-Type": "application/json"})
-            assert (reply.status, reply.body) == (200, b"{}")
-    assert len(writes) == 2
-    for write in writes:
-        head, _, sent = write.partition(b"\r\n\r\n")
-        assert head.startswith(b"POST /v1/t HTTP/1.1\r\n")
-        assert f"Content-Length: {len(body)}".encode() in head.split(b"\r\n")
-        assert sent == body
-    assert recorder.bodies == [body, body]
-
-
-@pytest.mark.usefixtures("no_environment")
-def test_a_large_body_follows_its_head_and_a_request_without_one_goes_alone(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Above ONE_WRITE_MAX_BODY the body is written after the head rather than copied into it."""
-    large = b"[" + b"1," * (ONE_WRITE_MAX_BODY // 2) + b"1]"
-    with _config_server() as (uri, recorder):
-        transport = Transport(uri)
-        writes = _record_writes(monkeypatch)
-        transport.send("POST", f"{uri}/v1/t", large, {})
-        transport.send("GET", f"{uri}/v1/config", None, {})
-        transport.send("POST", f"{uri}/v1/t", b"", {})
-        transport.close()
-    assert [w.endswith(b"\r\n\r\n") for w in writes] == [True, False, True, True]
-    assert writes[1] == large
-    assert recorder.bodies == [large, b""]

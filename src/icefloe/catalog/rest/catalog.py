@@ -17,7 +17,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import unquote
 
-from icefloe.catalog.background_sync import BackgroundSync, start_pending_sync
 from icefloe.catalog.base import Catalog, CatalogCommitTarget, PropertiesUpdateSummary
 from icefloe.catalog.identifiers import (
     Namespace,
@@ -348,26 +347,17 @@ class RestCatalog(Catalog):
         *,
         base_metadata: TableMetadata | None = None,
     ) -> str:
-        """Send the changes from ``base_metadata`` to ``new_metadata``; returns the new location.
-
-        The files this commit wrote are fsynced while the request is built (``_commit`` waits for
-        them before sending it), as the SQL catalog fsyncs them while its statements run.
-        """
-        syncing = start_pending_sync()
-        try:
-            namespace, name = parse_table_identifier(identifier)
-            if base_metadata_location is None or base_metadata is None:
-                if base_metadata_location is not None:
-                    base_metadata = self.load_table((*namespace, name)).metadata
-                    changes = metadata_changes(base_metadata, new_metadata)
-                else:
-                    changes = creation_changes(new_metadata)
-            else:
+        """Send the changes from ``base_metadata`` to ``new_metadata``; returns the new location."""
+        namespace, name = parse_table_identifier(identifier)
+        if base_metadata_location is None or base_metadata is None:
+            if base_metadata_location is not None:
+                base_metadata = self.load_table((*namespace, name)).metadata
                 changes = metadata_changes(base_metadata, new_metadata)
-            return self._commit((*namespace, name), changes, new_metadata, syncing)
-        finally:
-            if syncing is not None:
-                syncing.settle()  # waited for before the request; here only when failing before it
+            else:
+                changes = creation_changes(new_metadata)
+        else:
+            changes = metadata_changes(base_metadata, new_metadata)
+        return self._commit((*namespace, name), changes, new_metadata)
 
     @staticmethod
     def commit_request_body(identifier: TableIdentifier, changes: MetadataChanges) -> dict[str, Any]:
@@ -380,18 +370,10 @@ class RestCatalog(Catalog):
         }
 
     def _commit(
-        self,
-        identifier: TableIdentifier,
-        changes: MetadataChanges,
-        proposed: TableMetadata | None = None,
-        syncing: BackgroundSync | None = None,
+        self, identifier: TableIdentifier, changes: MetadataChanges, proposed: TableMetadata | None = None
     ) -> str:
-        """POST the commit; ``syncing``: the fsyncs of its files, waited for before the request
-        goes out (the service may make the files it names visible at once)."""
         namespace, name = identifier[:-1], identifier[-1]
         body = self.commit_request_body(identifier, changes)
-        if syncing is not None:
-            syncing.wait()
         try:
             result = self.http.request("POST", self.routes.table(namespace, name), body=body, mutation=True)
         except (ServiceError, CommitStateUnknown) as exc:

@@ -26,10 +26,9 @@ import threading
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import urllib3
-from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.util import make_headers, parse_url
 
 USER_AGENT = "icefloe-rest-client"
@@ -146,74 +145,6 @@ def netrc_authorization(url: str) -> str | None:
     return make_headers(basic_auth=f"{login}:{password or ''}")["authorization"]
 
 
-ONE_WRITE_MAX_BODY = 1 << 16
-"""Largest request body sent in the same write as the request's head (a commit's is ~1-10 KB);
-a larger one is sent after the head, as http.client does, rather than copied."""
-
-
-class _OneWriteRequests:
-    """A request's head and its (small, in-memory) body leave in one socket write.
-
-    http.client writes the head, then the body. With Nagle's algorithm off (urllib3 sets
-    TCP_NODELAY) those are two segments: the server's event loop wakes for the head, finds no body,
-    and waits to be woken again, and on a busy machine the woken server often runs before the
-    client's second write. One write is one segment and one wake-up. The bytes on the wire are
-    the same. Mixed into urllib3's connection classes (``_POOL_CLASSES``).
-    """
-
-    _head: bytes | None = None
-    _body_follows = False
-
-    def request(self, method: str, url: str, body: Any = None, headers: Any = None, **options: Any) -> None:
-        self._body_follows = isinstance(body, bytes) and 0 < len(body) <= ONE_WRITE_MAX_BODY
-        self._head = None
-        try:
-            super().request(method, url, body, headers, **options)  # type: ignore[misc]
-            if self._head is not None:  # no body was written after all: the head goes alone
-                head, self._head = self._head, None
-                self.send(head)
-        finally:
-            self._body_follows = False
-            self._head = None  # a failed request's connection is discarded with what it held
-
-    def send(self, data: Any) -> None:
-        if self._body_follows:  # the head: held for the body's write
-            self._body_follows = False
-            self._head = bytes(data)
-            return
-        if self._head is not None:
-            data, self._head = self._head + bytes(data), None
-        super().send(data)  # type: ignore[misc]
-
-
-class _OneWriteHTTPConnection(_OneWriteRequests, HTTPConnection):
-    pass
-
-
-class _OneWriteHTTPSConnection(_OneWriteRequests, HTTPSConnection):
-    pass
-
-
-class _HTTPPool(urllib3.HTTPConnectionPool):
-    ConnectionCls = _OneWriteHTTPConnection
-
-
-class _HTTPSPool(urllib3.HTTPSConnectionPool):
-    ConnectionCls = _OneWriteHTTPSConnection
-
-
-_POOL_CLASSES: dict[str, type[urllib3.HTTPConnectionPool]] = {"http": _HTTPPool, "https": _HTTPSPool}
-
-
-Manager = TypeVar("Manager", bound=urllib3.PoolManager)
-
-
-def _pool_manager(manager: Manager) -> Manager:
-    """``manager`` with its pools sending each request in one write (``_OneWriteRequests``)."""
-    manager.pool_classes_by_scheme = _POOL_CLASSES
-    return manager
-
-
 class Transport:
     """Connection pools for one catalog: its base URI's pool, other hosts on demand.
 
@@ -223,9 +154,7 @@ class Transport:
         self._tls = tls or TlsOptions()
         self._timeout = urllib3.Timeout(connect=timeout_s, read=timeout_s)
         self._headers = {"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate"}
-        self._direct = _pool_manager(
-            urllib3.PoolManager(num_pools=4, maxsize=POOL_SIZE, **self._tls.pool_arguments())
-        )
+        self._direct = urllib3.PoolManager(num_pools=4, maxsize=POOL_SIZE, **self._tls.pool_arguments())
         self._proxied: dict[str, urllib3.ProxyManager] = {}
         self._lock = threading.Lock()
         self._base_prefix: str | None = None
@@ -277,8 +206,7 @@ class Transport:
             manager = self._proxied.get(proxy)
             if manager is None:
                 kwargs = self._tls.pool_arguments()
-                manager = urllib3.ProxyManager(proxy, maxsize=POOL_SIZE, **kwargs)
-                self._proxied[proxy] = _pool_manager(manager)
+                manager = self._proxied[proxy] = urllib3.ProxyManager(proxy, maxsize=POOL_SIZE, **kwargs)
             return manager
 
     def close(self) -> None:
