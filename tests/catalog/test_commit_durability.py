@@ -129,3 +129,80 @@ def test_the_rest_client_syncs_before_it_sends_and_the_server_before_it_swaps(
     finally:
         client.close()
         server.stop()
+
+
+@pytest.mark.parametrize("format_version", ["2", "4"])
+def test_the_rest_client_sends_its_commit_only_once_its_files_are_durable(
+    watched: SwapWatchingCatalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, format_version: str
+) -> None:
+    """At the moment the client's commit request leaves, every file the append wrote (and its
+    directory) is fsynced: the server may make what the request names visible at once."""
+    from icefloe.catalog.rest import RestCatalog
+    from icefloe.catalog.rest.transport import Transport
+    from icefloe.server import ServerConfig, start_server
+
+    server = start_server(ServerConfig(watched))
+    client = RestCatalog("rest", uri=server.uri)
+    sent: list[tuple[str, str, set[str]]] = []
+    send = Transport.send
+
+    def recording(self: Transport, method: str, url: str, *args: object) -> object:
+        sent.append((method, url, set(barrier.synced)))
+        return send(self, method, url, *args)  # type: ignore[arg-type]
+
+    try:
+        table = client.create_table("db.t", SCHEMA, properties={"format-version": format_version})
+        barrier = RecordingBarrier()
+        watched.watch(tmp_path / "wh", barrier)
+        monkeypatch.setattr(Transport, "send", recording)
+        with durability_barrier(barrier):
+            table.append(_rows(10))
+        (commit,) = sent  # an append on a loaded table is one request: its commit
+        assert commit[:2] == ("POST", f"{server.uri}/v1/namespaces/db/tables/t")
+        written_by_client = _files(tmp_path / "wh") - watched.existing
+        written_by_client = {f for f in written_by_client if not f.endswith(".metadata.json")}
+        assert len(written_by_client) == (3 if format_version == "2" else 2)  # data, manifest(s), list/root
+        assert written_by_client | {str(Path(f).parent) for f in written_by_client} <= commit[2]
+    finally:
+        client.close()
+        server.stop()
+
+
+def test_a_rest_commit_whose_fsync_fails_is_not_sent(
+    watched: SwapWatchingCatalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed fsync fails the append before its request goes out: the table does not move."""
+    from icefloe.catalog.rest import RestCatalog
+    from icefloe.catalog.rest.transport import Transport
+    from icefloe.errors import nothing_committed
+
+    class FailingBarrier(DurabilityBarrier):
+        def fsync_path(self, path: str) -> None:
+            if path.endswith(".parquet"):
+                raise OSError(5, "Input/output error", path)
+            super().fsync_path(path)
+
+    from icefloe.server import ServerConfig, start_server
+
+    server = start_server(ServerConfig(watched))
+    client = RestCatalog("rest", uri=server.uri)
+    posts: list[str] = []
+    send = Transport.send
+
+    def recording(self: Transport, method: str, url: str, *args: object) -> object:
+        if method == "POST":
+            posts.append(url)
+        return send(self, method, url, *args)  # type: ignore[arg-type]
+
+    try:
+        table = client.create_table("db.t", SCHEMA, properties={"format-version": "2"})
+        monkeypatch.setattr(Transport, "send", recording)
+        failing = FailingBarrier()
+        with pytest.raises(OSError, match="Input/output error") as raised, durability_barrier(failing):
+            table.append(_rows(10))
+        assert nothing_committed(raised.value)
+        assert posts == []
+        assert client.load_table("db.t").current_snapshot() is None
+    finally:
+        client.close()
+        server.stop()
