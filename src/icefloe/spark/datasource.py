@@ -119,8 +119,8 @@ class IcefloeDataSource(DataSource):
         props = self._catalog().properties()
         catalog = catalog_from_properties(props)
         setup = _ReadSetup.create(opts, catalog.load_table(_identifier(opts)), self.catalog)
-        reader = IcefloePushdownReader if self.pushdown else IcefloeReader
-        return reader(setup, task_catalog_properties(props, catalog))
+        kind = IcefloePushdownReader if self.pushdown else IcefloeReader
+        return kind(setup, task_catalog_properties(props, catalog))
 
     def writer(self, schema: SparkStruct, overwrite: bool) -> IcefloeWriter:
         """A batch writer (append, or overwrite with ``overwrite=True``)."""

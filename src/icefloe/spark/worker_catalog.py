@@ -8,27 +8,22 @@ valid. Whatever Spark pickles reaches other processes and, on a cluster, other h
 and how to renew them: ``catalog.rest.executor_renewal``), its metadata and the files, never the
 catalog. Per route, what the task functions carry:
 
-=============================================  ===============================================
-route                                          pickled into executor tasks
-=============================================  ===============================================
-``read_table``, ``read_changes``, streaming    ``mapInArrow`` functions over table metadata,
-writes (``streaming.py``), ``write_table``,    FileIO properties (the REST client leaves its
-``delete`` / ``update`` / ``merge`` /          login out of them) and planned tasks or staged
-``upsert``, ``rewrite_data_files``,            files; the catalog is opened in the driver's
-``add_files``, SQL statements (they call       Python process, which also plans and commits.
-the same functions)                            ``executor_jobs.run_chunks`` / ``collect_results``
-                                               ship ``work`` closures of the same kind.
-data source batch and streaming writes         the writer (``datasource._WriteSetup``): the
-                                               write job and a ``CatalogRef`` (no login).
-data source streaming read                     the stream reader and the data source instance
-                                               (PySpark's read function holds both): setup,
-                                               FileIO properties, a ``CatalogRef``.
-data source batch read                         the reader and the data source instance, **and
-                                               ``task_catalog_properties``** (below).
-JVM streaming read (``jvm_stream``)            no Python: Spark's Parquet reader; planning runs
-                                               in the driver's own process through py4j.
-``workers.require_icefloe_on_workers``         a probe function, nothing of the catalog.
-=============================================  ===============================================
+- ``read_table``, ``read_changes``, ``write_table``, ``delete`` / ``update`` / ``merge`` /
+  ``upsert``, ``rewrite_data_files``, ``add_files``, the SQL statements (they call these) and
+  ``stream_writer`` (its ``foreachBatch`` function runs in the driver's process and writes through
+  ``write_table``): the catalog is opened in the driver's Python process, which plans and commits;
+  the ``mapInArrow`` functions (and ``executor_jobs.run_chunks`` / ``collect_results`` work
+  closures) carry table metadata, FileIO properties (``Catalog._io_properties``: no login) and
+  planned tasks or staged files.
+- data source batch and streaming writes: the writer (``datasource._WriteSetup``), that is the
+  write job and a ``CatalogRef`` (no login).
+- data source streaming read: the stream reader and the data source instance (PySpark's read
+  function holds both): the read setup, FileIO properties, a ``CatalogRef``.
+- data source batch read: the reader and the data source instance, **and
+  ``task_catalog_properties``** (below).
+- JVM streaming read (``jvm_stream``): no Python on executors (Spark's Parquet reader); its
+  planning runs in the driver's own process through py4j.
+- ``workers.require_icefloe_on_workers``: a probe function, nothing of the catalog.
 
 The one task that needs the catalog is the data source's **batch read**: Spark keeps a
 relation's pickled reader and input partitions for the relation's lifetime, so the only code that
