@@ -28,10 +28,12 @@ import pytest
 
 from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.sql import SqlCatalog
+from icefloe.errors import ValidationError
 from icefloe.server import RunningServer, ServerConfig, start_server
 from icefloe.server.auth import Grants, OAuthClient
 from icefloe.spark.datasource import IcefloeDataSource, datasource_class
 from icefloe.spark.runtime import catalog_from_properties
+from icefloe.spark.worker_catalog import CatalogRef
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField, StringType
 
@@ -142,6 +144,13 @@ def test_a_catalog_without_a_login_is_carried_inline() -> None:
     cls = datasource_class({"uri": "sqlite:///c.db", "warehouse": "/wh"}, pushdown=False)
     assert cls.catalog.kept_at == ""
     assert cls.catalog.properties() == {"uri": "sqlite:///c.db", "warehouse": "/wh"}
+
+
+def test_a_kept_login_read_away_from_the_driver_names_its_file(tmp_path: Path) -> None:
+    missing = str(tmp_path / "kept.json")
+    with pytest.raises(ValidationError, match="kept on the Spark driver's host") as caught:
+        CatalogRef(kept_at=missing).properties()
+    assert missing in str(caught.value)
 
 
 def test_batch_read_tasks_get_an_access_token_at_most(rest_login: Login) -> None:

@@ -161,9 +161,16 @@ def _private_dir() -> str:
     with _DIR_LOCK:
         if not _DIR:
             path = tempfile.mkdtemp(prefix="icefloe-catalog-")
-            atexit.register(shutil.rmtree, path, True)
+            atexit.register(_remove_dir, path, os.getpid())
             _DIR.append(path)
         return _DIR[0]
+
+
+def _remove_dir(path: str, owner: int) -> None:
+    """Remove the directory at exit of the process that made it (a forked child inherits the
+    exit handler, and must not take the driver's login away from its planning workers)."""
+    if os.getpid() == owner:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _read_kept(path: str) -> dict[str, str]:
