@@ -34,6 +34,10 @@ session's current bearer token instead (as short-lived as the token ``rest.execu
 carries; a fixed ``token`` is its own access token); a SQL catalog with its URI, password
 included, because the table's pointer is a database row that only the database login can read
 and no narrower credential exists. Reads planned on the driver (``read_table``) ship no catalog.
+The price of the access token: a view or DataFrame over a REST catalog with a client credential,
+queried again after the token has expired (``icefloe serve`` issues them for an hour), fails its
+tasks with the catalog's 401 where they used to log in again; loading the table anew
+(``spark.read.format("icefloe").load(...)``, or the view again) gives the reader a fresh token.
 
 **The planning worker** is the Python worker the driver's JVM starts, on the driver's host, to
 run the data source's ``schema()``, ``reader()``, ``writer()``, ``partitions()``, the writers'
