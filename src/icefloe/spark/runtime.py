@@ -9,9 +9,8 @@ The session is pinned to UTC (SQL session time zone, JVM ``user.timezone`` and t
 ``TZ``), has Arrow on, reads and writes Parquet field ids, writes ``TIMESTAMP_MICROS`` (Spark's
 INT96 default is wrong for Iceberg) and registers the ``icefloe`` Python data source. The catalog
 configuration (``uri``, ``warehouse``) is remembered in the Spark conf under ``spark.icefloe.catalog.*``
-for driver-side helpers, and given to the registered data source class as a
-``worker_catalog.CatalogRef``, because the data source runs in separate Python processes that cannot
-see the Spark conf (what each of them gets, and why executors get no login: ``worker_catalog``).
+for driver-side helpers, and baked into the registered data source class, because the data source
+runs in separate Python processes that cannot see the Spark conf.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from icefloe.catalog.rest.vended import CREDENTIALS_URI
 from icefloe.io.fileio import FileIO, load_file_io, split_scheme
-from icefloe.lru import LruCache
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -64,14 +62,14 @@ def catalog_properties(spark: SparkSession) -> dict[str, str]:
     return props
 
 
-_CATALOGS: LruCache[tuple[tuple[str, str], ...], Catalog] = LruCache(max_entries=32)
+_CATALOGS: dict[tuple[tuple[str, str], ...], Catalog] = {}
 _CATALOG_LOCK = threading.Lock()
 
 
 def catalog_from_properties(props: dict[str, str]) -> Catalog:
     """A cached catalog for these properties (``load_catalog`` defaults fill the gaps). The last
-    32 are kept: the data source's read tasks get a new access token with every reader
-    (``worker_catalog.task_catalog_properties``), hence new properties."""
+    ``CATALOGS_KEPT`` are kept: the data source's read tasks get a new access token with every
+    reader (``worker_catalog.task_catalog_properties``), hence new properties."""
     key = tuple(sorted(props.items()))
     with _CATALOG_LOCK:
         cat = _CATALOGS.get(key)
@@ -82,8 +80,13 @@ def catalog_from_properties(props: dict[str, str]) -> Catalog:
             # so tables created from Python must be visible from Spark.
             rest = dict(props)
             cat = load_catalog(rest.pop("name", "default"), **rest)
-            _CATALOGS.put(key, cat)
+            while len(_CATALOGS) >= CATALOGS_KEPT:
+                _CATALOGS.pop(next(iter(_CATALOGS)))  # the oldest: dicts keep insertion order
+            _CATALOGS[key] = cat
         return cat
+
+
+CATALOGS_KEPT = 32
 
 
 def resolve_catalog(spark: SparkSession | None, catalog: Catalog | dict[str, str] | None) -> Catalog:
