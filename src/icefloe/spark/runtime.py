@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 CATALOG_CONF_PREFIX = "spark.icefloe.catalog."
 UTC_JAVA_OPTS = "-Duser.timezone=UTC"
+CATALOGS_KEPT = 32
+"""How many catalogs ``catalog_from_properties`` keeps (the least recently made go first)."""
 
 # Runtime SQL confs: applied at build time and again on an existing session.
 RUNTIME_CONF: dict[str, str] = {
@@ -81,12 +83,9 @@ def catalog_from_properties(props: dict[str, str]) -> Catalog:
             rest = dict(props)
             cat = load_catalog(rest.pop("name", "default"), **rest)
             while len(_CATALOGS) >= CATALOGS_KEPT:
-                _CATALOGS.pop(next(iter(_CATALOGS)))  # the oldest: dicts keep insertion order
+                _CATALOGS.pop(next(iter(_CATALOGS)))  # dicts keep insertion order
             _CATALOGS[key] = cat
         return cat
-
-
-CATALOGS_KEPT = 32
 
 
 def resolve_catalog(spark: SparkSession | None, catalog: Catalog | dict[str, str] | None) -> Catalog:
