@@ -97,7 +97,8 @@ def _quiet_unused_join_hints(spark: SparkSession) -> None:
 def register(spark: SparkSession) -> None:
     """Register the ``icefloe`` data source on ``spark`` with the session's catalog configuration."""
     pushdown = get_conf(spark, "spark.sql.python.filterPushdown.enabled", "false").lower() == "true"
-    source = datasource_class(catalog_properties(spark), pushdown=pushdown)
+    props = catalog_properties(spark)
+    source = datasource_class(props, pushdown=pushdown)
     if jvm_stream.loaded(spark):
         jvm_stream.register(spark, source, source.catalog)
     else:
