@@ -90,7 +90,7 @@ def test_empty_table_through_the_data_source(spark, catalog: Catalog, table_name
 
 
 def test_catalog_options_naming_a_rest_catalog_drop_the_baked_sql_settings() -> None:
-    from icefloe.spark.datasource import _catalog_props
+    from icefloe.spark.worker_catalog import catalog_props as _catalog_props
 
     baked = {"uri": "sqlite:///cat.db", "warehouse": "/wh"}
     rest = {"type": "rest", "uri": "http://h:8181"}
@@ -108,7 +108,7 @@ def test_catalog_options_naming_a_rest_catalog_drop_the_baked_sql_settings() -> 
 def test_catalog_options_naming_another_server_leave_the_sessions_login_behind() -> None:
     """A session on one REST catalog, options naming another: the session's token, client
     credential and extra headers must not be sent there (the same server keeps them)."""
-    from icefloe.spark.datasource import _catalog_props
+    from icefloe.spark.worker_catalog import catalog_props as _catalog_props
 
     baked = {
         "type": "rest",

@@ -37,6 +37,7 @@ from icefloe.catalog.identifiers import (
     parse_namespace,
     parse_table_identifier,
 )
+from icefloe.catalog.login import without_login
 from icefloe.errors import (
     AlreadyExists,
     IcefloeError,
@@ -216,8 +217,9 @@ class Catalog(ABC):
         self.close()
 
     def _io_properties(self) -> dict[str, str]:
-        """The catalog properties its FileIOs get (a catalog drops what must not travel with them)."""
-        return self.properties
+        """The catalog properties its FileIOs get: all but the catalog's login (``catalog.login``),
+        since FileIO properties travel to Spark executors (a SQL catalog's URI with a password)."""
+        return without_login(self.properties)
 
     def _file_io(self, table_properties: dict[str, str] | None, location: str | None) -> FileIO:
         """The FileIO for a table's (or the catalog's own) properties, one kept per distinct set.

@@ -9,8 +9,10 @@ it, up to ``end-snapshot-id`` / ``end-timestamp`` or the current snapshot) and `
 narrowing the schema is up to you); writes take ``overwrite-filter``, ``partition-overwrite``
 (``static``/``dynamic``), ``branch`` and ``snapshot-property.<key>``; streaming writes take
 ``query-id`` (defaults to the checkpoint location). ``catalog-type`` / ``catalog-uri`` /
-``warehouse`` override the catalog baked into the registered class by ``icefloe.spark.session()``
-(an http(s) URI is a REST catalog's: ``.option("catalog.uri", "http://host:8181")``).
+``warehouse`` override the session's catalog, which ``icefloe.spark.session()`` gives the registered
+class as a ``worker_catalog.CatalogRef`` (an http(s) URI is a REST catalog's:
+``.option("catalog.uri", "http://host:8181")``). What each Python worker receives of the catalog,
+and why no executor task gets its login but the batch read's, is in ``icefloe.spark.worker_catalog``.
 
 Reads plan the files when the query runs (from the table's current metadata; see
 ``IcefloeReader`` for why) and read them with ``icefloe.scan.reader.read_task`` (deletes applied)
@@ -41,24 +43,26 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType as SparkStruct
 
-from icefloe.catalog import catalog_type_of
 from icefloe.errors import ValidationError
 from icefloe.expressions.ast import AlwaysTrue, Expression
 from icefloe.expressions.parser import to_expression
 from icefloe.spark.arrow_bridge import from_spark_arrow, spark_arrow_schema, to_spark_arrow
 from icefloe.spark.streaming import BATCH_ID_PROPERTY, QUERY_ID_PROPERTY
+from icefloe.spark.worker_catalog import CatalogRef, keep_catalog, task_catalog_properties
 from icefloe.spec.snapshots import MAIN_BRANCH
 
 SNAPSHOT_PROPERTY_PREFIX = "snapshot-property."
 
 
 def datasource_class(catalog_properties: dict[str, str], pushdown: bool) -> type[IcefloeDataSource]:
-    """A subclass of the data source carrying a catalog configuration (pickled by value to workers)."""
+    """A subclass of the data source for the session's catalog. It is pickled by value to the
+    planning worker and, inside PySpark's read function, to read tasks, so it holds a
+    ``CatalogRef``: a catalog with a login stays in a file on the driver's host."""
     base = PushdownIcefloeDataSource if pushdown else IcefloeDataSource
     return type(
         "ConfiguredIcefloeDataSource",
         (base,),
-        {"catalog_properties": dict(catalog_properties), "__module__": __name__},
+        {"catalog": keep_catalog(catalog_properties), "__module__": __name__},
     )
 
 
@@ -71,43 +75,10 @@ def _identifier(options: dict[str, str]) -> str:
     return ident
 
 
-_CATALOG_OPTIONS = (
-    ("catalog-type", "type"),
-    ("catalog.type", "type"),
-    ("catalog-uri", "uri"),
-    ("catalog.uri", "uri"),
-    ("uri", "uri"),
-    ("warehouse", "warehouse"),
-    ("catalog.warehouse", "warehouse"),
-)
-
-
-_LOGIN = ("token", "credential", "oauth2-server-uri")
-"""The session catalog's login, never sent to a catalog at another URI (nor its ``header.*``)."""
-
-
-def _catalog_props(options: dict[str, str], baked: dict[str, str]) -> dict[str, str]:
-    """The catalog properties of a read or write: the baked ones, overridden by the options.
-
-    An http(s) ``uri`` is a REST catalog's (no SQL catalog has one), so it implies ``type`` rest.
-    Options naming another type of catalog than the baked one leave the baked properties out: a
-    SQL catalog's ``warehouse`` means nothing to a REST server, and a REST client given the
-    session's SQLite URI would fail far from the option that caused it. Options naming another URI
-    leave the session's login out: its token must not reach another server."""
-    overrides = {target: options[key] for key, target in _CATALOG_OPTIONS if options.get(key)}
-    if "type" not in overrides and catalog_type_of(overrides) == "rest":
-        overrides["type"] = "rest"
-    same_kind = catalog_type_of({**baked, **overrides}) == catalog_type_of(baked)
-    kept = baked if same_kind else {}
-    if overrides.get("uri", kept.get("uri")) != kept.get("uri"):
-        kept = {k: v for k, v in kept.items() if k not in _LOGIN and not k.startswith("header.")}
-    return {**kept, **overrides}
-
-
 class IcefloeDataSource(DataSource):
     """Python data source named ``icefloe`` (batch read/write, streaming write)."""
 
-    catalog_properties: ClassVar[dict[str, str]] = {}
+    catalog: ClassVar[CatalogRef] = CatalogRef()
     pushdown: ClassVar[bool] = False
 
     @classmethod
@@ -118,18 +89,18 @@ class IcefloeDataSource(DataSource):
     def _opts(self) -> dict[str, str]:
         return {str(k).lower(): str(v) for k, v in dict(self.options).items()}
 
+    def _catalog(self) -> CatalogRef:
+        return self.catalog.with_options(self._opts())
+
     def _load(self) -> Any:
         from icefloe.spark.runtime import catalog_from_properties
 
-        opts = self._opts()
-        return catalog_from_properties(_catalog_props(opts, self.catalog_properties)).load_table(
-            _identifier(opts)
-        )
+        return catalog_from_properties(self._catalog().properties()).load_table(_identifier(self._opts()))
 
     def schema(self) -> SparkStruct:
         """The table's columns (or those of the ``columns`` option) as a Spark schema."""
         opts = self._opts()
-        schema = _ReadSetup.create(opts, self._load(), self.catalog_properties).spark_schema()
+        schema = _ReadSetup.create(opts, self._load(), self.catalog).spark_schema()
         if opts.get("read-changelog", "").lower() == "true":
             from icefloe.spark.stream_source import CHANGE_FIELDS
 
@@ -142,25 +113,29 @@ class IcefloeDataSource(DataSource):
             raise ValidationError(
                 "read-changelog is a streaming option: batch changelogs come from read_changes()"
             )
-        setup = _ReadSetup.create(self._opts(), self._load(), self.catalog_properties)
-        return IcefloePushdownReader(setup) if self.pushdown else IcefloeReader(setup)
+        from icefloe.spark.runtime import catalog_from_properties
+
+        opts = self._opts()
+        props = self._catalog().properties()
+        catalog = catalog_from_properties(props)
+        setup = _ReadSetup.create(opts, catalog.load_table(_identifier(opts)), self.catalog)
+        kind = IcefloePushdownReader if self.pushdown else IcefloeReader
+        return kind(setup, task_catalog_properties(props, catalog))
 
     def writer(self, schema: SparkStruct, overwrite: bool) -> IcefloeWriter:
         """A batch writer (append, or overwrite with ``overwrite=True``)."""
-        return IcefloeWriter(
-            _WriteSetup.create(self._opts(), self.catalog_properties, self._load(), schema, overwrite)
-        )
+        return IcefloeWriter(_WriteSetup.create(self._opts(), self.catalog, self._load(), schema, overwrite))
 
     def streamReader(self, schema: SparkStruct) -> DataSourceStreamReader:
         """A streaming reader: ``spark.readStream.format("icefloe")`` (``icefloe.spark.stream_source``)."""
         from icefloe.spark.stream_source import IcefloeStreamReader
 
         opts = self._opts()
-        return IcefloeStreamReader(_ReadSetup.create(opts, self._load()), opts, self._load)
+        return IcefloeStreamReader(_ReadSetup.create(opts, self._load(), self.catalog), opts, self._load)
 
     def streamWriter(self, schema: SparkStruct, overwrite: bool) -> IcefloeStreamWriter:
         """A streaming writer: one snapshot per micro-batch, idempotent on replay."""
-        setup = _WriteSetup.create(self._opts(), self.catalog_properties, self._load(), schema, overwrite)
+        setup = _WriteSetup.create(self._opts(), self.catalog, self._load(), schema, overwrite)
         return IcefloeStreamWriter(setup)
 
 
@@ -177,7 +152,8 @@ class PushdownIcefloeDataSource(IcefloeDataSource):
 
 @dataclass
 class _ReadSetup:
-    """Picklable state of a read: which table, catalog, scan options; the schema Spark was given.
+    """Picklable state of a read: which table, catalog (a ``CatalogRef``: no login), scan options;
+    the schema Spark was given.
 
     ``metadata`` is the table's metadata when the relation was created: it fixes the projection
     (the Spark schema of a view or DataFrame never changes). The files are planned when the query
@@ -192,14 +168,12 @@ class _ReadSetup:
     row_filter: Expression
     columns: tuple[str, ...]
     identifier: str = ""
-    catalog_properties: dict[str, str] = field(default_factory=dict)
+    catalog: CatalogRef = field(default_factory=CatalogRef)
     start_snapshot_id: int | None = None
     start_timestamp_ms: int | None = None
 
     @classmethod
-    def create(
-        cls, opts: dict[str, str], table: Any, catalog_properties: dict[str, str] | None = None
-    ) -> _ReadSetup:
+    def create(cls, opts: dict[str, str], table: Any, catalog: CatalogRef | None = None) -> _ReadSetup:
         def num(key: str) -> int | None:
             return int(opts[key]) if opts.get(key) else None
 
@@ -215,7 +189,7 @@ class _ReadSetup:
             row_filter,
             cols,
             _identifier(opts),
-            _catalog_props(opts, catalog_properties or {}),
+            (catalog or CatalogRef()).with_options(opts),
             start_snapshot_id=num("start-snapshot-id"),
             start_timestamp_ms=num("start-timestamp"),
         )
@@ -236,7 +210,8 @@ class _ReadSetup:
         )
 
     def current_metadata(self) -> Any:
-        """The table's metadata now (from the catalog), or the remembered one without a catalog."""
+        """The table's metadata now (from the catalog), or the remembered one without a catalog
+        (on the driver's host: the planning worker, the driver)."""
         if not self.identifier:
             return self.metadata
         return self.load_table().metadata
@@ -245,7 +220,7 @@ class _ReadSetup:
         """The table, loaded from the catalog now."""
         from icefloe.spark.runtime import catalog_from_properties
 
-        return catalog_from_properties(self.catalog_properties).load_table(self.identifier)
+        return catalog_from_properties(self.catalog.properties()).load_table(self.identifier)
 
     def io(self) -> Any:
         from icefloe.spark.runtime import executor_io
@@ -273,13 +248,12 @@ class _ReadSetup:
         return SparkStruct([to_spark_field(f, field_ids=False) for f in self.fields()])
 
 
-def load_read_setup(opts: dict[str, str], catalog_properties: dict[str, str]) -> tuple[_ReadSetup, Any]:
+def load_read_setup(opts: dict[str, str], catalog: CatalogRef) -> tuple[_ReadSetup, Any]:
     """The read setup of a data source's options (keys in lower case), and the table it loads."""
-    props = _catalog_props(opts, catalog_properties)
     from icefloe.spark.runtime import catalog_from_properties
 
-    table = catalog_from_properties(props).load_table(_identifier(opts))
-    return _ReadSetup.create(opts, table, catalog_properties), table
+    table = catalog_from_properties(catalog.with_options(opts).properties()).load_table(_identifier(opts))
+    return _ReadSetup.create(opts, table, catalog), table
 
 
 MIN_SLOTS = 8
@@ -301,10 +275,15 @@ class IcefloeReader(DataSourceReader):
     execution in one Python worker share one plan. A commit landing while a query's tasks start
     can be seen by some of its tasks and not others: ``read_table`` (planned once on the driver)
     is the route for snapshot-isolated reads under concurrent writers.
+
+    Loading the current metadata is why these tasks, alone among executor tasks, get catalog
+    properties: ``task_catalog``, as little of the login as reaches the table's pointer
+    (``worker_catalog.task_catalog_properties``).
     """
 
-    def __init__(self, setup: _ReadSetup) -> None:
+    def __init__(self, setup: _ReadSetup, task_catalog: dict[str, str] | None = None) -> None:
         self.setup = setup
+        self.task_catalog = dict(task_catalog or {})
         self.request = setup.request()
         self.fields = setup.fields()
         self.target = spark_arrow_schema(setup.spark_schema())
@@ -333,16 +312,25 @@ class IcefloeReader(DataSourceReader):
     def _tasks(self) -> list[Any]:
         """The scan tasks of the current snapshot (shared by this execution's tasks in this worker)."""
         execution = _execution_id()
-        key = (self.setup.identifier, repr(sorted(self.setup.catalog_properties.items())), execution or "")
+        key = (self.setup.identifier, repr(sorted(self.task_catalog.items())), execution or "")
         cached = _PLANS.get(key) if execution else None
         if cached is not None:
             return cached
-        tasks: list[Any] = self.setup.scan(self.setup.io(), self.setup.current_metadata()).plan_files()
+        tasks: list[Any] = self.setup.scan(self.setup.io(), self._current_metadata()).plan_files()
         if execution:
             while len(_PLANS) >= _PLANS_KEPT:
                 _PLANS.pop(next(iter(_PLANS)))
             _PLANS[key] = tasks
         return tasks
+
+    def _current_metadata(self) -> Any:
+        """The table's metadata now, loaded with ``task_catalog`` (without a table name: the
+        remembered one)."""
+        from icefloe.spark.runtime import catalog_from_properties
+
+        if not self.setup.identifier:
+            return self.setup.metadata
+        return catalog_from_properties(self.task_catalog).load_table(self.setup.identifier).metadata
 
 
 def _total_data_files(metadata: Any) -> int:
@@ -385,10 +373,11 @@ class IcefloePushdownReader(IcefloeReader):
 
 @dataclass
 class _WriteSetup:
-    """Picklable state of a write: where files go, how to commit them."""
+    """Picklable state of a write: where files go, how to commit them. Executor tasks use only
+    ``job``; ``catalog`` (a ``CatalogRef``: no login) is opened by the commit on the driver's host."""
 
     identifier: str
-    catalog_properties: dict[str, str]
+    catalog: CatalogRef
     job: Any
     overwrite: bool
     overwrite_filter: str | None
@@ -399,7 +388,7 @@ class _WriteSetup:
 
     @classmethod
     def create(
-        cls, opts: dict[str, str], baked: dict[str, str], table: Any, schema: SparkStruct, overwrite: bool
+        cls, opts: dict[str, str], catalog: CatalogRef, table: Any, schema: SparkStruct, overwrite: bool
     ) -> _WriteSetup:
         from icefloe.spark.write import ArrowWriteJob, check_write_arguments
         from icefloe.tree.locations import LocationProvider
@@ -422,7 +411,7 @@ class _WriteSetup:
             raise ValidationError(f"partition-overwrite must be 'static' or 'dynamic', got {mode!r}")
         return cls(
             identifier=_identifier(opts),
-            catalog_properties=_catalog_props(opts, baked),
+            catalog=catalog.with_options(opts),
             job=ArrowWriteJob(table.metadata, staging, dict(table.io.properties)),
             overwrite=overwrite,
             overwrite_filter=opts.get("overwrite-filter"),
@@ -459,7 +448,7 @@ class _WriteSetup:
         from icefloe.spark.streaming import already_committed
         from icefloe.spark.write import StagedFiles
 
-        table = catalog_from_properties(self.catalog_properties).load_table(self.identifier)
+        table = catalog_from_properties(self.catalog.properties()).load_table(self.identifier)
         files = [f for m in messages if isinstance(m, _FilesMessage) for f in m.files]
         staged = StagedFiles(table.io, self.staging(batch_id), files, route="arrow")
         if skip_if_committed and already_committed(table, self.branch, *skip_if_committed):

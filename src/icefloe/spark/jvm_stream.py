@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.datasource import DataSource
 
+    from icefloe.spark.worker_catalog import CatalogRef
+
 JAR = Path(__file__).resolve().parent / "_jars" / "icefloe.jar"
 """Where ``scripts/build_jar.py`` puts the jar."""
 READER_OPTION = "stream-reader"
@@ -81,7 +83,7 @@ def loaded(spark: SparkSession) -> bool:
     return True
 
 
-def register(spark: SparkSession, source: type[DataSource], catalog_properties: dict[str, str]) -> None:
+def register(spark: SparkSession, source: type[DataSource], catalog: CatalogRef) -> None:
     """Register the Python data source beside ``icefloe.DefaultSource`` and the planning factory.
 
     ``spark.dataSource.register`` refuses a name that a JVM class already answers to
@@ -100,14 +102,14 @@ def register(spark: SparkSession, source: type[DataSource], catalog_properties: 
     manager = spark._jsparkSession.sessionState().dataSourceManager()
     manager.registerDataSource(source.name(), python_source)
     ensure_callback_server_started(context._gateway)
-    jvm.icefloe.stream.StreamPlanners.register(PlanningFactory(catalog_properties))
+    jvm.icefloe.stream.StreamPlanners.register(PlanningFactory(catalog))
 
 
 class PlanningFactory:
     """Creates the planning of each streaming read the JVM source is asked for (py4j callback)."""
 
-    def __init__(self, catalog_properties: dict[str, str]) -> None:
-        self.catalog_properties = dict(catalog_properties)
+    def __init__(self, catalog: CatalogRef) -> None:
+        self.catalog = catalog
 
     def create(self, options_json: str) -> JvmStreamPlanning | None:
         """The planning of a read with these options, or None: stream through Python instead."""
@@ -119,7 +121,7 @@ class PlanningFactory:
         options = StreamOptions.parse(opts)
         if options.changelog:
             return None
-        setup, table = load_read_setup(opts, self.catalog_properties)
+        setup, table = load_read_setup(opts, self.catalog)
         request = setup.request()
         projected = request.projected
         head = table.metadata.snapshot_for_ref(options.branch)

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 CATALOG_CONF_PREFIX = "spark.icefloe.catalog."
 UTC_JAVA_OPTS = "-Duser.timezone=UTC"
+CATALOGS_KEPT = 32
+"""How many catalogs ``catalog_from_properties`` keeps (the least recently made go first)."""
 
 # Runtime SQL confs: applied at build time and again on an existing session.
 RUNTIME_CONF: dict[str, str] = {
@@ -87,7 +89,9 @@ _CATALOG_LOCK = threading.Lock()
 
 
 def catalog_from_properties(props: dict[str, str]) -> Catalog:
-    """A cached catalog for these properties (``load_catalog`` defaults fill the gaps)."""
+    """A cached catalog for these properties (``load_catalog`` defaults fill the gaps). The last
+    ``CATALOGS_KEPT`` are kept: the data source's read tasks get a new access token with every
+    reader (``worker_catalog.task_catalog_properties``), hence new properties."""
     key = tuple(sorted(props.items()))
     with _CATALOG_LOCK:
         cat = _CATALOGS.get(key)
@@ -98,6 +102,8 @@ def catalog_from_properties(props: dict[str, str]) -> Catalog:
             # so tables created from Python must be visible from Spark.
             rest = dict(props)
             cat = load_catalog(rest.pop("name", "default"), **rest)
+            while len(_CATALOGS) >= CATALOGS_KEPT:
+                _CATALOGS.pop(next(iter(_CATALOGS)))  # dicts keep insertion order
             _CATALOGS[key] = cat
         return cat
 

@@ -101,7 +101,7 @@ def register(spark: SparkSession) -> None:
     props = catalog_properties(spark)
     source = datasource_class(props, pushdown=pushdown)
     if jvm_stream.loaded(spark):
-        jvm_stream.register(spark, source, props)
+        jvm_stream.register(spark, source, source.catalog)
     else:
         spark.dataSource.register(source)
     note_registered(spark, props, register)  # registered anew when the catalog conf changes

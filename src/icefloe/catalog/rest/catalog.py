@@ -25,7 +25,7 @@ from icefloe.catalog.identifiers import (
     parse_namespace,
     parse_table_identifier,
 )
-from icefloe.catalog.rest.auth import CREDENTIAL, TOKEN, auth_from_properties
+from icefloe.catalog.rest.auth import auth_from_properties
 from icefloe.catalog.rest.executor_renewal import renewal_properties
 from icefloe.catalog.rest.http import RestSession, RetryPolicy, ServiceError
 from icefloe.catalog.rest.routes import Routes
@@ -213,10 +213,11 @@ class RestCatalog(Catalog):
         location = result.get("metadata-location") or ""
         return Table(ident, md, location, io, CatalogCommitTarget(self, ident, io, (md, location)))
 
-    def _io_properties(self) -> dict[str, str]:
-        """The catalog's properties without its own login (``token``, ``credential``): FileIO
-        properties travel to Spark executors, and a client secret must not."""
-        return {k: v for k, v in self.properties.items() if k not in (TOKEN, CREDENTIAL)}
+    def shipping_token(self) -> str | None:
+        """The bearer token to hand a Spark task that must load a table itself (never the client
+        secret): the session's current one, with at least half its lifetime left."""
+        authorization = self._auth.shipping_headers().get("Authorization", "")
+        return authorization[len("Bearer ") :] if authorization.startswith("Bearer ") else None
 
     def _vended_io(
         self,
