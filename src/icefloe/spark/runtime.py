@@ -11,8 +11,9 @@ INT96 default is wrong for Iceberg) and registers the ``icefloe`` Python data so
 configuration is the session's ``spark.icefloe.catalog.*`` settings (``type``, ``uri``,
 ``warehouse`` and any other catalog property), read afresh by every driver-side call, so
 ``spark.conf.set`` / ``unset`` of any of them switches catalogs at runtime. The registered data
-source class has the configuration baked in (the data source runs in separate Python processes
-that cannot see the Spark conf), so a call that finds the configuration changed registers it anew.
+source class carries the configuration as a ``worker_catalog.CatalogRef`` (the data source runs in
+separate Python processes that cannot see the Spark conf; a login stays in a private file on the
+driver's host), so a call that finds the configuration changed registers it anew.
 """
 
 from __future__ import annotations
