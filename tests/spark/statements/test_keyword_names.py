@@ -36,13 +36,6 @@ FORMS = {
 }
 
 
-KNOWN_GAPS = {"leading part": ["describe", "from", "lateral"]}
-"""Names whose first part is one of these words parse in sqlglot, as something else: ``FROM from.t``
-as the subquery ``(SELECT * FROM t)``, ``FROM lateral.t`` as a LATERAL view, ``FROM describe.t``
-as DESCRIBE. icefloe retries only statements that fail to parse, so these stay sqlglot's; qualify
-the name with the catalog (``icefloe.from.t``) or quote the word."""
-
-
 def _spark_accepts(spark: Any, text: str) -> bool:
     from pyspark.errors import ParseException
 
@@ -78,7 +71,7 @@ def test_icefloe_reads_as_names_exactly_the_keywords_spark_accepts(spark: Any) -
                 icefloe_differs.setdefault(form, []).append(word)
     assert len(WORDS) > 200 and {"inner", "left", "order", "group", "values", "range", "table"} <= set(WORDS)
     assert spark_rejects == {}  # in its default mode Spark reserves no keyword in a dotted name
-    assert icefloe_differs == KNOWN_GAPS
+    assert icefloe_differs == {}
 
 
 def test_keyword_names_end_to_end(spark: Any, catalog: Catalog) -> None:

@@ -43,6 +43,33 @@ def test_time_travel_forms_and_replace_table_are_normalised() -> None:
     assert isinstance(create, exp.Create) and create.args.get("replace")
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT * FROM from.t",
+        "SELECT * FROM lateral.t",
+        "SELECT * FROM describe.t",
+        "INSERT INTO from.t VALUES (1)",
+        "SELECT * FROM icefloe.inner.t",
+        "DELETE FROM icefloe.db.values WHERE a = 1",
+    ],
+)
+def test_a_keyword_next_to_a_dot_is_a_part_of_the_name(text: str) -> None:
+    """sqlglot reads ``FROM from.t`` as the subquery ``(FROM t)`` and ``FROM lateral.t`` as a
+    LATERAL view: the table named must be the one read, with every part."""
+    tree = parse_statement(text).tree
+    assert tree is not None
+    named = text.split(" FROM " if " FROM " in text else " INTO ")[1].split()[0]
+    assert [".".join(p.name for p in t.parts) for t in tree.find_all(exp.Table)] == [named]
+
+
+def test_a_keyword_read_as_a_keyword_keeps_its_meaning() -> None:
+    tree = parse_statement("SELECT a FROM t WHERE a > .5 OR.5 < a").tree
+    assert tree is not None and [t.name for t in tree.find_all(exp.Table)] == ["t"]
+    assert parse_statement("SELECT 'from.t' AS s FROM t").tree is not None
+    assert parse_statement("SELECT * FROM t WHERE").error is not None
+
+
 def test_token_cursor_reads_extension_statements() -> None:
     cursor = TokenCursor("ALTER TABLE icefloe.db.t ADD PARTITION FIELD bucket(16, id) AS shard")
     assert cursor.accept("ALTER", "TABLE")

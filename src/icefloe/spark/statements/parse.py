@@ -96,12 +96,10 @@ def parse_statement(text: str, line: int = 1, column: int = 1) -> Statement:
     """Parse one statement; a syntax error is kept (with its absolute position), not raised."""
     prepared = _normalise_time_travel(text)
     try:
-        with _quiet_sqlglot():
-            tree = sqlglot.parse_one(prepared, read=DIALECT)
+        tree = _parse_tokens(prepared)
+    except SqlSyntaxError as exc:  # an unterminated string or comment (split_statements finds them first)
+        return Statement(text, line, column, None, exc)
     except ParseError as exc:
-        retried = _parse_with_keyword_names(prepared)
-        if retried is not None:
-            return Statement(text, line, column, retried, None)
         info = exc.errors[0] if exc.errors else {}
         err_line = int(info.get("line") or 1)
         err_col = int(info.get("col") or 1)
@@ -115,17 +113,37 @@ def parse_statement(text: str, line: int = 1, column: int = 1) -> Statement:
 _NAME_TOKENS = frozenset({TokenType.VAR, TokenType.IDENTIFIER})
 
 
-def _parse_with_keyword_names(text: str) -> exp.Expr | None:
-    """The tree of a statement that failed to parse only because a part of a dotted name is a word
-    sqlglot reserves (``icefloe.inner.t``, ``icefloe.db.values``); None when that is not why.
+def _parse_tokens(text: str) -> exp.Expr:
+    """sqlglot's tree of one statement, every word next to a dot read as a part of a name.
 
     Spark, in its default keyword mode, reserves no keyword: every word is a name where a name may
     stand, and a word next to a dot can only be a name part (``tests/spark/statements/
     test_keyword_names.py`` checks every keyword of sqlglot's Spark tokenizer against Spark's own
-    parser). sqlglot reserves some; their tokens are retyped as plain names and the tokens parsed
-    again. Only a statement that failed is retried, so no statement that parsed changes meaning.
+    parser). sqlglot reserves some. Most of those then fail to parse (``icefloe.inner.t``), but a
+    few parse as something else: ``FROM from.t`` as the subquery ``(FROM t)``, ``FROM lateral.t``
+    as a LATERAL view, ``FROM describe.t`` as DESCRIBE, each reading another table than named. So
+    the tokens are retyped before the first parse. Should a retyped statement fail, sqlglot's own
+    reading is tried, and its error is the one reported.
     """
     tokens = tokenize(text)
+    if not _retype_keyword_names(tokens):
+        return _parse_one(tokens, text)
+    try:
+        return _parse_one(tokens, text)
+    except ParseError:
+        return _parse_one(tokenize(text), text)
+
+
+def _parse_one(tokens: list[Token], text: str) -> exp.Expr:
+    with _quiet_sqlglot():
+        trees = _SPARK.parser().parse(tokens, text)
+    if not trees or trees[0] is None:
+        raise ParseError("No expression was parsed from the statement")
+    return trees[0]
+
+
+def _retype_keyword_names(tokens: list[Token]) -> bool:
+    """Retype the keyword tokens next to a dot as plain names; whether there were any."""
     retyped = False
     for i, tok in enumerate(tokens):
         if tok.token_type in _NAME_TOKENS or not tok.text.replace("_", "a").isalnum():
@@ -140,14 +158,7 @@ def _parse_with_keyword_names(text: str) -> exp.Expr | None:
         if after_dot or before_dot:
             tok.token_type = TokenType.VAR
             retyped = True
-    if not retyped:
-        return None
-    try:
-        with _quiet_sqlglot():
-            trees = _SPARK.parser().parse(tokens, text)
-    except ParseError:
-        return None
-    return trees[0] if trees else None
+    return retyped
 
 
 def _normalise_time_travel(text: str) -> str:
