@@ -47,8 +47,20 @@ RUNTIME_CONF: dict[str, str] = {
     "spark.sql.python.filterPushdown.enabled": "true",
 }
 
+REDACTION_REGEX = (
+    r"(?i)secret|password|token|access[.]?key"  # Spark's own default
+    r"|credential|oauth2-server-uri|icefloe\.catalog\.header\.|://[^/@\s]*:[^/@\s]*@"
+)
+"""Spark's ``spark.redaction.regex``, widened to catalog logins (``catalog.login``).
+
+Spark redacts a setting whose key or value matches, wherever it shows its configuration (the
+UI's environment page, event logs, ``SparkConf`` dumps in logs). Its default already hides
+``spark.icefloe.catalog.token``; this adds a client ``credential``, ``oauth2-server-uri``,
+``header.*`` and any value with a password in a URL (``postgresql://user:pw@host/db``)."""
+
 # Static confs: only effective when this call starts the JVM.
 STATIC_CONF: dict[str, str] = {
+    "spark.redaction.regex": REDACTION_REGEX,
     "spark.python.worker.reuse": "true",
     "spark.executorEnv.TZ": "UTC",
     "spark.ui.enabled": "false",

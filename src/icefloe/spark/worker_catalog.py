@@ -51,6 +51,8 @@ needs no file. A ``CatalogRef`` read on a host without the file fails, naming th
 
 Catalog options of the data source (``catalog.uri`` and the like) are Spark options, pickled as
 they are with the data source instance; a login belongs in the session's configuration, not there.
+That configuration (``spark.icefloe.catalog.*``) reaches executor JVMs as all Spark settings do;
+where Spark shows it (UI, event logs) a login is redacted (``runtime.REDACTION_REGEX``).
 """
 
 from __future__ import annotations
