@@ -19,34 +19,35 @@ from pyiceberg.catalog.rest import RestCatalog as PyIcebergRestCatalog
 
 from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.sql import SqlCatalog
-from icefloe.server import Grants, RunningServer, ServerConfig, start_server
+from icefloe.server import RunningServer
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField
 from tests.support.sts_server import StsServer
-from tests.support.vending_http import ADMIN, DELEGATE, call, listing, outcome, s3_with
+from tests.support.vending_http import (
+    ADMIN,
+    DELEGATE,
+    READER,
+    SCHEMA,
+    call,
+    listing,
+    outcome,
+    s3_with,
+    vending_server,
+    vending_sql_catalog,
+)
 
-READER = "reader-token"
-TOKENS = {ADMIN: Grants(), READER: Grants({"db": "read"})}
-SCHEMA = {
-    "type": "struct",
-    "schema-id": 0,
-    "fields": [{"id": 1, "name": "id", "type": "long", "required": False}],
-}
 ARROW_SCHEMA = pa.schema([("id", pa.int64())])
 
 
 @pytest.fixture
 def catalog(tmp_path: Path, sts: StsServer) -> Iterator[SqlCatalog]:
-    found: SqlCatalog = sts.vending_catalog("vending", f"sqlite:///{tmp_path / 'catalog.db'}")
-    found.create_namespace("db")
-    yield found
-    found.close()
+    with vending_sql_catalog(tmp_path, sts) as found:
+        yield found
 
 
 @pytest.fixture
 def server(catalog: SqlCatalog, sts: StsServer) -> Iterator[RunningServer]:
-    sts.reset()
-    with start_server(ServerConfig(catalog, tokens=TOKENS)) as running:
+    with vending_server(catalog, sts) as running:
         yield running
 
 

@@ -16,37 +16,38 @@ import pytest
 from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.rest.vended import EXPIRES_AT_MS, VendedFileIO
 from icefloe.catalog.sql import SqlCatalog
-from icefloe.server import Grants, RunningServer, ServerConfig, start_server
+from icefloe.server import RunningServer, ServerConfig, start_server
 from icefloe.server.vending import DURATION_S, StsVendor
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField
 from tests.support.rest_faults import Fault, FaultInjector
 from tests.support.sts_server import StsServer, vendor_of
-from tests.support.vending_http import ADMIN, DELEGATE, call, outcome, s3_with
+from tests.support.vending_http import (
+    ADMIN,
+    DELEGATE,
+    READER,
+    SCHEMA,
+    TOKENS,
+    call,
+    outcome,
+    s3_with,
+    vending_server,
+    vending_sql_catalog,
+)
 
-READER = "reader-token"
-TOKENS = {ADMIN: Grants(), READER: Grants({"db": "read"})}
-SCHEMA = {
-    "type": "struct",
-    "schema-id": 0,
-    "fields": [{"id": 1, "name": "id", "type": "long", "required": False}],
-}
 CREATE = {"name": "t", "schema": SCHEMA}
 TABLE = "/namespaces/db/tables/t"
 
 
 @pytest.fixture
 def catalog(tmp_path: Path, sts: StsServer) -> Iterator[SqlCatalog]:
-    found: SqlCatalog = sts.vending_catalog("vending", f"sqlite:///{tmp_path / 'catalog.db'}")
-    found.create_namespace("db")
-    yield found
-    found.close()
+    with vending_sql_catalog(tmp_path, sts) as found:
+        yield found
 
 
 @pytest.fixture
 def server(catalog: SqlCatalog, sts: StsServer) -> Iterator[RunningServer]:
-    sts.reset()
-    with start_server(ServerConfig(catalog, tokens=TOKENS)) as running:
+    with vending_server(catalog, sts) as running:
         yield running
 
 

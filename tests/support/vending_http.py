@@ -9,15 +9,50 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.exceptions import ClientError
 
-from icefloe.server import RunningServer
+from icefloe.catalog.sql import SqlCatalog
+from icefloe.server import Grants, RunningServer, ServerConfig, start_server
+
+if TYPE_CHECKING:
+    from tests.support.sts_server import StsServer
 
 ADMIN = "admin-token"
+READER = "reader-token"
+TOKENS = {ADMIN: Grants(), READER: Grants({"db": "read"})}
+"""The server's tokens: ``ADMIN`` holds every grant, ``READER`` may only read namespace ``db``."""
 DELEGATE = {"X-Iceberg-Access-Delegation": "vended-credentials"}
+SCHEMA = {
+    "type": "struct",
+    "schema-id": 0,
+    "fields": [{"id": 1, "name": "id", "type": "long", "required": False}],
+}
+"""A one-column table schema as the REST protocol spells it."""
+
+
+@contextmanager
+def vending_sql_catalog(directory: Path, sts: StsServer) -> Iterator[SqlCatalog]:
+    """A SQLite catalog on the STS child's warehouse, configured to vend, with namespace ``db``."""
+    found: SqlCatalog = sts.vending_catalog("vending", f"sqlite:///{directory / 'catalog.db'}")
+    found.create_namespace("db")
+    try:
+        yield found
+    finally:
+        found.close()
+
+
+@contextmanager
+def vending_server(catalog: SqlCatalog, sts: StsServer) -> Iterator[RunningServer]:
+    """``icefloe serve`` over ``catalog`` with ``TOKENS``, the STS child's records reset first."""
+    sts.reset()
+    with start_server(ServerConfig(catalog, tokens=TOKENS)) as running:
+        yield running
 
 
 def call(
