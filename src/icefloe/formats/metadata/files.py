@@ -16,15 +16,16 @@ asks the file store first depends on the file's name (``is_write_once_name``):
   it (locally the file is also created exclusively; an object store cannot be asked for a
   conditional write by pyarrow, and needs none for a fresh name, see ``io.fileio``), and nothing
   writes it again. A hit is served with no request at all: on S3 that saves one HEAD per table
-  load, the whole cost of a load served from the cache. Iceberg Java never checks either.
+  load, the whole cost of a load served from the cache. Iceberg Java does not check a location it
+  holds either (a refresh that finds the catalog pointer unchanged keeps its metadata).
 - Any other name (the Hadoop catalog's ``v<N>.metadata.json``, reused when a table is dropped and
-  created again or a racing commit loses; files a user named) can be rewritten in place: a hit
-  checks the file's size and modification time first (one ``stat`` or HEAD) and parses again
-  when they changed.
+  created again, and not created exclusively by every writer; files a user named) can be
+  rewritten in place: a hit checks the file's size and modification time first (one ``stat`` or
+  HEAD) and parses again when they changed.
 
 What this changes: a cached write-once file deleted since (by another process, or by this one:
 ``write.metadata.delete-after-commit``, a purge) still loads. Whatever names it still, a catalog
-pointer or a metadata-log, names the very content cached, and Iceberg Java serves it the same
+pointer or a metadata-log, names the very content cached, and Iceberg Java keeps it the same
 way; a file no catalog names any more is not loaded by a catalog at all. Where existence itself is
 the question (registering a table, opening a static table by path) callers pass
 ``confirm_exists=True`` and get the check, and ``NotFound`` for a missing file, whatever the name.
