@@ -10,6 +10,7 @@ import pytest
 
 from icefloe.catalog.base import Catalog
 from icefloe.errors import CorruptMetadata, Unsupported, ValidationError
+from icefloe.formats.metadata.files import clear_metadata_cache
 from icefloe.io.fileio import local_path
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField, StringType
@@ -27,6 +28,14 @@ def table(catalog: Catalog) -> Table:
     return t
 
 
+def _damage(path: Path, text: str) -> None:
+    """Rewrite a metadata file in place, as seen by a process that has not read it yet: its UUID
+    name promises it never changes, so this process trusts its cached parse (the client's and an
+    in-process server's)."""
+    path.write_text(text)
+    clear_metadata_cache()
+
+
 def _files_under(table: Table) -> set[str]:
     root = Path(local_path(table.location()))
     return {str(p) for p in root.rglob("*") if p.is_file()}
@@ -41,7 +50,7 @@ def _state(table: Table) -> tuple[str, list[dict[str, object]]]:
 def test_corrupt_metadata_json_names_the_file(catalog: Catalog, table: Table) -> None:
     path = Path(local_path(table.metadata_location))
     original = path.read_bytes()
-    path.write_text('{"format-version": 2, "table-uuid": ')
+    _damage(path, '{"format-version": 2, "table-uuid": ')
     with pytest.raises(CorruptMetadata, match=path.name):
         catalog.load_table("db.t")
     path.write_bytes(original)
@@ -52,7 +61,7 @@ def test_unknown_format_version_is_unsupported(catalog: Catalog, table: Table) -
     path = Path(local_path(table.metadata_location))
     doc = json.loads(path.read_text())
     doc["format-version"] = 9
-    path.write_text(json.dumps(doc))
+    _damage(path, json.dumps(doc))
     with pytest.raises(Unsupported, match="9"):
         catalog.load_table("db.t")
 

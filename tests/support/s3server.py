@@ -6,10 +6,10 @@ bucket. Clients talk to it over real HTTP with SigV4 signatures, exactly as they
 
 Between the HTTP server and moto sits ``_CountingFaultyApp``, a WSGI middleware (a real hook in the
 request path, not a mock): it counts every request by S3 operation (``PUT``, ``GET``, ``HEAD``,
-``LIST``, ``DELETE``, ``POST``) and can answer the next N PUTs with an error (503 ``SlowDown`` by
-default, what S3 answers when it throttles), delay the next N requests, or hold the next N PUTs
-until all N are in flight at once (``gather_next_puts``: a client that sends them one after another
-never gathers them).
+``LIST``, ``DELETE``, ``POST``), records which key each one names (``requests``), and can answer
+the next N PUTs with an error (503 ``SlowDown`` by default, what S3 answers when it throttles),
+delay the next N requests, or hold the next N PUTs until all N are in flight at once
+(``gather_next_puts``: a client that sends them one after another never gathers them).
 
 ``start_s3_server_process()`` runs the same server in a child process (``python -m
 tests.support.s3server``), so that a benchmark's client and server do not share one GIL; it counts
@@ -108,10 +108,18 @@ class S3Server:
         with self._app.lock:
             return dict(self._app.counts)
 
+    def requests(self) -> list[tuple[str, str]]:
+        """``(operation, key)`` of every request since the last ``reset_counts``, in the order
+        served (the key without the bucket; empty for a bucket-level request)."""
+        assert self._app is not None
+        with self._app.lock:
+            return list(self._app.requests)
+
     def reset_counts(self) -> None:
         assert self._app is not None
         with self._app.lock:
             self._app.counts.clear()
+            self._app.requests.clear()
 
     def fail_next_puts(self, n: int, status: int = 503) -> None:
         """Answer the next ``n`` PUT requests with ``status`` (503 SlowDown: S3's throttling answer)."""
@@ -166,20 +174,21 @@ class _CountingFaultyApp:
         self.inner = inner
         self.lock = threading.Lock()
         self.counts: collections.Counter[str] = collections.Counter()
+        self.requests: list[tuple[str, str]] = []
         self.faults = _Faults()
         self.gather: threading.Barrier | None = None
         self.gather_left = 0
         self.gathered = 0
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        op = s3_operation(
-            environ["REQUEST_METHOD"], environ.get("PATH_INFO", "/"), environ.get("QUERY_STRING", "")
-        )
+        path = environ.get("PATH_INFO", "/")
+        op = s3_operation(environ["REQUEST_METHOD"], path, environ.get("QUERY_STRING", ""))
         delay = 0.0
         fail_status = 0
         gather: threading.Barrier | None = None
         with self.lock:
             self.counts[op] += 1
+            self.requests.append((op, path.lstrip("/").partition("/")[2]))
             if op == "PUT" and self.gather_left > 0:
                 self.gather_left -= 1
                 gather = self.gather

@@ -424,7 +424,11 @@ class Catalog(ABC):
         if current is not None and not overwrite:
             raise AlreadyExists(f"table {identifier_to_string((*namespace, name))!r} already exists")
         checked_location(metadata_location, "metadata location")
-        md = read_table_metadata(self._file_io(None, metadata_location), metadata_location)
+        # the file must exist now, not only have been cached: a registered pointer to nothing
+        # would fail every later load in every other process
+        md = read_table_metadata(
+            self._file_io(None, metadata_location), metadata_location, confirm_exists=True
+        )
         check_not_owned(metadata_location, self.other_tables((*namespace, name)))
         self._check_table_roots(namespace, name, md)
         if current is None:

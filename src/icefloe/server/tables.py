@@ -327,7 +327,7 @@ def register_table(state: ServerState, call: Call) -> Reply:
         raise bad_request("register needs 'name' and 'metadata-location' strings")
     namespace, name = table_from_path(namespace, name)
     check_inside(location, state.catalog.warehouse)
-    md = read_table_metadata(state.catalog._file_io(None, location), location)
+    md = read_table_metadata(state.catalog._file_io(None, location), location, confirm_exists=True)
     check_inside(md.location, state.catalog.warehouse)
     overwrite = body.get("overwrite", False)
     if not isinstance(overwrite, bool):

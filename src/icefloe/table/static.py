@@ -60,7 +60,10 @@ def open_static_table(
 ) -> Table:
     """Open the table a metadata file describes, read-only, without a catalog."""
     props = dict(properties or {})
-    metadata = read_table_metadata(io or load_file_io(props, metadata_location), metadata_location)
+    # a path the caller names: that it exists now is the point, even when its parse is cached
+    metadata = read_table_metadata(
+        io or load_file_io(props, metadata_location), metadata_location, confirm_exists=True
+    )
     io = io or load_file_io({**props, **metadata.properties}, metadata.location)
     name = metadata_location.rstrip("/").rsplit("/", 3)[-3] if metadata_location.count("/") >= 3 else "static"
     return Table(("static", name), metadata, metadata_location, io, ReadOnlyTarget(io, metadata_location))

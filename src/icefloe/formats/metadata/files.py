@@ -6,11 +6,32 @@ overwritten. ``write.metadata.compression-codec=gzip`` writes ``*.gz.metadata.js
 level 6, as Java's ``GZIPOutputStream``, recompressing only what changed since the table's last
 write: ``metadata_gzip``); readers recognise gzip content by its magic bytes, whatever the name.
 
-Parsed metadata is cached by location: metadata files are immutable, and a commit re-reads the
-file the same process has just written or read. A cache hit still checks the file's size and
-modification time (one ``stat``), so a file replaced in place is parsed again. The cache holds
-the most recently used files up to ``ICEFLOE_METADATA_CACHE_BYTES`` bytes of JSON (default
-32 MiB, 0 disables it; the newest file is always kept).
+Parsed metadata is cached by location: a commit re-reads the file the same process has just
+written or read, and a REST server loads the same few files over and over. Whether a cache hit
+asks the file store first depends on the file's name (``is_write_once_name``):
+
+- A name carrying a UUID (``00001-<uuid>.metadata.json``, ``<uuid>.metadata.json``, with
+  ``.gz.metadata.json`` or ``.metadata.json.gz``; what icefloe, Iceberg Java and PyIceberg write)
+  is written exactly once: the writer made the UUID just now, so no other writer can be creating
+  it (locally the file is also created exclusively; an object store cannot be asked for a
+  conditional write by pyarrow, and needs none for a fresh name, see ``io.fileio``), and nothing
+  writes it again. A hit is served with no request at all: on S3 that saves one HEAD per table
+  load, the whole cost of a load served from the cache. Iceberg Java does not check a location it
+  holds either (a refresh that finds the catalog pointer unchanged keeps its metadata).
+- Any other name (the Hadoop catalog's ``v<N>.metadata.json``, reused when a table is dropped and
+  created again, and not created exclusively by every writer; files a user named) can be
+  rewritten in place: a hit checks the file's size and modification time first (one ``stat`` or
+  HEAD) and parses again when they changed.
+
+What this changes: a cached write-once file deleted since (by another process, or by this one:
+``write.metadata.delete-after-commit``, a purge) still loads. Whatever names it still, a catalog
+pointer or a metadata-log, names the very content cached, and Iceberg Java keeps it the same
+way; a file no catalog names any more is not loaded by a catalog at all. Where existence itself is
+the question (registering a table, opening a static table by path) callers pass
+``confirm_exists=True`` and get the check, and ``NotFound`` for a missing file, whatever the name.
+
+The cache holds the most recently used files up to ``ICEFLOE_METADATA_CACHE_BYTES`` bytes of JSON
+(default 32 MiB, 0 disables it; the newest file is always kept).
 
 The bytes of the last few plain (not gzip) files this process wrote are kept too
 (``written_metadata_bytes``): a REST server answers every commit of a batch with the metadata it
@@ -52,6 +73,10 @@ DELETE_AFTER_COMMIT = "write.metadata.delete-after-commit.enabled"
 _GZIP_MAGIC = b"\x1f\x8b"
 _VERSIONED_NAME = re.compile(r"^(\d+)-.*\.metadata\.json$")
 _HADOOP_NAME = re.compile(r"^v(\d+)(?:\.gz)?\.metadata\.json$")
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_WRITE_ONCE_NAME = re.compile(
+    rf"^(?:\d+-)?{_UUID}(?:\.metadata\.json|\.gz\.metadata\.json|\.metadata\.json\.gz)$"
+)
 _MAX_UUID_RETRIES = 3
 CACHE_BYTES_ENV = "ICEFLOE_METADATA_CACHE_BYTES"
 DEFAULT_CACHE_BYTES = 32 * 1024 * 1024
@@ -72,6 +97,13 @@ def parse_metadata_version(metadata_location: str | None) -> int | None:
     name = metadata_location.rstrip("/").rsplit("/", 1)[-1]
     match = _VERSIONED_NAME.match(name) or _HADOOP_NAME.match(name)
     return int(match.group(1)) if match else None
+
+
+def is_write_once_name(metadata_location: str) -> bool:
+    """Whether the file's name proves it is written exactly once: ``[<version>-]<uuid>`` then a
+    metadata suffix, nothing else (see the module docstring)."""
+    name = metadata_location.rstrip("/").rsplit("/", 1)[-1]
+    return _WRITE_ONCE_NAME.match(name) is not None
 
 
 def new_metadata_location(table_location: str, properties: dict[str, str], version: int) -> str:
@@ -124,14 +156,16 @@ def decode_table_metadata(data: bytes, location: str) -> TableMetadata:
         ) from exc
 
 
-def read_table_metadata(io: FileIO, location: str) -> TableMetadata:
+def read_table_metadata(io: FileIO, location: str, *, confirm_exists: bool = False) -> TableMetadata:
     """Read and parse a metadata file; NotFound when it is missing, CorruptMetadata when unparsable.
 
-    A file this process wrote or parsed before, unchanged since (size and modification time), is
-    not read again (see the module docstring).
+    A file this process wrote or parsed before is not read again: a write-once name (UUID) with no
+    request at all, any other name when its size and modification time are unchanged. With
+    ``confirm_exists`` every name gets that check (see the module docstring).
     """
-    stamp = _stamp(io, location) if _cache.enabled else None
-    if stamp is not None:
+    trusted = _cache.enabled and not confirm_exists and is_write_once_name(location)
+    stamp = _stamp(io, location) if _cache.enabled and not trusted else None
+    if trusted or stamp is not None:
         hit = _cache.get(location, stamp)
         if hit is not None:
             return hit
@@ -142,6 +176,8 @@ def read_table_metadata(io: FileIO, location: str) -> TableMetadata:
     except NotFound as exc:
         raise NotFound(f"metadata file {location} does not exist", location=location) from exc
     md = decode_table_metadata(data, location)
+    if trusted and stamp is None:
+        stamp = _Stamp(len(data), None)
     if stamp is not None and stamp.size == len(data):
         _cache.put(location, stamp, md)
     return md
@@ -266,16 +302,17 @@ class _MetadataCache:
         """Whether anything is cached at all."""
         return self.max_bytes > 0
 
-    def get(self, location: str, stamp: _Stamp) -> TableMetadata | None:
+    def get(self, location: str, stamp: _Stamp | None) -> TableMetadata | None:
         """The cached metadata when the file still has ``stamp`` (a file without a known
-        modification time matches on its size)."""
+        modification time matches on its size); ``None``: the name proves the content, no check."""
         with self._lock:
             entry = self._entries.peek(location)
             if entry is None:
                 return None
             cached = entry[0]
-            same = cached.size == stamp.size and (
-                cached.mtime_ns is None or stamp.mtime_ns is None or cached.mtime_ns == stamp.mtime_ns
+            same = stamp is None or (
+                cached.size == stamp.size
+                and (cached.mtime_ns is None or stamp.mtime_ns is None or cached.mtime_ns == stamp.mtime_ns)
             )
             if not same:
                 self._entries.pop(location)
