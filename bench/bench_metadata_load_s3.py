@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import argparse
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 
 import pyarrow as pa
-from tests.support.s3server import S3Server, start_s3_server_process
+from tests.support.s3server import S3Server
 
 from bench._common import (
     command_line,
@@ -38,18 +37,7 @@ from bench._common import (
     workspace,
 )
 from bench.bench_rest import serve
-
-
-@contextmanager
-def s3_store(latency_s: float) -> Iterator[S3Server]:
-    """moto's S3 in a child process, answering each request ``latency_s`` late."""
-    server = start_s3_server_process()
-    try:
-        if latency_s:
-            server.slow_next(2**62, latency_s)  # every request, for the life of the server
-        yield server
-    finally:
-        server.stop()
+from bench.bench_rest_s3 import s3_store
 
 
 def _requests_of(store: S3Server, fn: Callable[[], object]) -> str:
