@@ -11,10 +11,10 @@ from icefloe.catalog.base import Catalog
 from icefloe.lru import LockedLruCache
 from icefloe.server.auth import Principal, TokenStore
 from icefloe.server.coalescer import CommitCoalescer
-from icefloe.server.commits import TableLocks
+from icefloe.server.commits import LocationRules, TableLocks
 from icefloe.server.config import ServerConfig
 from icefloe.server.plan_results import CompletedPlans
-from icefloe.server.vending import Vendor, credential_vendor, credentials_etag
+from icefloe.server.vending import StsVendor, Vendor, credential_vendor, credentials_etag
 
 
 @dataclass(frozen=True)
@@ -91,10 +91,14 @@ class ServerState:
     coalescer: CommitCoalescer = field(init=False)
     vendor: Vendor | None = field(init=False)
     """Who vends storage credentials (``server.vending``); None when the catalog configures none."""
+    rules: LocationRules = field(init=False)
+    """Where tables may write; with STS vending, only where one session policy reaches."""
 
     def __post_init__(self) -> None:
-        self.coalescer = CommitCoalescer(self.config.catalog, self.locks.lock, self.config.commit_retries)
-        self.vendor = credential_vendor(self.config.catalog.properties)
+        catalog = self.config.catalog
+        self.vendor = credential_vendor(catalog.properties)
+        self.rules = LocationRules(catalog.warehouse, scoped_credentials=isinstance(self.vendor, StsVendor))
+        self.coalescer = CommitCoalescer(catalog, self.locks.lock, self.config.commit_retries, self.rules)
 
     @property
     def catalog(self) -> Catalog:

@@ -16,7 +16,6 @@ from icefloe.lru import LockedLruCache
 from icefloe.server.auth import READ, WRITE, Principal
 from icefloe.server.checks import (
     check_inside,
-    check_location_properties,
     namespace_from_path,
     rename_from_json,
     table_from_json,
@@ -250,8 +249,7 @@ def create_table(state: ServerState, call: Call) -> Reply:
     table_location = (
         warehouse_location(location) if location else catalog.default_table_location(namespace, name)
     )
-    check_inside(table_location, catalog.warehouse)
-    check_location_properties(properties, catalog.warehouse)
+    state.rules.check_locations(table_location, properties)
     scope = vending_scope(namespace, table_location, properties)
     if body.get("stage-create"):
         catalog._require_namespace(namespace)
@@ -272,7 +270,8 @@ def commit(state: ServerState, call: Call) -> Reply:
         raise bad_request("the identifier in the body does not match the path")
     change = _change(state, namespace, name, body)
     if any(isinstance(r, AssertCreate) for r in change.requirements):
-        location, md = commit_table(state.catalog, state.locks, change, state.config.commit_retries)
+        retries = state.config.commit_retries
+        location, md = commit_table(state.catalog, state.locks, change, retries, state.rules)
     else:
         location, md = state.coalescer.commit(change.key, change.requirements, change.updates)
     return table_result(location, md)
@@ -305,7 +304,7 @@ def commit_many(state: ServerState, call: Call) -> Reply:
         namespace, name = table_from_json(item.get("identifier"))
         call.principal.require(namespace, WRITE)
         changes.append(_change(state, namespace, name, item))
-    commit_transaction(state.catalog, state.locks, changes)
+    commit_transaction(state.catalog, state.locks, changes, state.rules)
     return Reply(status=204)
 
 
