@@ -106,3 +106,42 @@ def test_only_a_header_block_is_respelled() -> None:
     assert canonical_header_block(value) == value
     partial = b"HTTP/1.1 200 OK\r\netag: x\r\n"  # not a whole block: never split by uvicorn
     assert canonical_header_block(partial) is partial
+
+
+def test_encryption_keys_are_added_once_and_removed(server: RunningServer) -> None:
+    """Iceberg Java 1.10 commits the keys of a table it encrypts as ``add-encryption-key`` /
+    ``remove-encryption-key`` (``MetadataUpdateParser``, ``EncryptedKeyParser``) and reads them
+    back from the metadata's ``encryption-keys``."""
+    create = {"name": "t", "schema": SCHEMA, "properties": {"format-version": "3"}}
+    assert _send(server, "POST", "namespaces/db/tables", create)[0] == 200
+    key = {
+        "key-id": "k1",
+        "encrypted-key-metadata": "AAECAw==",
+        "encrypted-by-id": "kek-1",
+        "properties": {"algorithm": "AES_GCM"},
+    }
+    other = {"key-id": "k2", "encrypted-key-metadata": "BAUG"}
+
+    def commit(*updates: dict[str, Any]) -> dict[str, Any]:
+        status, _, body = _send(
+            server, "POST", "namespaces/db/tables/t", {"requirements": [], "updates": list(updates)}
+        )
+        assert status == 200, body
+        metadata: dict[str, Any] = json.loads(body)["metadata"]
+        return metadata
+
+    added = commit({"action": "add-encryption-key", "encryption-key": key})
+    assert added["encryption-keys"] == [key]
+    again = commit(
+        {"action": "add-encryption-key", "encryption-key": {**key, "encrypted-key-metadata": "CQ=="}},
+        {"action": "add-encryption-key", "encryption-key": other},
+    )
+    assert again["encryption-keys"] == [key, other]  # a known key id keeps its key
+    removed = commit({"action": "remove-encryption-key", "key-id": "k1"})
+    assert removed["encryption-keys"] == [other]
+    status, _, body = _send(server, "GET", "namespaces/db/tables/t")
+    assert status == 200 and json.loads(body)["metadata"]["encryption-keys"] == [other]
+    keyless = {"action": "add-encryption-key", "encryption-key": {"key-id": "x"}}
+    refused = {"requirements": [], "updates": [keyless]}
+    status, _, body = _send(server, "POST", "namespaces/db/tables/t", refused)
+    assert status == 400 and json.loads(body)["error"]["type"] == "BadRequestException"
