@@ -145,3 +145,27 @@ def test_encryption_keys_are_added_once_and_removed(server: RunningServer) -> No
     refused = {"requirements": [], "updates": [keyless]}
     status, _, body = _send(server, "POST", "namespaces/db/tables/t", refused)
     assert status == 400 and json.loads(body)["error"]["type"] == "BadRequestException"
+
+
+def test_set_statistics_without_the_top_level_snapshot_id(server: RunningServer) -> None:
+    """The spec deprecates ``set-statistics``' own ``snapshot-id`` (1.10 still writes it): the one
+    inside ``statistics`` names the snapshot."""
+    status, _, body = _send(server, "POST", "namespaces/db/tables", {"name": "t", "schema": SCHEMA})
+    table = json.loads(body)["metadata"]
+    append = [
+        {"action": "add-snapshot", "snapshot": java_snapshot(table, 7, None, 1, 1)},
+        {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": 7},
+    ]
+    assert _send(server, "POST", "namespaces/db/tables/t", {"requirements": [], "updates": append})[0] == 200
+    statistics = {
+        "snapshot-id": 7,
+        "statistics-path": f"{table['location']}/metadata/7.stats",
+        "file-size-in-bytes": 100,
+        "file-footer-size-in-bytes": 10,
+        "blob-metadata": [],
+    }
+    update = {"action": "set-statistics", "statistics": statistics}
+    status, _, body = _send(
+        server, "POST", "namespaces/db/tables/t", {"requirements": [], "updates": [update]}
+    )
+    assert status == 200 and json.loads(body)["metadata"]["statistics"] == [statistics]
