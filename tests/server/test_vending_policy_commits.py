@@ -36,27 +36,35 @@ def _policy_chars(location: str, properties: dict[str, str]) -> int:
     return len(json.dumps(policy, separators=(",", ":")))
 
 
-def _write_paths_by_policy_size(warehouse: str) -> dict[int, dict[str, str]]:
-    """Write paths (one to three, outside the table's location) by the policy length they give
-    the table ``db.t`` of ``warehouse``."""
+def _write_paths(warehouse: str, count: int, length: int) -> dict[str, str]:
+    """``count`` write paths of the table ``db.t`` of ``warehouse``, outside its location, each
+    ending in ``length`` characters."""
+    return {key: f"{warehouse}/{key.split('.')[1]}/" + "p" * length for key in WRITE_PATHS[:count]}
+
+
+def _write_paths_of_policy_size(warehouse: str, chars: int) -> dict[str, str] | None:
+    """Write paths giving ``db.t`` a policy of exactly ``chars`` characters, or None. Each
+    character of a path's tail counts three times per path, so the length follows from one
+    measurement per number of paths (and is measured again)."""
     location = f"{warehouse}/db/t"
-    found: dict[int, dict[str, str]] = {}
     for count in (1, 2, 3):
-        for length in range(1, 600):
-            properties = {
-                key: f"{warehouse}/{key.split('.')[1]}/" + "p" * length for key in WRITE_PATHS[:count]
-            }
-            found.setdefault(_policy_chars(location, properties), properties)
-    return found
+        shortest = _policy_chars(location, _write_paths(warehouse, count, 1))
+        length, rest = divmod(chars - shortest, 3 * count)
+        if rest == 0 and length >= 0:
+            properties = _write_paths(warehouse, count, 1 + length)
+            assert _policy_chars(location, properties) == chars
+            return properties
+    return None
 
 
 def _bucket_reaching_the_limit() -> tuple[str, dict[str, str], dict[str, str]]:
     """A bucket name, and write paths in it giving policies of exactly 2048 and 2049 characters."""
     for extra in range(12):
         bucket = "policy-limit" + "x" * extra
-        sizes = _write_paths_by_policy_size(f"s3://{bucket}/wh")
-        if MAX_POLICY_CHARS in sizes and MAX_POLICY_CHARS + 1 in sizes:
-            return bucket, sizes[MAX_POLICY_CHARS], sizes[MAX_POLICY_CHARS + 1]
+        at_limit = _write_paths_of_policy_size(f"s3://{bucket}/wh", MAX_POLICY_CHARS)
+        over = _write_paths_of_policy_size(f"s3://{bucket}/wh", MAX_POLICY_CHARS + 1)
+        if at_limit is not None and over is not None:
+            return bucket, at_limit, over
     raise AssertionError("no bucket name reaches both 2048 and 2049 characters")
 
 
