@@ -55,6 +55,7 @@ ROUTES: tuple[tuple[str, str, Handler, bool], ...] = (
     ("POST", "/namespaces/{namespace}/tables/{table}/tasks", planning.unknown_plan_task, False),
     ("GET", "/namespaces/{namespace}/views", views.list_views, False),
     ("POST", "/namespaces/{namespace}/views", views.create_view, True),
+    ("POST", "/namespaces/{namespace}/register-view", views.register_view, True),
     ("GET", "/namespaces/{namespace}/views/{view}", views.load_view, False),
     ("HEAD", "/namespaces/{namespace}/views/{view}", views.view_exists, False),
     ("POST", "/namespaces/{namespace}/views/{view}", views.replace_view, True),
