@@ -158,6 +158,31 @@ def test_rename_and_drop(wire: JavaWire) -> None:
     }
 
 
+def test_register_view_names_an_existing_metadata_file(wire: JavaWire, backing_catalog: SqlCatalog) -> None:
+    """Iceberg Java 1.11's ``registerView``: ``RegisterViewRequest`` (``name``,
+    ``metadata-location``) answered with the ``LoadViewResult`` of that very file, no new file."""
+    created = _create(wire, "v")
+    assert wire.send("DELETE", "namespaces/db/views/v").status_code == 204
+    location = created["metadata-location"]
+    request = {"name": "again", "metadata-location": location}
+    registered = wire.ok("POST", "namespaces/db/register-view", request)
+    assert registered == {**created, "metadata-location": location}
+    assert wire.ok("GET", "namespaces/db/views/again") == registered
+    assert SqlViews(backing_catalog).load("db.again")[1] == location
+    assert_error(wire.send("POST", "namespaces/db/register-view", request), 409, "AlreadyExistsException")
+    wire.create_table("db", "t")
+    on_table = {"name": "t", "metadata-location": location}
+    assert_error(wire.send("POST", "namespaces/db/register-view", on_table), 409, "AlreadyExistsException")
+    missing = {"name": "m", "metadata-location": location.replace("00000-", "00009-")}
+    assert_error(wire.send("POST", "namespaces/db/register-view", missing), 404, "NotFoundException")
+    outside = {"name": "o", "metadata-location": "file:///elsewhere/v.metadata.json"}
+    assert_error(wire.send("POST", "namespaces/db/register-view", outside), 400, "BadRequestException")
+    nowhere = {"name": "x", "metadata-location": location}
+    assert_error(
+        wire.send("POST", "namespaces/nowhere/register-view", nowhere), 404, "NoSuchNamespaceException"
+    )
+
+
 def test_locations_and_identifiers_are_checked_as_for_tables(wire: JavaWire) -> None:
     outside = create_view_request("v", IDS, view_version(1, 0, "SELECT 1", ["db"])) | {
         "location": "file:///tmp/x"

@@ -135,3 +135,37 @@ def test_completed_plan_is_fetched_and_cancelled_by_its_id(
         gone = requests.request(method, f"{server.uri}{PLAN}/{plan_id}", timeout=30)
         assert gone.status_code == 404 and gone.json()["error"]["type"] == "NoSuchPlanIdException"
     assert requests.get(f"{server.uri}{PLAN}/{other}", timeout=30).json()["status"] == "completed"
+
+
+def test_the_request_iceberg_java_sends_and_what_its_parser_needs(
+    setup: tuple[RunningServer, SqlCatalog, FaultInjector],
+) -> None:
+    """``RESTTableScan`` (Iceberg Java 1.11 on) always sends a filter (``true`` when none), the
+    projected column names, ``case-sensitive``, ``use-snapshot-schema`` and, when asked,
+    ``stats-fields`` and ``min-rows-requested``; its parser needs ``status``, binds each task's
+    ``residual-filter`` against the data file's spec (a missing one is bound as null, which a
+    partitioned file's residual then cannot evaluate), and it releases the plan with DELETE."""
+    server, catalog, _ = setup
+    snapshot_id = catalog.load_table("db.t").metadata.current_snapshot_id
+    body = {
+        "snapshot-id": snapshot_id,
+        "select": ["id", "s"],
+        "filter": True,
+        "case-sensitive": True,
+        "use-snapshot-schema": False,
+        "stats-fields": ["id"],
+        "min-rows-requested": 10,
+    }
+    headers = {"X-Client-Version": "Apache Iceberg 1.11.0", "X-Client-Git-Commit-Short": "5ec9bd0"}
+    planned = requests.post(server.uri + PLAN, json=body, headers=headers, timeout=30).json()
+    assert planned["status"] == "completed" and "plan-tasks" not in planned
+    tasks = planned["file-scan-tasks"]
+    assert sorted(t["data-file"]["partition"][0] for t in tasks) == ["a", "b", "c"]
+    assert [t["residual-filter"] for t in tasks] == [True, True, True]
+    [with_deletes] = [t for t in tasks if "delete-file-references" in t]
+    assert with_deletes["data-file"]["partition"] == ["a"]
+    assert with_deletes["delete-file-references"] == [0] and len(planned["delete-files"]) == 1
+    unfiltered = requests.post(server.uri + PLAN, json={}, timeout=30).json()  # PyIceberg may omit it
+    assert [t["residual-filter"] for t in unfiltered["file-scan-tasks"]] == [True, True, True]
+    released = requests.delete(f"{server.uri}{PLAN}/{planned['plan-id']}", headers=headers, timeout=30)
+    assert (released.status_code, released.content) == (204, b"")

@@ -131,6 +131,33 @@ def test_no_delegation_header_no_credentials(vending_server: RunningServer, sts:
     assert credential["config"]["s3.access-key-id"] != sts.access_key
 
 
+def test_a_result_with_credentials_names_where_java_renews_them(
+    vending_server: RunningServer, sts: StsServer
+) -> None:
+    """Iceberg Java's S3FileIO (1.7 on) renews vended credentials only from the table config's
+    ``client.refresh-credentials-endpoint`` (resolved against the catalog URI); its
+    ``VendedCredentialsProvider`` then needs exactly one ``s3`` credential with keys, token and
+    expiry. The config holds the credentials too: Java before 1.7 and DuckDB read only the config.
+    Results without credentials keep an empty config."""
+    RestCatalog("ice", uri=vending_server.uri, token=ADMIN).create_namespace("db.a b")
+    RestCatalog("ice", uri=vending_server.uri, token=ADMIN).create_table(("db", "a b", "t+1"), ICE_SCHEMA)
+    path = "/namespaces/db%1Fa%20b/tables/t%2B1"
+    status, body = _get(vending_server, path, ADMIN, "vended-credentials")
+    endpoint = "v1/namespaces/db%1Fa%20b/tables/t%2B1/credentials"
+    [vended] = body["storage-credentials"]
+    assert status == 200
+    assert body["config"] == {**vended["config"], "client.refresh-credentials-endpoint": endpoint}
+    request = urllib.request.Request(
+        f"{vending_server.uri}/{endpoint}?planId=p", headers={"Authorization": f"Bearer {READER}"}
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        [credential] = json.loads(answer.read())["storage-credentials"]
+    assert credential["prefix"].startswith("s3")
+    for key in ("s3.access-key-id", "s3.secret-access-key", "s3.session-token", EXPIRES_AT_MS):
+        assert credential["config"][key]
+    assert _get(vending_server, path, ADMIN, None)[1]["config"] == {}
+
+
 def test_credentials_endpoint_checks_the_grant(vending_server: RunningServer, sts: StsServer) -> None:
     RestCatalog("ice", uri=vending_server.uri, token=ADMIN).create_table("db.t", ICE_SCHEMA)
     sts.reset()

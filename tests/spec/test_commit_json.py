@@ -28,11 +28,13 @@ from icefloe.spec.sort_order import SortDirection, SortField, SortOrder
 from icefloe.spec.transforms import BucketTransform, IdentityTransform
 from icefloe.spec.types import LongType, NestedField
 from icefloe.spec.updates import (
+    AddEncryptionKey,
     AddPartitionSpec,
     AddSchema,
     AddSnapshot,
     AddSortOrder,
     AssignUUID,
+    RemoveEncryptionKey,
     RemovePartitionSpecs,
     RemoveProperties,
     RemoveSchemas,
@@ -91,6 +93,8 @@ UPDATES = [
     SetLocation("file:///w/t2"),
     RemovePartitionSpecs((0, 1)),
     RemoveSchemas((2,)),
+    AddEncryptionKey({"key-id": "k1", "encrypted-key-metadata": "AAEC", "encrypted-by-id": "kek"}),
+    RemoveEncryptionKey("k1"),
 ]
 REQUIREMENTS = [
     AssertCreate(),
@@ -161,6 +165,8 @@ def test_relative_v4_root_manifest_resolves_against_the_table() -> None:
         {"action": "set-partition-statistics"},
         {"action": "remove-partition-specs", "spec-ids": [True]},
         {"action": "remove-schemas", "schema-ids": "1"},
+        {"action": "add-encryption-key", "key-id": "k1"},
+        {"action": "remove-encryption-key", "key-id": 1},
     ],
 )
 def test_bad_updates_are_validation_errors(bad: object) -> None:

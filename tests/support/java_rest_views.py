@@ -22,6 +22,7 @@ JAVA_VIEW_ENDPOINTS = {  # Endpoint.V1_* of views, as Endpoint.toString spells t
     "POST /v1/{prefix}/namespaces/{namespace}/views/{view}",
     "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
     "POST /v1/{prefix}/views/rename",
+    "POST /v1/{prefix}/namespaces/{namespace}/register-view",  # Iceberg Java 1.11
 }
 
 

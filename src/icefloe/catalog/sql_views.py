@@ -66,7 +66,7 @@ class SqlViews:
         if location is None:
             ns, name = _split(identifier)
             raise NoSuchView(f"view {identifier_to_string((*ns, name))!r} does not exist")
-        return self._read(location), location
+        return self.read(location), location
 
     def names(self, namespace: str | Iterable[str]) -> list[tuple[str, ...]]:
         """The views of a namespace, by name."""
@@ -103,11 +103,31 @@ class SqlViews:
             ) from None
         return location
 
+    def register(self, identifier: str | Iterable[str], location: str) -> None:
+        """Add a row pointing at the existing view metadata file ``location`` (no file is written;
+        callers check it first with ``read``); AlreadyExists when the name is taken."""
+        ns, name = _split(identifier)
+        self._catalog._require_namespace(ns)
+        values = {
+            "catalog_name": self._catalog.name,
+            "table_namespace": namespace_to_string(ns),
+            "table_name": name,
+            "metadata_location": location,
+            "previous_metadata_location": None,
+            "iceberg_type": VIEW_TYPE,
+        }
+        try:
+            self._catalog._run(lambda conn: conn.execute(insert(self._t).values(**values)), write=True)
+        except IntegrityError:
+            raise AlreadyExists(
+                f"table or view {identifier_to_string((*ns, name))!r} already exists"
+            ) from None
+
     def replace(self, identifier: str | Iterable[str], expected_location: str, metadata: ViewMetadata) -> str:
         """Commit ``metadata`` as Java's builder builds it on the metadata at ``expected_location``
         (``rebuild_view``; ValidationError when it refuses) and move the view's pointer to it; no new
         file when nothing changes. CommitConflict when the view moved on."""
-        base = self._read(expected_location)
+        base = self.read(expected_location)
         rebuilt = rebuild_view(base, metadata)
         if rebuilt != base:
             return self.swap(identifier, expected_location, rebuilt)
@@ -170,7 +190,7 @@ class SqlViews:
         row = self._catalog._run(lambda conn: conn.execute(query).first(), write=False)
         return None if row is None else str(row[0])
 
-    def _read(self, location: str) -> ViewMetadata:
+    def read(self, location: str) -> ViewMetadata:
         """The view metadata file at ``location``, plain or gzip JSON (Iceberg Java writes gzip)."""
         data = self._catalog._file_io(None, location).new_input(location).read()
         if data[:2] == _GZIP_MAGIC:

@@ -28,6 +28,7 @@ from icefloe.server.auth import Principal, TokenStore, basic_credentials
 from icefloe.server.config import ServerConfig
 from icefloe.server.context import Call, IdempotencyCache, Reply, ServerState
 from icefloe.server.errors import HttpError, bad_request, error_body, error_response, not_found
+from icefloe.server.header_case import CANONICAL_HEADER_NAMES
 
 Handler = Callable[[ServerState, Call], Reply]
 
@@ -54,6 +55,7 @@ ROUTES: tuple[tuple[str, str, Handler, bool], ...] = (
     ("POST", "/namespaces/{namespace}/tables/{table}/tasks", planning.unknown_plan_task, False),
     ("GET", "/namespaces/{namespace}/views", views.list_views, False),
     ("POST", "/namespaces/{namespace}/views", views.create_view, True),
+    ("POST", "/namespaces/{namespace}/register-view", views.register_view, True),
     ("GET", "/namespaces/{namespace}/views/{view}", views.load_view, False),
     ("HEAD", "/namespaces/{namespace}/views/{view}", views.view_exists, False),
     ("POST", "/namespaces/{namespace}/views/{view}", views.replace_view, True),
@@ -112,14 +114,19 @@ def _decode_json(raw: bytes) -> Any:
 
 def _response(reply: Reply, head: bool = False) -> Response:
     headers = dict(reply.headers) if reply.headers else None
+    response: Response
     if reply.status in (204, 304) or head:
         status = 204 if head and reply.status < 300 else reply.status
-        return Response(status_code=status, headers=headers)
-    if reply.json_text is not None:
-        return Response(
+        response = Response(status_code=status, headers=headers)
+    elif reply.json_text is not None:
+        response = Response(
             reply.json_text, status_code=reply.status, media_type="application/json", headers=headers
         )
-    return JSONResponse(reply.payload, status_code=reply.status, headers=headers)
+    else:
+        response = JSONResponse(reply.payload, status_code=reply.status, headers=headers)
+    if headers:  # Starlette lowercases every name (see ``header_case``)
+        response.raw_headers = [(CANONICAL_HEADER_NAMES.get(k, k), v) for k, v in response.raw_headers]
+    return response
 
 
 def _path_params(template: str, request: Request) -> dict[str, str]:

@@ -29,7 +29,7 @@ from icefloe.catalog.base import Catalog
 from icefloe.errors import CommitConflict, CommitStateUnknown, NoSuchTable
 from icefloe.formats.metadata.files import new_metadata_with_log
 from icefloe.io.durability import durability_barrier
-from icefloe.server.commits import check_metadata_locations, current_state
+from icefloe.server.commits import LocationRules, current_state
 from icefloe.server.known_state import KnownStates
 from icefloe.spec.content import FileContent
 from icefloe.spec.requirements import AssertRefSnapshotId, TableRequirement, validate_requirements
@@ -143,9 +143,14 @@ class CommitCoalescer:
     """Per-table queues of single-table commits (see the module doc)."""
 
     def __init__(
-        self, catalog: Catalog, lock_for: Callable[[TableKey], threading.Lock], retries: int
+        self,
+        catalog: Catalog,
+        lock_for: Callable[[TableKey], threading.Lock],
+        retries: int,
+        rules: LocationRules | None = None,
     ) -> None:
         self._catalog = catalog
+        self._rules = rules if rules is not None else LocationRules(catalog.warehouse)
         self._lock_for = lock_for
         self._retries = retries
         self._queues: dict[TableKey, list[_Pending]] = {}
@@ -285,7 +290,7 @@ class CommitCoalescer:
                     new = apply_updates(md, rebased, now_ms)
                     self.rebased += 1
                 if not _same_locations(new, inside):
-                    check_metadata_locations(new, self._catalog.warehouse)
+                    self._rules.check(new)
                     inside = new
             except Exception as exc:
                 p.error = exc

@@ -14,7 +14,7 @@ metadata is built from the updates alone.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 
@@ -25,6 +25,8 @@ from icefloe.formats.metadata.files import new_metadata_with_log, read_table_met
 from icefloe.io.durability import durability_barrier
 from icefloe.io.fileio import FileIO
 from icefloe.server.checks import check_inside, check_location_properties
+from icefloe.server.vending import is_s3_location, table_write_locations
+from icefloe.server.vending_policy import packed_session_policy
 from icefloe.spec.requirements import AssertCreate, TableRequirement, validate_requirements
 from icefloe.spec.table_metadata import TableMetadata
 from icefloe.spec.updates import (
@@ -142,13 +144,33 @@ def metadata_for_create(updates: list[TableUpdate]) -> TableMetadata:
     return md
 
 
-def check_metadata_locations(md: TableMetadata, warehouse: str | None) -> None:
-    """Refuse metadata whose location or write paths leave the warehouse."""
-    check_inside(md.location, warehouse)
-    check_location_properties(md.properties, warehouse)
+@dataclass(frozen=True)
+class LocationRules:
+    """Where a table may write, checked on the metadata of every commit before it is written.
+
+    Its location and write paths stay inside the ``warehouse``. When the server vends credentials
+    scoped by an IAM session policy (``scoped_credentials``), a table on S3 must also write to
+    locations one policy can name: a commit that pushed the policy past IAM's bound would be
+    accepted, and every credential-vending load of the table refused afterwards.
+    """
+
+    warehouse: str | None
+    scoped_credentials: bool = False
+
+    def check(self, md: TableMetadata) -> None:
+        """Refuse (``ValidationError``) metadata that breaks a rule."""
+        self.check_locations(md.location, md.properties)
+
+    def check_locations(self, location: str, properties: Mapping[str, str]) -> None:
+        """Refuse a table at ``location`` with ``properties`` that breaks a rule."""
+        check_inside(location, self.warehouse)
+        check_location_properties(properties, self.warehouse)
+        if self.scoped_credentials and is_s3_location(location):
+            # a WRITE grant's policy is the larger one: if it fits, the READ one does
+            packed_session_policy(table_write_locations(location, properties), write=True)
 
 
-def prepare(catalog: Catalog, change: TableChange) -> PreparedChange:
+def prepare(catalog: Catalog, change: TableChange, rules: LocationRules) -> PreparedChange:
     """Validate the requirements against the current metadata and apply the updates in memory."""
     state = current_state(catalog, change.namespace, change.name)
     creating = any(isinstance(r, AssertCreate) for r in change.requirements)
@@ -160,7 +182,7 @@ def prepare(catalog: Catalog, change: TableChange) -> PreparedChange:
         new = metadata_for_create(change.updates)
     else:
         new = apply_updates(base, change.updates)
-    check_metadata_locations(new, catalog.warehouse)
+    rules.check(new)
     return PreparedChange(change, base_location, base, new)
 
 
@@ -171,13 +193,13 @@ def _with_log(prepared: PreparedChange) -> TableMetadata:
 
 
 def commit_table(
-    catalog: Catalog, locks: TableLocks, change: TableChange, retries: int
+    catalog: Catalog, locks: TableLocks, change: TableChange, retries: int, rules: LocationRules
 ) -> tuple[str, TableMetadata]:
     """Apply one table's change and swap it in; returns the new metadata location and metadata."""
     with locks.holding([change.key]):
         attempt = 0
         while True:
-            prepared = prepare(catalog, change)
+            prepared = prepare(catalog, change, rules)
             if prepared.base is not None and prepared.new is prepared.base:
                 assert prepared.base_location is not None
                 return prepared.base_location, prepared.base  # nothing changed
@@ -196,12 +218,14 @@ def commit_table(
             return location, md
 
 
-def commit_transaction(catalog: Catalog, locks: TableLocks, changes: list[TableChange]) -> None:
+def commit_transaction(
+    catalog: Catalog, locks: TableLocks, changes: list[TableChange], rules: LocationRules
+) -> None:
     """Apply several tables' changes atomically (SQL catalog only for more than one table)."""
     if len({c.key for c in changes}) != len(changes):
         raise ValidationError("a transaction may change each table only once")
     if len(changes) == 1:
-        commit_table(catalog, locks, changes[0], retries=0)
+        commit_table(catalog, locks, changes[0], retries=0, rules=rules)
         return
     from icefloe.catalog.sql import SqlCatalog
     from icefloe.catalog.sql_multi_commit import PointerSwap, swap_pointers
@@ -209,7 +233,7 @@ def commit_transaction(catalog: Catalog, locks: TableLocks, changes: list[TableC
     if not isinstance(catalog, SqlCatalog):
         raise Unsupported("multi-table transactions need the SQL catalog")
     with locks.holding([c.key for c in changes]):
-        prepared = [prepare(catalog, change) for change in changes]
+        prepared = [prepare(catalog, change, rules) for change in changes]
         for p in prepared:
             if p.base_location is None:
                 catalog._require_namespace(p.change.namespace)

@@ -11,10 +11,10 @@ from icefloe.catalog.base import Catalog
 from icefloe.lru import LockedLruCache
 from icefloe.server.auth import Principal, TokenStore
 from icefloe.server.coalescer import CommitCoalescer
-from icefloe.server.commits import TableLocks
+from icefloe.server.commits import LocationRules, TableLocks
 from icefloe.server.config import ServerConfig
 from icefloe.server.plan_results import CompletedPlans
-from icefloe.server.vending import Vendor, credential_vendor, credentials_etag
+from icefloe.server.vending import StsVendor, Vendor, credential_vendor, credentials_etag
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,10 @@ class VendingScope:
 
     namespace: tuple[str, ...]
     locations: tuple[str, ...]
+    refresh_endpoint: str | None = None
+    """The table's credentials endpoint relative to the catalog URI; a result carrying credentials
+    names it in its ``config`` as ``client.refresh-credentials-endpoint``, where Iceberg Java's
+    S3FileIO (1.7 on) renews them before they expire (without it, it never does)."""
 
 
 @dataclass
@@ -48,17 +52,37 @@ class Reply:
         return replace(self, credentials=None)
 
     def sendable(self) -> Reply:
-        """This reply with its credentials as the text's last member ``storage-credentials`` and
-        its ``ETag`` naming them (``vending.credentials_etag``)."""
+        """This reply with its credentials as the text's last member ``storage-credentials``, in
+        its ``config`` too, and its ``ETag`` naming them (``vending.credentials_etag``)."""
         if not self.credentials or self.json_text is None:
             return self
         member = ', "storage-credentials": ' + json.dumps(self.credentials) + "}"
         text = self.json_text
         text = text[:-1] + member.encode("utf-8") if isinstance(text, bytes) else text[:-1] + member
+        # The credentials' config (one for every prefix: one AssumeRole covers them all) is also
+        # the result's config: Iceberg Java before 1.7 and DuckDB read only that.
+        config = dict(self.credentials[0].get("config") or {})
+        if self.vending is not None and self.vending.refresh_endpoint:
+            config[REFRESH_CREDENTIALS_ENDPOINT] = self.vending.refresh_endpoint
+        text = _with_config(text, config)
         headers = dict(self.headers or {})
         if "ETag" in headers:
             headers["ETag"] = credentials_etag(headers["ETag"], self.credentials)
         return replace(self, json_text=text, headers=headers, credentials=None)
+
+
+REFRESH_CREDENTIALS_ENDPOINT = "client.refresh-credentials-endpoint"
+_NO_CONFIG = '"config": {}'
+
+
+def _with_config(text: str | bytes, config: dict[str, str]) -> str | bytes:
+    """A table result's text with ``config`` for its empty one. The result's first member after
+    ``metadata-location`` is the config (``tables.table_result``), and no JSON string holds the
+    unescaped quotes of ``"config": {}``, so its first occurrence is the member itself."""
+    filled = '"config": ' + json.dumps(config)
+    if isinstance(text, bytes):
+        return text.replace(_NO_CONFIG.encode(), filled.encode("utf-8"), 1)
+    return text.replace(_NO_CONFIG, filled, 1)
 
 
 class IdempotencyCache:
@@ -91,10 +115,14 @@ class ServerState:
     coalescer: CommitCoalescer = field(init=False)
     vendor: Vendor | None = field(init=False)
     """Who vends storage credentials (``server.vending``); None when the catalog configures none."""
+    rules: LocationRules = field(init=False)
+    """Where tables may write; with STS vending, only where one session policy reaches."""
 
     def __post_init__(self) -> None:
-        self.coalescer = CommitCoalescer(self.config.catalog, self.locks.lock, self.config.commit_retries)
-        self.vendor = credential_vendor(self.config.catalog.properties)
+        catalog = self.config.catalog
+        self.vendor = credential_vendor(catalog.properties)
+        self.rules = LocationRules(catalog.warehouse, scoped_credentials=isinstance(self.vendor, StsVendor))
+        self.coalescer = CommitCoalescer(catalog, self.locks.lock, self.config.commit_retries, self.rules)
 
     @property
     def catalog(self) -> Catalog:

@@ -5,7 +5,7 @@ Planning is synchronous: the answer is a completed result (``status: completed``
 issued, so ``POST .../tasks`` answers 404. The result is kept for a while (``plan_results``):
 ``GET .../plan/{plan-id}`` fetches it again, ``DELETE`` releases it. Content files are written in
 the spec's ``ContentFile`` JSON (partition values and bounds in the single-value JSON form); each
-task's residual filter is the request's filter (always a valid residual).
+task's residual filter is the request's filter (always a valid residual), or ``true``.
 """
 
 from __future__ import annotations
@@ -136,6 +136,10 @@ def plan_table_scan(state: ServerState, call: Call) -> Reply:
         raise bad_request("select must be a list of field names")
     io = state.catalog._file_io(md.properties, md.location)
     tasks = plan_files(io, md, snapshot, row_filter, schema, case_sensitive) if snapshot is not None else []
+    # Every task carries a residual, ``true`` when nothing is filtered, as Iceberg Java's server
+    # sends it: Java's client binds a missing one as a null expression, and evaluating that
+    # residual against a partitioned file's values throws.
+    residual = body["filter"] if body.get("filter") is not None else True
     deletes: dict[tuple[str, int | None], int] = {}
     delete_files: list[dict[str, Any]] = []
     scan_tasks: list[dict[str, Any]] = []
@@ -157,8 +161,7 @@ def plan_table_scan(state: ServerState, call: Call) -> Reply:
         item: dict[str, Any] = {"data-file": content_file_json(task.data_file, md, schema)}
         if refs:
             item["delete-file-references"] = refs
-        if body.get("filter") is not None:
-            item["residual-filter"] = body["filter"]
+        item["residual-filter"] = residual
         scan_tasks.append(item)
     result = {"status": "completed", "file-scan-tasks": scan_tasks, "delete-files": delete_files}
     plan_id = state.plans.keep((namespace, name), result)

@@ -18,6 +18,7 @@ import uvicorn
 
 from icefloe.server.app import create_app
 from icefloe.server.config import ServerConfig
+from icefloe.server.header_case import http_protocol
 
 STARTUP_TIMEOUT_S = 30.0
 GRACEFUL_SHUTDOWN_S = 5
@@ -69,7 +70,7 @@ def _uvicorn_config(
         lifespan="off",
         timeout_keep_alive=30,
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
-        http=http,
+        http=http_protocol(http),
         loop=loop,
         ssl_certfile=tls.certificate if tls is not None else None,
         ssl_keyfile=tls.key if tls is not None else None,

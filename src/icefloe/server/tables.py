@@ -7,6 +7,7 @@ import dataclasses
 import hashlib
 import json
 import threading
+import urllib.parse
 from typing import Any
 
 from icefloe.catalog.base import warehouse_location
@@ -16,7 +17,6 @@ from icefloe.lru import LockedLruCache
 from icefloe.server.auth import READ, WRITE, Principal
 from icefloe.server.checks import (
     check_inside,
-    check_location_properties,
     namespace_from_path,
     rename_from_json,
     table_from_json,
@@ -126,9 +126,21 @@ def table_result(
     return Reply(json_text=text, headers=headers, credentials=credentials, vending=vending)
 
 
-def vending_scope(namespace: tuple[str, ...], location: str, properties: dict[str, str]) -> VendingScope:
-    """What credentials for the table at ``location`` with ``properties`` must cover."""
-    return VendingScope(namespace, table_write_locations(location, properties))
+def vending_scope(
+    state: ServerState, table: tuple[tuple[str, ...], str], location: str, properties: dict[str, str]
+) -> VendingScope:
+    """What credentials for ``table`` (namespace, name) at ``location`` with ``properties`` must
+    cover, and where they are renewed."""
+    namespace, name = table
+    segments = ["v1", *([_path_segment(state.config.prefix)] if state.config.prefix else [])]
+    segments += ["namespaces", "%1F".join(map(_path_segment, namespace)), "tables", _path_segment(name)]
+    endpoint = "/".join([*segments, "credentials"])
+    return VendingScope(namespace, table_write_locations(location, properties), endpoint)
+
+
+def _path_segment(text: str) -> str:
+    """``text`` as one path segment, every reserved character percent-encoded."""
+    return urllib.parse.quote(text, safe="")
 
 
 def vended_credentials(
@@ -180,7 +192,7 @@ def load_table(state: ServerState, call: Call) -> Reply:
     if found is None:
         raise NoSuchTable(f"table {'.'.join((*namespace, name))!r} does not exist")
     location, md = found
-    scope = vending_scope(namespace, md.location, md.properties)
+    scope = vending_scope(state, (namespace, name), md.location, md.properties)
     credentials = _vended(state, call, scope)  # first: a 304 must not outlive the client's credentials
     etag = table_etag(location, mode)
     if credentials:
@@ -250,9 +262,8 @@ def create_table(state: ServerState, call: Call) -> Reply:
     table_location = (
         warehouse_location(location) if location else catalog.default_table_location(namespace, name)
     )
-    check_inside(table_location, catalog.warehouse)
-    check_location_properties(properties, catalog.warehouse)
-    scope = vending_scope(namespace, table_location, properties)
+    state.rules.check_locations(table_location, properties)
+    scope = vending_scope(state, (namespace, name), table_location, properties)
     if body.get("stage-create"):
         catalog._require_namespace(namespace)
         if catalog.table_exists((*namespace, name)):  # as Iceberg Java's own server answers
@@ -272,7 +283,8 @@ def commit(state: ServerState, call: Call) -> Reply:
         raise bad_request("the identifier in the body does not match the path")
     change = _change(state, namespace, name, body)
     if any(isinstance(r, AssertCreate) for r in change.requirements):
-        location, md = commit_table(state.catalog, state.locks, change, state.config.commit_retries)
+        retries = state.config.commit_retries
+        location, md = commit_table(state.catalog, state.locks, change, retries, state.rules)
     else:
         location, md = state.coalescer.commit(change.key, change.requirements, change.updates)
     return table_result(location, md)
@@ -305,7 +317,7 @@ def commit_many(state: ServerState, call: Call) -> Reply:
         namespace, name = table_from_json(item.get("identifier"))
         call.principal.require(namespace, WRITE)
         changes.append(_change(state, namespace, name, item))
-    commit_transaction(state.catalog, state.locks, changes)
+    commit_transaction(state.catalog, state.locks, changes, state.rules)
     return Reply(status=204)
 
 
@@ -332,7 +344,7 @@ def register_table(state: ServerState, call: Call) -> Reply:
     overwrite = body.get("overwrite", False)
     if not isinstance(overwrite, bool):
         raise bad_request("'overwrite' must be a boolean")
-    scope = vending_scope(namespace, md.location, md.properties)
+    scope = vending_scope(state, (namespace, name), md.location, md.properties)
     vended = _vended(state, call, scope)  # first: an STS failure registers nothing
     table = state.catalog.register_table((*namespace, name), location, overwrite=overwrite)
     return table_result(table.metadata_location, table.metadata, credentials=vended, vending=scope)
@@ -361,7 +373,7 @@ def load_credentials(state: ServerState, call: Call) -> Reply:
     found = current_state(state.catalog, namespace, name)
     if found is None:
         raise NoSuchTable(f"table {'.'.join((*namespace, name))!r} does not exist")
-    scope = vending_scope(namespace, found[1].location, found[1].properties)
+    scope = vending_scope(state, (namespace, name), found[1].location, found[1].properties)
     if state.vendor is None or not is_s3_location(scope.locations[0]):
         return Reply(payload={"storage-credentials": []})
     write = call.principal.holds(namespace, WRITE)

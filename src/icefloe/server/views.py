@@ -1,4 +1,5 @@
-"""View endpoints: list (paged), create, load, exists, replace (``CommitViewRequest``), drop, rename.
+"""View endpoints: list (paged), create, register, load, exists, replace (``CommitViewRequest``), drop,
+rename.
 
 Views are kept by ``SqlViews`` in the served SQL catalog (SQLite or PostgreSQL), in the name space
 tables use: creating a view where a table or view of that name exists is ``AlreadyExistsException``.
@@ -106,6 +107,26 @@ def create_view(state: ServerState, call: Call) -> Reply:
         raise AlreadyExists(f"a table {'.'.join((*namespace, name))!r} already exists")
     created = _views(state).create((*namespace, name), md)
     return view_result(created, md)
+
+
+def register_view(state: ServerState, call: Call) -> Reply:
+    """POST /namespaces/{namespace}/register-view (``RegisterViewRequest``, Iceberg Java 1.11):
+    name an existing view metadata file, inside the warehouse, as a view."""
+    namespace = namespace_from_path(call.path["namespace"])
+    call.principal.require(namespace, WRITE)
+    body = _body(call)
+    name, location = body.get("name"), body.get("metadata-location")
+    if not isinstance(name, str) or not isinstance(location, str):
+        raise bad_request("register-view needs 'name' and 'metadata-location' strings")
+    namespace, name = table_from_path(namespace, name)
+    check_inside(location, state.catalog.warehouse)
+    views = _views(state)
+    md = _parsed(views.read, location, "view metadata")  # a missing file: 404
+    _check_locations(state, md)
+    if state.catalog.table_exists((*namespace, name)):
+        raise AlreadyExists(f"a table {'.'.join((*namespace, name))!r} already exists")
+    views.register((*namespace, name), location)
+    return view_result(location, md)
 
 
 def load_view(state: ServerState, call: Call) -> Reply:

@@ -35,11 +35,13 @@ from icefloe.spec.requirements import (
 )
 from icefloe.spec.snapshots import RefType
 from icefloe.spec.updates import (
+    AddEncryptionKey,
     AddPartitionSpec,
     AddSchema,
     AddSnapshot,
     AddSortOrder,
     AssignUUID,
+    RemoveEncryptionKey,
     RemovePartitionSpecs,
     RemovePartitionStatistics,
     RemoveProperties,
@@ -115,6 +117,10 @@ def update_to_dict(update: TableUpdate) -> dict[str, Any]:
             return {"action": "remove-partition-specs", "spec-ids": list(ids)}
         case RemoveSchemas(schema_ids=ids):
             return {"action": "remove-schemas", "schema-ids": list(ids)}
+        case AddEncryptionKey(key=key):
+            return {"action": "add-encryption-key", "encryption-key": dict(key)}
+        case RemoveEncryptionKey(key_id=key_id):
+            return {"action": "remove-encryption-key", "key-id": key_id}
     raise Unsupported(f"no REST form for table update {update!r}")
 
 
@@ -287,6 +293,10 @@ def update_from_dict(data: Any, table_location: str = "") -> TableUpdate:
             return RemovePartitionSpecs(_int_tuple(_member(data, "spec-ids", list, what), "spec-ids"))
         case "remove-schemas":
             return RemoveSchemas(_int_tuple(_member(data, "schema-ids", list, what), "schema-ids"))
+        case "add-encryption-key":
+            return AddEncryptionKey(dict(_member(data, "encryption-key", Mapping, what)))
+        case "remove-encryption-key":
+            return RemoveEncryptionKey(_member(data, "key-id", str, what))
     raise ValidationError(f"unknown table update action {action!r}")
 
 

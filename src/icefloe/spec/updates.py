@@ -52,6 +52,8 @@ __all__ = [  # noqa: RUF022 - grouped: updates, requirements, functions
     "SetSnapshotRef",
     "SetStatistics",
     "RemoveStatistics",
+    "AddEncryptionKey",
+    "RemoveEncryptionKey",
     "SetPartitionStatistics",
     "RemovePartitionSpecs",
     "RemovePartitionStatistics",
@@ -242,6 +244,24 @@ class RemoveSchemas:
     schema_ids: tuple[int, ...]
 
 
+@dataclass(frozen=True)
+class AddEncryptionKey:
+    """Register one of the table's encrypted keys, the metadata's ``encryption-keys`` entry
+    (``key-id``, base64 ``encrypted-key-metadata``, optional ``encrypted-by-id`` and
+    ``properties``). A key id the table holds already keeps its key, as in Iceberg Java, whose
+    clients (1.10 on) send this for tables they encrypt; icefloe keeps the keys, it does not
+    encrypt."""
+
+    key: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RemoveEncryptionKey:
+    """Forget the encrypted key with this id (nothing when the table holds none)."""
+
+    key_id: str
+
+
 TableUpdate = (
     AssignUUID
     | UpgradeFormatVersion
@@ -264,6 +284,8 @@ TableUpdate = (
     | RemovePartitionStatistics
     | RemovePartitionSpecs
     | RemoveSchemas
+    | AddEncryptionKey
+    | RemoveEncryptionKey
 )
 
 
@@ -536,6 +558,21 @@ def _apply_remove_partition_statistics(state: _State, u: RemovePartitionStatisti
     _set(state, partition_statistics=kept)
 
 
+def _apply_add_encryption_key(state: _State, u: AddEncryptionKey) -> None:
+    key_id = u.key.get("key-id")
+    if not isinstance(key_id, str) or not isinstance(u.key.get("encrypted-key-metadata"), str):
+        raise ValidationError("add-encryption-key needs key-id and encrypted-key-metadata strings")
+    if any(key.get("key-id") == key_id for key in state.md.encryption_keys):
+        return
+    _set(state, encryption_keys=(*state.md.encryption_keys, dict(u.key)))
+
+
+def _apply_remove_encryption_key(state: _State, u: RemoveEncryptionKey) -> None:
+    kept = tuple(key for key in state.md.encryption_keys if key.get("key-id") != u.key_id)
+    if len(kept) != len(state.md.encryption_keys):
+        _set(state, encryption_keys=kept)
+
+
 def _remove_unused(
     state: _State, attribute: str, id_name: str, ids: tuple[int, ...], in_use: int, what: str
 ) -> None:
@@ -588,6 +625,8 @@ _HANDLERS: dict[type, Any] = {
     RemovePartitionStatistics: _apply_remove_partition_statistics,
     RemovePartitionSpecs: _apply_remove_partition_specs,
     RemoveSchemas: _apply_remove_schemas,
+    AddEncryptionKey: _apply_add_encryption_key,
+    RemoveEncryptionKey: _apply_remove_encryption_key,
 }
 
 
