@@ -3,6 +3,7 @@ with '/', '..' or NUL, locations outside the warehouse, oversized requests. Erro
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,8 @@ import pytest
 import requests
 
 from icefloe.catalog.sql import SqlCatalog
+from icefloe.formats.metadata.files import read_table_metadata, write_table_metadata
+from icefloe.io.fileio import FileIO
 from icefloe.server import Grants, OAuthClient, RunningServer, ServerConfig, start_server
 
 ADMIN, SALES_WRITER, HR_READER = "admin", "sales-w", "hr-r"
@@ -243,6 +246,26 @@ def test_locations_outside_the_warehouse_are_refused(server: RunningServer, tmp_
         assert "warehouse" in error_of(response)["message"] or ".." in error_of(response)["message"]
     assert not (tmp_path / "elsewhere").exists()
     assert call(server, "GET", "/v1/namespaces/sales/tables/t").json()["metadata"]["location"] == inside
+
+
+def test_register_refuses_metadata_that_writes_outside_the_warehouse(
+    server: RunningServer, tmp_path: Path
+) -> None:
+    """A metadata file inside the warehouse whose write paths point outside it is refused, as a
+    create or commit setting those paths is: registering it would let writers through this server
+    put files anywhere."""
+    _setup(server)
+    loaded = call(server, "GET", "/v1/namespaces/sales/tables/t").json()
+    outside = str(tmp_path / "elsewhere")
+    md = read_table_metadata(FileIO(), loaded["metadata-location"])
+    evil = dataclasses.replace(md, properties={**md.properties, "write.data.path": outside})
+    location = write_table_metadata(FileIO(), md.location, evil, loaded["metadata-location"])
+    response = call(
+        server, "POST", "/v1/namespaces/sales/register", json={"name": "x", "metadata-location": location}
+    )
+    assert response.status_code == 400, response.text
+    assert error_of(response)["message"] == f"location {outside!r} is outside the catalog's warehouse"
+    assert call(server, "HEAD", "/v1/namespaces/sales/tables/x").status_code == 404
 
 
 def test_oversized_and_malformed_requests(server: RunningServer) -> None:

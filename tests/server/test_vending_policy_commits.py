@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import pyarrow as pa
 import pytest
 
 from icefloe.catalog.sql import SqlCatalog
@@ -165,3 +166,17 @@ def test_without_sts_vending_the_policy_length_is_no_rule(tmp_path: Path, sts: S
             assert call(running, "POST", "/namespaces/db/tables/t", body=update)[0] == 200
     finally:
         catalog.close()
+
+
+def test_registering_metadata_past_the_limit_is_refused(server: tuple[SqlCatalog, RunningServer]) -> None:
+    """Register names metadata written elsewhere (here: by the catalog, past the server): it must
+    fit one session policy as a create or a commit must."""
+    catalog, running = server
+    arrow_schema = pa.schema([pa.field("id", pa.int64())])
+    written = catalog.create_table("db.written", arrow_schema, properties=OVER_LIMIT).metadata_location
+    status, body, _ = call(
+        running, "POST", "/namespaces/db/register", body={"name": "x", "metadata-location": written}
+    )
+    assert (status, body["error"]["type"]) == (400, "BadRequestException")
+    assert body["error"]["message"].startswith("the session policy for the table's locations ")
+    assert call(running, "GET", "/namespaces/db/tables/x")[0] == 404

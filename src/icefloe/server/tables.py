@@ -340,7 +340,7 @@ def register_table(state: ServerState, call: Call) -> Reply:
     namespace, name = table_from_path(namespace, name)
     check_inside(location, state.catalog.warehouse)
     md = read_table_metadata(state.catalog._file_io(None, location), location, confirm_exists=True)
-    check_inside(md.location, state.catalog.warehouse)
+    state.rules.check(md)  # the rules a create or commit of this metadata would meet
     overwrite = body.get("overwrite", False)
     if not isinstance(overwrite, bool):
         raise bad_request("'overwrite' must be a boolean")
