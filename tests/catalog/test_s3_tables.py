@@ -164,6 +164,29 @@ def test_small_append_request_counts(s3_catalog: SqlCatalog, s3: S3Server, versi
     assert _rows(table) == [(1, "a"), (2, "b")]
 
 
+@pytest.mark.parametrize("version", [2, 3, 4])
+def test_a_scan_opens_its_parquet_files_with_their_recorded_sizes(
+    s3_catalog: SqlCatalog, s3: S3Server, version: int
+) -> None:
+    table = s3_catalog.create_table(f"db.z{version}", SCHEMA, properties={"format-version": str(version)})
+    table.append(_batch([1, 2, 3], "a"))
+    table.append(_batch([4], "b"))
+    table.delete("id = 2", mode="merge-on-read")
+    s3.reset_counts()
+    assert _rows(table) == [(1, "a"), (3, "a"), (4, "b")]
+    under_data = [r for r in s3.requests() if "/data/" in r[1]]
+    parquet = sorted(r for r in under_data if r[1].endswith(".parquet"))
+    # Each Parquet file (the two data files; in v2 the position delete file too): a GET for the
+    # footer and one for the columns, no HEAD for the size (the manifest entry records it).
+    files = 3 if version == 2 else 2
+    assert [op for op, _ in parquet] == ["GET"] * 2 * files
+    assert len({key for _, key in parquet}) == files
+    # A v3 or v4 deletion vector is read from its Puffin file by path: pyarrow asks for the size
+    # first (its Python binding opens by path only, see formats/parquet/opening.py).
+    puffin = [op for op, key in under_data if key.endswith(".puffin")]
+    assert puffin == (["HEAD", "GET"] if version >= 3 else [])
+
+
 @pytest.mark.parametrize(("version", "puts"), [(4, 3), (3, 4)])
 def test_a_commits_uploads_are_in_flight_together(
     s3_catalog: SqlCatalog, s3: S3Server, version: int, puts: int
