@@ -304,6 +304,49 @@ def test_rest_client_uploads_together_and_sends_the_commit_only_once_they_succee
         backing.close()
 
 
+@pytest.mark.parametrize(("version", "client_files"), [(4, 2), (2, 3)])
+def test_an_append_through_the_rest_server_sends_its_puts_in_two_waves_and_nothing_else(
+    tmp_path: Path, s3: S3Server, s3_warehouse: str, version: int, client_files: int
+) -> None:
+    """The client's files (v4: data file and root; v2: data file, manifest, manifest list) go up
+    together, then the server's metadata file: two round trips to the store, no HEAD, no GET."""
+    uri = f"sqlite:///{tmp_path / 'catalog.db'}"
+    backing = SqlCatalog("backing", uri=uri, warehouse=s3_warehouse, **s3.properties)
+    try:
+        with start_server(ServerConfig(backing)) as server:
+            client = load_catalog("c", type="rest", uri=server.uri, **s3.properties)
+            try:
+                client.create_namespace("db")
+                schema = Schema(
+                    NestedField(1, "id", LongType(), required=True), NestedField(2, "category", StringType())
+                )
+                table = client.create_table("db.w", schema, properties={"format-version": str(version)})
+                table.append(_batch([1], "a"))
+                s3.reset_counts()
+                s3.gather_next_puts(client_files)
+                table.append(_batch([2], "b"))
+                assert s3.gathered_puts() == client_files
+                keys = [key for op, key in s3.requests() if op == "PUT"]
+                assert _requests(s3) == {
+                    "PUT": client_files + 1,
+                    "HEAD": 0,
+                    "GET": 0,
+                    "LIST": 0,
+                    "POST": 0,
+                    "DELETE": 0,
+                }
+                metadata_file = backing.load_table("db.w").metadata_location.removeprefix(
+                    f"s3://{s3.bucket}/"
+                )
+                assert keys[-1] == metadata_file  # the second wave, after the first
+                assert not any(key.endswith(".metadata.json") for key in keys[:-1])
+                assert _rows(table.refresh()) == [(1, "a"), (2, "b")]
+            finally:
+                client.close()
+    finally:
+        backing.close()
+
+
 @pytest.mark.parametrize("version", [3, 4])
 def test_append_after_another_writer_starts_from_its_commit(
     s3_catalog: SqlCatalog, s3: S3Server, version: int
