@@ -75,10 +75,11 @@ def manifest_refs(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) -> li
 
 
 MANIFEST_LIST_CACHE_SIZE = 32
-"""Manifest lists kept decoded (they never change once written: a new snapshot writes a new one)."""
-_manifest_lists: LockedLruCache[tuple[str, int], tuple[ManifestFile, ...]] = LockedLruCache(
-    MANIFEST_LIST_CACHE_SIZE
-)
+"""Manifest lists kept decoded, by location: a list never changes once written (a new snapshot
+writes a new one, under a name made of its snapshot id and a fresh UUID), so a kept list is served
+with no request, as v4 roots are. Keying by size instead cost a HEAD per plan on an object store,
+a round trip before any manifest could be fetched."""
+_manifest_lists: LockedLruCache[str, tuple[ManifestFile, ...]] = LockedLruCache(MANIFEST_LIST_CACHE_SIZE)
 written_lists = RecentWrites()
 """Manifest lists this process has just written: the next commit's parent, read without a request."""
 
@@ -89,33 +90,22 @@ def clear_manifest_list_cache() -> None:
     written_lists.clear()
 
 
-def remember_written_list(location: str, length: int, manifests: Sequence[ManifestFile]) -> None:
-    """Keep the manifests of the list this process just wrote at ``location`` (``length`` bytes),
-    as a reader decodes them (``ManifestListResult.as_read``): the next commit, whose parent is
-    usually this snapshot, then reads its parent's list without decoding it. Keyed as decoded lists
-    are (location and length): a list written by anyone else has another location, so it is read."""
-    _manifest_lists.put((location, length), tuple(manifests))
+def remember_written_list(location: str, manifests: Sequence[ManifestFile]) -> None:
+    """Keep the manifests of the list this process just wrote at ``location``, as a reader decodes
+    them (``ManifestListResult.as_read``): the next commit, whose parent is usually this snapshot,
+    then reads its parent's list without decoding it."""
+    _manifest_lists.put(location, tuple(manifests))
 
 
 def _cached_manifest_list(io: FileIO, location: str, snapshot_id: int) -> list[ManifestFile]:
-    """``read_manifest_list``, remembered by location and size for repeated plans of a snapshot."""
-    written = written_lists.take(location)
-    source: InputFile | bytes
-    length: int | None
-    if written is not None:
-        source, length = written, len(written)
-    else:
-        with reading(location, "read the manifest list", snapshot_id=snapshot_id):
-            source = io.new_input(location)
-            length = getattr(source, "length", None)
-        if not isinstance(length, int):
-            return _read_list(source, location, snapshot_id)
-    key = (location, length)
-    cached = _manifest_lists.get(key)
+    """``read_manifest_list``, remembered by location for repeated plans of a snapshot."""
+    cached = _manifest_lists.get(location)
     if cached is not None:
         return list(cached)
+    written = written_lists.take(location)
+    source = io.new_input(location) if written is None else written
     manifests = _read_list(source, location, snapshot_id)
-    _manifest_lists.put(key, tuple(manifests))
+    _manifest_lists.put(location, tuple(manifests))
     return manifests
 
 
