@@ -393,7 +393,7 @@ def write_v3_tree(request: TreeWriteRequest) -> TreeResult:
         w.written.append(list_path)
         # the next commit's parent list: its bytes (a remote store is not asked) and its entries
         written_lists.remember(list_path, buffer.getvalue())
-        remember_written_list(list_path, listed.as_read)
+        remember_written_list(list_path, listed.length, listed.as_read)
     except BaseException:
         for path in w.written:
             try:
