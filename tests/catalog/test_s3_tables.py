@@ -164,6 +164,35 @@ def test_small_append_request_counts(s3_catalog: SqlCatalog, s3: S3Server, versi
     assert _rows(table) == [(1, "a"), (2, "b")]
 
 
+@pytest.mark.parametrize("version", [2, 3, 4])
+def test_a_scan_asks_the_store_for_no_size_it_knows(
+    s3_catalog: SqlCatalog, s3: S3Server, version: int
+) -> None:
+    table = s3_catalog.create_table(f"db.z{version}", SCHEMA, properties={"format-version": str(version)})
+    table.append(_batch([1, 2, 3], "a"))
+    table.append(_batch([4], "b"))
+    table.delete("id = 2", mode="merge-on-read")
+    assert _rows(table) == [(1, "a"), (3, "a"), (4, "b")]  # a first plan decodes the tree
+    s3.reset_counts()
+    assert _rows(table) == [(1, "a"), (3, "a"), (4, "b")]
+    under_data = [r for r in s3.requests() if "/data/" in r[1]]
+    parquet = sorted(r for r in under_data if r[1].endswith(".parquet"))
+    # Each Parquet file (the two data files; in v2 the position delete file too): a GET for the
+    # footer and one for the columns, no HEAD for the size (the manifest entry records it).
+    files = 3 if version == 2 else 2
+    assert [op for op, _ in parquet] == ["GET"] * 2 * files
+    assert len({key for _, key in parquet}) == files
+    # A v3 or v4 deletion vector is read from its Puffin file by path: pyarrow asks for the size
+    # first (its Python binding opens by path only, see formats/parquet/opening.py).
+    puffin = [op for op, key in under_data if key.endswith(".puffin")]
+    assert puffin == (["HEAD", "GET"] if version >= 3 else [])
+    # The snapshot's manifest list (v2, v3) was decoded by the first plan and is kept by location:
+    # immutable, it is not asked for again, not even its size. (A v4 root holding inline entries
+    # and a deletion vector is still read twice per plan, as the planner's "manifest": not cached.)
+    tree = [op for op, key in s3.requests() if "/metadata/snap-" in key]
+    assert tree == ([] if version < 4 else ["HEAD", "GET", "HEAD", "GET"])
+
+
 @pytest.mark.parametrize(("version", "puts"), [(4, 3), (3, 4)])
 def test_a_commits_uploads_are_in_flight_together(
     s3_catalog: SqlCatalog, s3: S3Server, version: int, puts: int
@@ -275,6 +304,49 @@ def test_rest_client_uploads_together_and_sends_the_commit_only_once_they_succee
                 assert direct.metadata_location == metadata_before  # the commit was never sent
                 assert _rows(direct) == [(1, "a"), (2, "b")]
                 assert set(FileIO(s3.properties).list_prefix(table.location())) == files_before
+            finally:
+                client.close()
+    finally:
+        backing.close()
+
+
+@pytest.mark.parametrize(("version", "client_files"), [(4, 2), (2, 3)])
+def test_an_append_through_the_rest_server_sends_its_puts_in_two_waves_and_nothing_else(
+    tmp_path: Path, s3: S3Server, s3_warehouse: str, version: int, client_files: int
+) -> None:
+    """The client's files (v4: data file and root; v2: data file, manifest, manifest list) go up
+    together, then the server's metadata file: two round trips to the store, no HEAD, no GET."""
+    uri = f"sqlite:///{tmp_path / 'catalog.db'}"
+    backing = SqlCatalog("backing", uri=uri, warehouse=s3_warehouse, **s3.properties)
+    try:
+        with start_server(ServerConfig(backing)) as server:
+            client = load_catalog("c", type="rest", uri=server.uri, **s3.properties)
+            try:
+                client.create_namespace("db")
+                schema = Schema(
+                    NestedField(1, "id", LongType(), required=True), NestedField(2, "category", StringType())
+                )
+                table = client.create_table("db.w", schema, properties={"format-version": str(version)})
+                table.append(_batch([1], "a"))
+                s3.reset_counts()
+                s3.gather_next_puts(client_files)
+                table.append(_batch([2], "b"))
+                assert s3.gathered_puts() == client_files
+                keys = [key for op, key in s3.requests() if op == "PUT"]
+                assert _requests(s3) == {
+                    "PUT": client_files + 1,
+                    "HEAD": 0,
+                    "GET": 0,
+                    "LIST": 0,
+                    "POST": 0,
+                    "DELETE": 0,
+                }
+                metadata_file = backing.load_table("db.w").metadata_location.removeprefix(
+                    f"s3://{s3.bucket}/"
+                )
+                assert keys[-1] == metadata_file  # the second wave, after the first
+                assert not any(key.endswith(".metadata.json") for key in keys[:-1])
+                assert _rows(table.refresh()) == [(1, "a"), (2, "b")]
             finally:
                 client.close()
     finally:

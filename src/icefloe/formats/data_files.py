@@ -34,10 +34,13 @@ def read_data_file(
     constants: Mapping[int, Any] | None = None,
     row_groups: Sequence[int] | None = None,
     row_limits: Sequence[int] | None = None,
+    file_size: int | None = None,
 ) -> pa.Table:
     """Read the file at ``path`` as ``schema_to_arrow(projected_schema)``, columns resolved by field id.
 
     ``row_groups`` / ``row_limits`` (Parquet only) read just those row groups, or their leading rows.
+    ``file_size`` (the manifest's ``file_size_in_bytes``) lets a Parquet file on an object store be
+    opened without asking for its size (``parquet.opening``).
     """
     fmt = (file_format or "parquet").lower()
     if fmt == "parquet":
@@ -51,6 +54,7 @@ def read_data_file(
             constants=constants,
             row_groups=row_groups,
             row_limits=row_limits,
+            file_size=file_size,
         )
     if row_groups is not None:
         raise Unsupported(f"reading selected row groups of {file_format!r} file {path}")

@@ -22,6 +22,14 @@ collide with anything, so the check buys nothing: ``new_output(location, fresh_n
 as Iceberg Java does for its UUID-named metadata files. Locally such files are still created
 exclusively (that costs no request). What must be exclusive under a reused name (the Hadoop
 catalog's ``vN.metadata.json``) is written only to local file systems, where it is atomic.
+
+Reads on object stores. pyarrow's S3 client asks for an object's size (a HEAD) before its first
+GET, and its Python binding opens files by path only (``open_input_file`` and
+``open_input_stream`` alike; the C++ overloads that take a known size are not exposed). So reading
+a whole small object here (a metadata file, a manifest list or manifest, a v4 root or leaf, a
+Puffin file) costs a HEAD and a GET. The one exception is Parquet: a dataset fragment takes the
+size, and data and delete files, whose manifest entries record theirs, are opened that way
+(``formats.parquet.opening``).
 """
 
 from __future__ import annotations

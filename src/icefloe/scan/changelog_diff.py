@@ -185,6 +185,7 @@ def _rows_at(io: FileIO, task: FileScanTask, request: ReadRequest, positions: np
     """The rows of the task's file (as read in ``task``) at ``positions``."""
     if len(positions) == 0:
         return request.output_schema().empty_table()
-    groups = RowGroups.covering(row_group_starts(io, task.file_path), positions)
+    starts = row_group_starts(io, task.file_path, task.data_file.file_size_in_bytes)
+    groups = RowGroups.covering(starts, positions)
     rows = read_task(io, task, request, row_groups=groups)
     return rows.filter(pc.is_in(rows.column(POS_NAME), value_set=pa.array(positions, pa.int64())))

@@ -40,7 +40,13 @@ def read_column_file(
     ``_last_updated_sequence_number`` with ``lineage``: null where the file does not store it)."""
     schema = Schema(*fields, POS_FIELD, *((LINEAGE_FIELD,) if lineage else ()))
     with reading(column_file.location, "read the column file"):
-        return read_data_file(io, column_file.location, schema, column_file.file_format)
+        return read_data_file(
+            io,
+            column_file.location,
+            schema,
+            column_file.file_format,
+            file_size=column_file.file_size_in_bytes,
+        )
 
 
 def column_file_positions(io: FileIO, column_file: ColumnFile, data_file: DataFile) -> np.ndarray:

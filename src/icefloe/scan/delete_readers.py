@@ -7,10 +7,10 @@ from decimal import Decimal
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from icefloe.errors import CorruptMetadata, NotFound, ValidationError
 from icefloe.formats.data_files import read_data_file
+from icefloe.formats.parquet.opening import open_parquet
 from icefloe.formats.puffin.deletion_vector import decode_dv_blob
 from icefloe.io.fileio import FileIO, normalize_location
 from icefloe.spec.content import DataFile
@@ -98,10 +98,10 @@ def _read_position_delete_file(io: FileIO, delete_file: DataFile) -> pa.Table:
             return read(io, delete_file.file_path)[0]
         except NotFound:
             raise NotFound(f"position delete file {delete_file.file_path} does not exist") from None
-    fs, path = io.filesystem_and_path(delete_file.file_path)
     try:
-        return pq.read_table(path, filesystem=fs, columns=None, page_checksum_verification=True)
-    except FileNotFoundError:
+        with open_parquet(io, delete_file.file_path, delete_file.file_size_in_bytes) as pf:
+            return pf.read(columns=None)
+    except NotFound:
         raise NotFound(f"position delete file {delete_file.file_path} does not exist") from None
 
 
@@ -126,7 +126,13 @@ def apply_equality_deletes(io: FileIO, table: pa.Table, delete_file: DataFile, s
     if not ids:
         raise CorruptMetadata(f"equality delete file {delete_file.file_path} has no equality ids")
     key_schema = prune_columns(schema, set(ids))
-    deletes = read_data_file(io, delete_file.file_path, key_schema, delete_file.file_format)
+    deletes = read_data_file(
+        io,
+        delete_file.file_path,
+        key_schema,
+        delete_file.file_format,
+        file_size=delete_file.file_size_in_bytes,
+    )
     if deletes.num_rows == 0 or table.num_rows == 0:
         return table
     names = [schema.find_column_name(i) or str(i) for i in ids]

@@ -97,7 +97,7 @@ def _file_deletes(io: FileIO, f: DataFile, table_schema: Schema, row_type: pa.Da
         NestedField(DELETE_FILE_POS_ID, "pos", LongType(), required=True),
         NestedField(DELETE_FILE_ROW_ID, "row", StructType(*table_schema.fields), required=False),
     )
-    read = read_data_file(io, f.file_path, projection, f.file_format)
+    read = read_data_file(io, f.file_path, projection, f.file_format, file_size=f.file_size_in_bytes)
     rows = read.column("row").combine_chunks().cast(row_type)
     paths = read.column("file_path").combine_chunks().cast(pa.string())
     return _Deletes(f, paths, read.column("pos").combine_chunks().cast(pa.int64()), rows)

@@ -213,6 +213,7 @@ def read_task(
             row_groups=groups,
             row_limits=limits,
             constants=request.identity_constants(task.data_file),
+            file_size=task.data_file.file_size_in_bytes,
         )
     if row_groups is None:
         _check_against_manifest(table, task, read_schema)

@@ -18,6 +18,7 @@ manifests they still reference (after an upgrade) through :func:`read_entries` h
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -76,11 +77,28 @@ def manifest_refs(io: FileIO, metadata: TableMetadata, snapshot: Snapshot) -> li
 
 MANIFEST_LIST_CACHE_SIZE = 32
 """Manifest lists kept decoded (they never change once written: a new snapshot writes a new one)."""
-_manifest_lists: LockedLruCache[tuple[str, int], tuple[ManifestFile, ...]] = LockedLruCache(
+_manifest_lists: LockedLruCache[tuple[str, int | None], tuple[ManifestFile, ...]] = LockedLruCache(
     MANIFEST_LIST_CACHE_SIZE
 )
 written_lists = RecentWrites()
 """Manifest lists this process has just written: the next commit's parent, read without a request."""
+_WRITE_ONCE_LIST = re.compile(
+    r"^snap-\d+-\d+-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\.avro$"
+)
+
+
+def _is_write_once_list(location: str) -> bool:
+    """Whether the list's name proves it is written once: ``snap-<snapshot id>-<attempt>-<uuid>.avro``,
+    as icefloe, Iceberg Java and PyIceberg name lists (the UUID is the writer's own)."""
+    return _WRITE_ONCE_LIST.match(location.rstrip("/").rsplit("/", 1)[-1]) is not None
+
+
+def _list_key(location: str, length: int | None) -> tuple[str, int | None]:
+    """How a decoded list is kept: a write-once name by location alone, so a kept list is served
+    with no request, as v4 roots are (asking its size cost a HEAD per plan on an object store,
+    before any manifest could be fetched); any other name by location and size, so a list
+    rewritten in place is read again."""
+    return (location, None) if _is_write_once_list(location) else (location, length)
 
 
 def clear_manifest_list_cache() -> None:
@@ -93,24 +111,26 @@ def remember_written_list(location: str, length: int, manifests: Sequence[Manife
     """Keep the manifests of the list this process just wrote at ``location`` (``length`` bytes),
     as a reader decodes them (``ManifestListResult.as_read``): the next commit, whose parent is
     usually this snapshot, then reads its parent's list without decoding it. Keyed as decoded lists
-    are (location and length): a list written by anyone else has another location, so it is read."""
-    _manifest_lists.put((location, length), tuple(manifests))
+    are (``_list_key``): a list written by anyone else has another location, so it is read."""
+    _manifest_lists.put(_list_key(location, length), tuple(manifests))
 
 
 def _cached_manifest_list(io: FileIO, location: str, snapshot_id: int) -> list[ManifestFile]:
-    """``read_manifest_list``, remembered by location and size for repeated plans of a snapshot."""
+    """``read_manifest_list``, remembered for repeated plans of a snapshot (``_list_key``)."""
     written = written_lists.take(location)
     source: InputFile | bytes
     length: int | None
     if written is not None:
         source, length = written, len(written)
+    elif _is_write_once_list(location):
+        source, length = io.new_input(location), None  # no request unless it must be read
     else:
         with reading(location, "read the manifest list", snapshot_id=snapshot_id):
             source = io.new_input(location)
             length = getattr(source, "length", None)
         if not isinstance(length, int):
             return _read_list(source, location, snapshot_id)
-    key = (location, length)
+    key = _list_key(location, length)
     cached = _manifest_lists.get(key)
     if cached is not None:
         return list(cached)

@@ -386,7 +386,13 @@ def referenced_data_paths(io: Any, delete_file: DataFile) -> list[str]:
     """The data file paths a position delete file names (read from its ``file_path`` column)."""
     if delete_file.referenced_data_file is not None:
         return [delete_file.referenced_data_file]
-    table = read_data_file(io, delete_file.file_path, _POSITION_DELETE_PATHS, delete_file.file_format)
+    table = read_data_file(
+        io,
+        delete_file.file_path,
+        _POSITION_DELETE_PATHS,
+        delete_file.file_format,
+        file_size=delete_file.file_size_in_bytes,
+    )
     return sorted(str(p) for p in pc.unique(table.column("file_path")).to_pylist())
 
 

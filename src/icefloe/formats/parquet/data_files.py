@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from icefloe.errors import CorruptMetadata, NotFound, ValidationError
+from icefloe.errors import CorruptMetadata, ValidationError
 from icefloe.formats.arrow_schema import (
     FIELD_ID_KEY,
     constant_array,
@@ -31,6 +31,7 @@ from icefloe.formats.arrow_schema import (
     to_table_schema,
 )
 from icefloe.formats.parquet.metrics import MetricsConfig, collect_metrics, split_offsets
+from icefloe.formats.parquet.opening import ParquetInput, open_parquet
 from icefloe.io.fileio import FileIO
 from icefloe.spec.content import DataFile, FileContent
 from icefloe.spec.properties import checked_int_property
@@ -258,6 +259,7 @@ def read_parquet_data_file(
     constants: Mapping[int, Any] | None = None,
     row_groups: Sequence[int] | None = None,
     row_limits: Sequence[int] | None = None,
+    file_size: int | None = None,
 ) -> pa.Table:
     """Read a Parquet data file as ``schema_to_arrow(projected_schema)``, resolving columns by field id.
 
@@ -268,17 +270,10 @@ def read_parquet_data_file(
     ``row_filter_arrow`` is applied after projection, in terms of the projected column names.
     ``row_groups`` reads only those row groups (in the order given), e.g. for a few known positions;
     ``row_limits`` (one per row group) reads only the first rows of each (decoding stops there).
+    ``file_size`` (the manifest's ``file_size_in_bytes``) spares an object store its size request
+    (``opening``); a file that is not that size fails as corrupt.
     """
-    fs, fs_path = io.filesystem_and_path(path)
-    try:
-        source = fs.open_input_file(fs_path)
-    except FileNotFoundError:
-        raise NotFound(f"data file does not exist: {path}", location=path) from None
-    with source:
-        try:
-            pf = pq.ParquetFile(source, coerce_int96_timestamp_unit="us", page_checksum_verification=True)
-        except (pa.ArrowInvalid, OSError) as exc:
-            raise CorruptMetadata(f"cannot read Parquet file {path}: {exc}", location=path) from exc
+    with open_parquet(io, path, file_size) as pf:
         file_schema = resolve_field_ids(pf.schema_arrow, projected_schema, file_schema_hint, name_mapping)
         top = {fid: f for f in file_schema if (fid := field_id_of(f)) is not None}
         wanted = [top[f.field_id].name for f in projected_schema.fields if f.field_id in top]
@@ -501,14 +496,11 @@ def _apply_mapping(field: pa.Field, nodes: list[dict[str, Any]], name: str | Non
     return pa.field(field.name, t, field.nullable, metadata or None)
 
 
-def row_group_starts(io: FileIO, path: str) -> np.ndarray:
-    """The first row position of each row group of a Parquet file, plus the row count at the end."""
-    fs, fs_path = io.filesystem_and_path(path)
-    try:
-        with fs.open_input_file(fs_path) as source:
-            meta = pq.ParquetFile(source).metadata
-    except FileNotFoundError:
-        raise NotFound(f"data file does not exist: {path}") from None
+def row_group_starts(io: FileIO, path: str, file_size: int | None = None) -> np.ndarray:
+    """The first row position of each row group of a Parquet file, plus the row count at the end
+    (``file_size`` as for ``read_parquet_data_file``)."""
+    with open_parquet(io, path, file_size) as pf:
+        meta = pf.metadata
     counts = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
     return np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).astype(np.int64)
 
@@ -517,7 +509,7 @@ LEADING_BATCH_ROWS = 16_384
 
 
 def _leading_rows(
-    pf: pq.ParquetFile, groups: Sequence[int], limits: Sequence[int], columns: list[str]
+    pf: ParquetInput, groups: Sequence[int], limits: Sequence[int], columns: list[str]
 ) -> pa.Table:
     """The first ``limit`` rows of each row group, decoding batch by batch and stopping there."""
     tables = []
