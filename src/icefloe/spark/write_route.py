@@ -8,11 +8,14 @@ metrics already known, so for a streaming micro-batch or a small ``INSERT`` it i
 
 The choice must not cost a Spark job, so it reads Spark's own estimate of the input's size: the
 statistics of the optimized logical plan, which Spark computes without running anything (a local
-relation knows its rows, a file scan its files' sizes, ``range`` its row count). An estimate Spark
-does not know is ``Long.MAX_VALUE``, and that, like any estimate at or above the threshold, keeps
-the native route. The threshold is the Spark conf ``spark.icefloe.write.small-input-bytes``, else
-the table property ``write.spark.small-input-bytes``, else :data:`DEFAULT_SMALL_INPUT_BYTES`;
-``0`` always writes natively.
+relation knows its rows, a file scan its files' sizes, ``range`` its row count, a micro-batch of a
+file stream its files). An estimate Spark does not know (rows from a Python RDD, a rate or Kafka
+micro-batch) is ``Long.MAX_VALUE``, and that, like any estimate at or above the threshold, keeps
+the native route; so does a join whose estimate multiplies its sides.
+
+The threshold is the Spark conf ``spark.icefloe.write.small-input-bytes``, else the table property
+``write.spark.small-input-bytes``, else :data:`DEFAULT_SMALL_INPUT_BYTES`; ``0`` always writes
+natively.
 """
 
 from __future__ import annotations
