@@ -154,7 +154,7 @@ def test_the_threshold_comes_from_the_conf_then_the_table_property(
     assert _route_of(spark, df, table, {SMALL_INPUT_BYTES_CONF: "0"}) == NATIVE
     with pytest.raises(ValidationError, match=SMALL_INPUT_BYTES_PROPERTY):
         table.set_properties(**{SMALL_INPUT_BYTES_PROPERTY: "-1"})
-    with pytest.raises(ValidationError, match=SMALL_INPUT_BYTES_PROPERTY):
+    with pytest.raises(ValidationError, match=SMALL_INPUT_BYTES_CONF):
         _route_of(spark, df, table, {SMALL_INPUT_BYTES_CONF: "lots"})
 
 

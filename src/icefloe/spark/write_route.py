@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from icefloe.errors import ValidationError
 from icefloe.spark.runtime import get_conf
 from icefloe.spec.properties import checked_int_property
 
@@ -63,9 +64,14 @@ def estimated_input_bytes(df: DataFrame) -> int | None:
 
 def small_input_bytes(df: DataFrame, table_properties: Mapping[str, str]) -> int:
     """The threshold below which this write takes the Arrow route (session conf over table)."""
-    override = get_conf(df.sparkSession, SMALL_INPUT_BYTES_CONF, "")
-    if override.strip():
-        return checked_int_property({SMALL_INPUT_BYTES_PROPERTY: override}, SMALL_INPUT_BYTES_PROPERTY, 0)
+    override = get_conf(df.sparkSession, SMALL_INPUT_BYTES_CONF, "").strip()
+    if override:
+        try:
+            return int(override)
+        except ValueError:
+            raise ValidationError(
+                f"Spark conf {SMALL_INPUT_BYTES_CONF} must be an integer, got {override!r}"
+            ) from None
     return checked_int_property(table_properties, SMALL_INPUT_BYTES_PROPERTY, DEFAULT_SMALL_INPUT_BYTES)
 
 
