@@ -1,12 +1,16 @@
 """The fixed cost of a small Spark append: icefloe's routes vs plain Spark Parquet, per partitioning.
 
     .venv/bin/python -m bench.bench_spark_small_append [--rows 10000] [--runs 5] [--master local[2]]
+        [--routes write_table,native,arrow,sql,datasource,parquet] [--cases unpartitioned,identity(p)]
 
 Data engineers run many small jobs (hourly loads, micro-batches), so what one append of 10,000 rows
 costs matters as much as throughput. Each case appends a freshly generated DataFrame (computed from
 ``spark.range`` like the main job's, never cached) of ``--rows`` rows through:
 
-- ``write_table``: ``icefloe.spark.write_table(df, ident)``;
+- ``write_table``: ``icefloe.spark.write_table(df, ident)``, the route it chooses by itself;
+- ``native`` / ``arrow``: the same call with its route forced through the Spark conf
+  ``spark.icefloe.write.small-input-bytes`` (``0``: Spark's Parquet writer; a huge value: icefloe's
+  writer in one ``mapInArrow`` task), to find where one route overtakes the other;
 - ``sql``: ``icefloe.spark.sql(spark, "INSERT INTO icefloe.<ident> SELECT * FROM src")``;
 - ``datasource``: ``df.write.format("icefloe").option("table", ident).mode("append").save()``;
 - ``parquet``: plain ``df.write.partitionBy(...).parquet(...)`` of the same rows (the floor), with
@@ -50,6 +54,8 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
     "bucket(50)": (["bucket(50, trip_id)"], ["pmod(hash(trip_id), 50) AS __b"]),
 }
 ROUTES = ("write_table", "sql", "datasource", "parquet")
+FORCED_ROUTES = {"native": "0", "arrow": str(2**62)}
+"""Routes of ``write_table`` forced through ``spark.icefloe.write.small-input-bytes``."""
 START_SECONDS = 1_767_225_600  # 2026-01-01T00:00:00Z
 DAY_SECONDS = 86_400
 
@@ -82,13 +88,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--master", default="local[2]")
-    parser.add_argument("--routes", default=",".join(ROUTES), help="a comma-separated subset of them")
+    parser.add_argument(
+        "--routes", default=",".join(ROUTES), help=f"comma-separated, of {(*ROUTES, *FORCED_ROUTES)}"
+    )
+    parser.add_argument("--cases", default=",".join(CASES), help="a comma-separated subset of them")
     args = parser.parse_args(argv)
     routes = [r for r in args.routes.split(",") if r]
+    cases = [c for c in args.cases.split(",") if c]
 
     import icefloe
     from icefloe.spark import create_table, session, sql, write_table
-    from icefloe.spark.runtime import resolve_catalog
+    from icefloe.spark.runtime import resolve_catalog, session_conf
 
     print(f"command:  {command_line('bench.bench_spark_small_append', argv)}")
     print(f"icefloe:  {os.path.dirname(icefloe.__file__)}")
@@ -102,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     spark.sparkContext.setLogLevel("ERROR")
     tracker = spark.sparkContext.statusTracker()
     resolve_catalog(spark, None).create_namespace(("bench",))
-    for case, (partitioned_by, _) in CASES.items():
+    for case in cases:
+        partitioned_by = CASES[case][0]
         for route in routes:
             if route != "parquet":
                 create_table(spark, table_name(case, route), SCHEMA, partitioned_by=partitioned_by)
@@ -112,6 +123,14 @@ def main(argv: list[str] | None = None) -> int:
         ident = table_name(case, route)
         if route == "write_table":
             return lambda: (write_table(df, ident), None)[1]
+        if route in FORCED_ROUTES:
+            forced = {"spark.icefloe.write.small-input-bytes": FORCED_ROUTES[route]}
+
+            def forced_append() -> None:
+                with session_conf(spark, forced):
+                    write_table(df, ident)
+
+            return forced_append
         if route == "sql":
             df.createOrReplaceTempView("src")
             return lambda: (sql(spark, f"INSERT INTO icefloe.{ident} SELECT * FROM src"), None)[1]
@@ -130,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     appended: dict[tuple[str, str], int] = {}
     print(f"load avg: {load_average()} at start")
     for run in range(args.runs + 1):  # run 0 is the warm-up
-        for case in CASES:
+        for case in cases:
             for route in routes:
                 key = (case, route)
                 job = append(case, route, first_id=run * args.rows)
@@ -150,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'case':15s} {'route':12s} {'median':>8s} {'vs parquet':>10s} {'jobs':>5s} {'tasks':>6s}")
     failed = False
     catalog = resolve_catalog(spark, None)
-    for case in CASES:
+    for case in cases:
         floor = statistics.median(timings[(case, "parquet")]) if "parquet" in routes else None
         for route in routes:
             key = (case, route)
@@ -164,6 +183,13 @@ def main(argv: list[str] | None = None) -> int:
                 if total != appended[key]:
                     mark, failed = f"  (!) {total} rows, expected {appended[key]}", True
             print(f"{case:15s} {route:12s} {median:7.2f}s {ratio:>10s} {jobs:5d} {tasks:6d}{mark}")
+    if all(r in routes for r in FORCED_ROUTES):
+        print("\nforced routes side by side (native / arrow: above 1 means arrow is faster)")
+        for case in cases:
+            native = statistics.median(timings[(case, "native")])
+            arrow = statistics.median(timings[(case, "arrow")])
+            ratio = native / arrow
+            print(f"{case:15s} native {native:6.2f}s  arrow {arrow:6.2f}s  native / arrow {ratio:5.2f}x")
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)
     return 1 if failed else 0

@@ -1,10 +1,11 @@
-"""The fixed cost of a small Spark append (``write_table``'s native route): what Spark runs for it.
+"""The fixed cost of a small Spark append through each of ``write_table``'s routes: what Spark runs.
 
 Spark's Parquet writer pays per file, whatever its size, so a small append into many partitions is
 dominated by files: the clustered write used to run as one task writing every partition's file in
 turn (adaptive execution kept shuffle partitions at 1 MB or more), and Hadoop's local file system
-wrote a ``.crc`` file beside each data file that the write then deleted. These tests count the
-jobs and tasks through the status tracker and the files the job left in its staging directory.
+wrote a ``.crc`` file beside each data file that the write then deleted. Inputs Spark estimates as
+small skip all of that on the Arrow route (``write_route``): one job of one task. These tests count
+the jobs and tasks through the status tracker and the files the job left in its staging directory.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from pyspark.sql import functions as F
 from icefloe.catalog.base import Catalog
 from icefloe.spark import create_table, write_table
 from icefloe.spark import write as spark_write
+from icefloe.spark.runtime import session_conf
+from icefloe.spark.workers import require_icefloe_on_workers
+from icefloe.spark.write_route import ARROW, NATIVE, SMALL_INPUT_BYTES_CONF
 from tests.spark.helpers import data_files, df_rows, icefloe_rows
 
 PARTITIONS = 40
@@ -34,16 +38,20 @@ def _jobs(spark: Any, group: str) -> list[list[tuple[int, int]]]:
     return out
 
 
-def _append(spark: Any, df: Any, table_name: str) -> list[list[tuple[int, int]]]:
-    """``write_table`` in a job group of its own, with 64 shuffle partitions; its jobs and tasks."""
-    saved = spark.conf.get("spark.sql.shuffle.partitions")
-    spark.conf.set("spark.sql.shuffle.partitions", "64")
+def _append(spark: Any, df: Any, table_name: str, route: str = NATIVE) -> list[list[tuple[int, int]]]:
+    """``write_table`` by ``route`` in a job group of its own, with 64 shuffle partitions; its jobs
+    and tasks."""
+    require_icefloe_on_workers(spark)  # its probe job, once per context, is not the append's
+    conf = {
+        "spark.sql.shuffle.partitions": "64",
+        SMALL_INPUT_BYTES_CONF: "0" if route == NATIVE else str(2**62),
+    }
     spark.sparkContext.setJobGroup(table_name, "small append")
     try:
-        write_table(df, table_name)
+        with session_conf(spark, conf):
+            write_table(df, table_name)
     finally:
         spark.sparkContext.setJobGroup("", "")
-        spark.conf.set("spark.sql.shuffle.partitions", saved)
     return _jobs(spark, table_name)
 
 
@@ -104,3 +112,24 @@ def test_a_small_unpartitioned_append_runs_one_job_without_a_shuffle(  # type: i
     assert sorted(p.rsplit("/", 1)[1] for p in staged_listing if p not in set(data_files(table))) == [
         "_SUCCESS"
     ]
+
+
+def test_a_small_append_on_the_arrow_route_is_one_task_writing_a_file_per_partition(  # type: ignore[no-untyped-def]
+    spark, catalog: Catalog, table_name: str, staged_listing: list[str]
+) -> None:
+    create_table(spark, table_name, "id BIGINT NOT NULL, p INT NOT NULL, v DOUBLE", partitioned_by=["p"])
+    df = spark.range(0, ROWS, 1, 2).select(
+        "id", (F.col("id") % PARTITIONS).cast("int").alias("p"), (F.col("id") * 0.5).alias("v")
+    )
+    # no shuffle and no second job: the one task reads both input partitions
+    jobs = _append(spark, df, table_name, ARROW)
+    assert [[tasks for _, tasks in job] for job in jobs] == [[1]]
+
+    table = catalog.load_table(table_name)
+    files = [t.data_file for t in table.scan().plan_files()]
+    assert sorted(f.partition for f in files) == [(p,) for p in range(PARTITIONS)]
+    assert sum(f.record_count for f in files) == ROWS
+    assert icefloe_rows(table) == df_rows(df)
+    assert len(table.snapshots()) == 1
+    # the staging directory held the data files and nothing else
+    assert sorted(staged_listing) == data_files(table)

@@ -1,16 +1,18 @@
 """Write a Spark DataFrame into an icefloe table: executors write Parquet, the driver commits once.
 
-Route (fastest first, see ARCHITECTURE.md, "Spark"):
+Route (see ARCHITECTURE.md, "Spark"):
 
 - **native**: Spark's own Parquet writer, with the table's field ids in the column metadata and
   ``TIMESTAMP_MICROS``, into a job-unique staging directory ``<data>/spark-<uuid>/`` partitioned by
   helper columns that hold the exact Iceberg partition values. Spark's commit protocol only moves
   the output of successful task attempts into that directory, so after the job every Parquet file
   there belongs to the write. The driver reads their footers for metrics and commits one snapshot.
-- **arrow**: for schemas Spark cannot lay out as Iceberg requires (lists and maps need element
-  field ids; uuid, fixed and time need other physical types), ``mapInArrow`` writes the files with
-  icefloe's Parquet writer and sends the DataFile entries back; files of failed task attempts are
-  found by listing the staging directory and deleted.
+- **arrow**: ``mapInArrow`` writes the files with icefloe's Parquet writer and sends the DataFile
+  entries back; files of failed task attempts are found by listing the staging directory and
+  deleted. Taken for schemas Spark cannot lay out as Iceberg requires (lists and maps need element
+  field ids; uuid, fixed and time need other physical types), and for inputs Spark estimates as
+  small (``write_route``), in one task: there it skips the clustering shuffle, Spark's per-file
+  cost and the footer reads, and each partition still gets one file.
 
 Bad input (unknown column, missing required column, lossy type) fails before any file is written;
 a failed job deletes its staging directory; the table only changes in the final commit. A job
@@ -37,6 +39,7 @@ from icefloe.spark.partitioning import parse_partition_dirs, partition_column_na
 from icefloe.spark.runtime import delete_tree, executor_io, resolve_catalog, session_conf, spark_location
 from icefloe.spark.schema import native_writable, write_projection
 from icefloe.spark.storage import spark_native_storage
+from icefloe.spark.write_route import ARROW, choose_route
 from icefloe.spec.content import DataFile
 from icefloe.spec.snapshots import MAIN_BRANCH, Snapshot
 from icefloe.spec.table_metadata import TableMetadata
@@ -165,10 +168,13 @@ def stage_dataframe(df: DataFrame, table: Table) -> StagedFiles:
     staged = StagedFiles(table.io, staging)
     try:
         with executor_errors("the write job"):
-            if native_writable(schema.as_struct) and spark_native_storage(staging):
-                _write_native(conformed, md, staged)
-            else:
+            if not (native_writable(schema.as_struct) and spark_native_storage(staging)):
                 _write_arrow(conformed, md, staged, table.io)
+            elif choose_route(conformed, md.properties) == ARROW:
+                # one task: each partition's rows land in one file, as the clustered native write
+                _write_arrow(conformed.coalesce(1), md, staged, table.io)
+            else:
+                _write_native(conformed, md, staged)
     except BaseException:
         staged.discard()
         raise

@@ -50,6 +50,7 @@ NUMERIC_PROPERTIES: dict[str, int] = {
     "history.expire.min-snapshots-to-keep": 1,
     "history.expire.max-ref-age-ms": 0,
     "write.v4.column-updates.max-size-percent": 1,
+    "write.spark.small-input-bytes": 0,
 }
 """Integer table properties icefloe reads, with the smallest value each accepts (at most 2**63 - 1)."""
 
