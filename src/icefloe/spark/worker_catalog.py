@@ -40,13 +40,16 @@ temporary view queried before and after an append, ``df.cache()``: none of them 
 only ``load()`` again does, and, with ``spark.sql.python.filterPushdown.enabled``, a query with a
 filter Spark can push (``PythonScanBuilder.pushFilters`` replaces the read info). Planning in the
 planning worker would freeze a view at its first query's snapshot; a read of one snapshot id
-can be frozen, and is. They get ``task_catalog_properties``: a catalog without a login
-as it is; a REST catalog without ``credential``, ``oauth2-server-uri`` and ``header.*``, with the
-session's current bearer token instead (as short-lived as the token ``rest.executor-renewal.*``
-carries; a fixed ``token`` is its own access token); a SQL catalog with its URI, password
-included, because the table's pointer is a database row that only the database login can read
-and no narrower credential exists. Reads planned on the driver (``read_table``) and reads of a
-snapshot id ship no catalog.
+can be frozen, and is. Handing the tasks the metadata location the planning worker saw would
+freeze the view just the same, and the newest metadata file under the table's location is not
+its pointer (a failed or losing commit leaves one behind), so neither stands in for the catalog.
+
+These tasks get ``task_catalog_properties``: a catalog without a login as it is; a REST catalog
+without ``credential``, ``oauth2-server-uri`` and ``header.*``, with the session's current bearer
+token instead (as short-lived as the token ``rest.executor-renewal.*`` carries; a fixed ``token``
+is its own access token); a SQL catalog with its URI, password included, because the table's
+pointer is a database row that only the database login can read and no narrower credential
+exists. Reads planned on the driver (``read_table``) and reads of a snapshot id ship no catalog.
 The price of the access token: a view or DataFrame over a REST catalog with a client credential,
 queried again after the token has expired (``icefloe serve`` issues them for an hour), fails its
 tasks with the catalog's 401 where they used to log in again; loading the table anew
