@@ -18,7 +18,9 @@ runs a batch read of the data source the way Spark does it, without Spark: the p
 ``reader()`` and ``partitions()``, the read function and partitions pickled as PySpark ships them,
 and every partition read by ``--workers`` Python workers in turn (a task plan shared by the tasks
 of one worker and query, as in Spark). Once with ``snapshot-id`` (the route this change plans in
-the planning worker) and once reading the current state (unchanged: the control).
+the planning worker) and once reading the current state (unchanged: the control). Times are this
+process's CPU time (wall time, shown too, swings with whatever else the machine runs); the read
+function's and the partitions' pickled sizes do not swing at all.
 """
 
 from __future__ import annotations
@@ -114,25 +116,27 @@ def _read_like_spark(
 
     if hasattr(datasource, "_execution_id"):  # tasks of one query in one worker share a plan
         datasource._execution_id = lambda: f"bench-{query}"
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     source = datasource.datasource_class(props, pushdown=True)(options=options)
     reader = source.reader(source.schema())
     partitions = list(reader.partitions())
     function = CloudPickleSerializer().dumps((source, reader))
     shipped = [pickle.dumps(p) for p in partitions]
-    planned = time.perf_counter() - t0
+    planned, planned_cpu = time.perf_counter() - t0, time.process_time() - c0
     rows = 0
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     for worker in range(workers):
         datasource._PLANS.clear()  # a worker process of its own
         for blob in shipped[worker::workers]:
             _, task_reader = CloudPickleSerializer().loads(function)
             for batch in task_reader.read(pickle.loads(blob)):
                 rows += batch.num_rows
-    read = time.perf_counter() - t1
+    read, read_cpu = time.perf_counter() - t1, time.process_time() - c1
     return {
         "plan_s": planned,
         "read_s": read,
+        "plan_cpu_s": planned_cpu,
+        "read_cpu_s": read_cpu,
         "function_bytes": len(function),
         "partitions": len(shipped),
         "partition_bytes_max": max(map(len, shipped)),
@@ -183,7 +187,8 @@ def compare_reads(args: argparse.Namespace, argv: list[str] | None) -> None:
             code: {r: [] for r in READ_ROUTES} for code in sources
         }
         for round_no in range(args.rounds):
-            for code, src in sources.items():
+            turn = list(sources.items())  # old first in even rounds, new first in odd ones
+            for code, src in turn if round_no % 2 == 0 else turn[::-1]:
                 log(f"round {round_no + 1}/{args.rounds}: {code}")
                 env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{here}"}
                 cmd = [
@@ -209,19 +214,24 @@ def compare_reads(args: argparse.Namespace, argv: list[str] | None) -> None:
     for route in READ_ROUTES:
         for code in sources:
             got = samples[code][route]
-            plan = statistics.median(s["plan_s"] for s in got)
-            read = statistics.median(s["read_s"] for s in got)
-            old_total = statistics.median(s["plan_s"] + s["read_s"] for s in samples["old"][route])
-            total = statistics.median(s["plan_s"] + s["read_s"] for s in got)
+
+            def median(key: str, of: list[dict[str, Any]] = got) -> float:
+                return statistics.median(s[key] for s in of)
+
+            def cpu(of: list[dict[str, Any]]) -> float:
+                return statistics.median(s["plan_cpu_s"] + s["read_cpu_s"] for s in of)
+
+            wall = statistics.median(s["plan_s"] + s["read_s"] for s in got)
             first = got[0]
             rows.append(
                 [
                     route,
                     code,
-                    fmt_ms(plan),
-                    fmt_ms(read),
-                    fmt_ms(total),
-                    ratio(old_total, total),
+                    fmt_ms(median("plan_cpu_s")),
+                    fmt_ms(median("read_cpu_s")),
+                    fmt_ms(cpu(got)),
+                    ratio(cpu(samples["old"][route]), cpu(got)),
+                    fmt_ms(wall),
                     first["partitions"],
                     first["function_bytes"],
                     first["partition_bytes_max"],
@@ -229,14 +239,15 @@ def compare_reads(args: argparse.Namespace, argv: list[str] | None) -> None:
                 ]
             )
     print_table(
-        f"per read (median of {args.rounds * args.runs_per_round}); load after {load_average()}",
+        f"per read, CPU time (median of {args.rounds * args.runs_per_round}); load after {load_average()}",
         [
             "read",
             "code",
-            "plan",
-            "tasks",
-            "plan + tasks",
+            "plan CPU",
+            "tasks CPU",
+            "plan + tasks CPU",
             "old / this",
+            "wall",
             "partitions",
             "reader bytes",
             "largest partition bytes",
