@@ -102,6 +102,19 @@ def test_an_empty_snapshot_reads_no_rows(local: tuple[dict[str, str], Catalog]) 
     assert list(reader.read(_none_partition())) == []
 
 
+def test_an_incremental_read_up_to_a_snapshot_id_is_pinned(local: tuple[dict[str, str], Catalog]) -> None:
+    props, catalog = local
+    first = _append(catalog, "db.t", range(3))
+    _append(catalog, "db.t", range(3, 5))
+    end = _append(catalog, "db.t", range(5, 6))
+    source = _source(props, **{"start-snapshot-id": str(first), "end-snapshot-id": str(end)})
+    reader = source.reader(source.schema())
+    assert isinstance(reader, PinnedSnapshotReader)
+    partitions = list(reader.partitions())
+    _append(catalog, "db.t", range(6, 9))
+    assert _ids(reader, partitions) == [3, 4, 5]
+
+
 def _none_partition() -> Any:
     from pyspark.sql.datasource import InputPartition
 
