@@ -20,7 +20,9 @@ and every partition read by ``--workers`` Python workers in turn (a task plan sh
 of one worker and query, as in Spark). Once with ``snapshot-id`` (the route this change plans in
 the planning worker) and once reading the current state (unchanged: the control). Times are this
 process's CPU time (wall time, shown too, swings with whatever else the machine runs); the read
-function's and the partitions' pickled sizes do not swing at all.
+function's and the partitions' pickled sizes do not swing at all. With ``--through-spark`` each
+child instead starts a ``local[2]`` Spark session (one at a time) and times ``count()`` of a freshly
+loaded DataFrame, wall time: Spark's scheduling of 256 tasks against 32 included.
 """
 
 from __future__ import annotations
@@ -165,6 +167,73 @@ def read_child(work: str, files: int, rows_per_file: int, workers: int, runs: in
     print(json.dumps(results))
 
 
+def spark_child(work: str, files: int, rows_per_file: int, runs: int) -> None:
+    """Time both read routes through a local Spark session (``count()`` of a freshly loaded
+    DataFrame, so every run plans), ``runs`` times after one warm-up; print JSON."""
+    from icefloe.spark.runtime import catalog_from_properties
+    from icefloe.spark.session_setup import session
+
+    props = build_read_table(work, files, rows_per_file)
+    snapshot = catalog_from_properties(props).load_table("bench.reads").metadata.current_snapshot_id
+    conf = {"spark.icefloe.catalog.name": props["name"], "spark.ui.enabled": "false"}
+    spark = session("bench-worker-catalog", "local[2]", props["uri"], props["warehouse"], **conf)
+    spark.sparkContext.setLogLevel("ERROR")
+    routes = {"snapshot-id": {"snapshot-id": str(snapshot)}, "current": {}}
+    results: dict[str, list[dict[str, Any]]] = {name: [] for name in READ_ROUTES}
+    for run in range(runs + 1):
+        for name in READ_ROUTES:
+            t0 = time.perf_counter()
+            counted = spark.read.format("icefloe").options(**routes[name]).load("bench.reads").count()
+            wall = time.perf_counter() - t0
+            assert counted == files * rows_per_file, counted
+            if run:
+                results[name].append({"wall_s": wall})
+    spark.stop()
+    print(json.dumps(results))
+
+
+def compare_through_spark(args: argparse.Namespace, argv: list[str] | None) -> None:
+    """Old and new code in turns, one Spark session at a time; print the median wall times."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sources = {"old": args.old_src, "new": os.path.join(here, "src")}
+    print_environment(
+        "Data source batch read through local[2] Spark: count() of a freshly loaded DataFrame",
+        command_line("bench.bench_worker_catalog", argv),
+        {
+            "files": args.read_files,
+            "rows per file": args.rows_per_file,
+            "rounds": args.rounds,
+            "runs per round": args.runs_per_round,
+            "load before": load_average(),
+        },
+    )
+    samples: dict[str, dict[str, list[float]]] = {code: {r: [] for r in READ_ROUTES} for code in sources}
+    with workspace(args.dir, "bench-reads-") as work:
+        build_read_table(work, args.read_files, args.rows_per_file)
+        for round_no in range(args.rounds):
+            turn = list(sources.items())
+            for code, src in turn if round_no % 2 == 0 else turn[::-1]:
+                log(f"round {round_no + 1}/{args.rounds}: {code}")
+                env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{here}"}
+                cmd = [sys.executable, "-m", "bench.bench_worker_catalog", "--spark-child", "--dir", work]
+                cmd += ["--read-files", str(args.read_files), "--rows-per-file", str(args.rows_per_file)]
+                cmd += ["--runs-per-round", str(args.runs_per_round)]
+                out = subprocess.run(cmd, env=env, cwd=here, check=True, capture_output=True, text=True)
+                for route, got in json.loads(out.stdout.strip().splitlines()[-1]).items():
+                    samples[code][route].extend(s["wall_s"] for s in got)
+    rows = []
+    for route in READ_ROUTES:
+        old = statistics.median(samples["old"][route])
+        for code in sources:
+            this = statistics.median(samples[code][route])
+            rows.append([route, code, fmt_ms(this), ratio(old, this)])
+    print_table(
+        f"per count() (median of {args.rounds * args.runs_per_round}); load after {load_average()}",
+        ["read", "code", "wall", "old / this"],
+        rows,
+    )
+
+
 def compare_reads(args: argparse.Namespace, argv: list[str] | None) -> None:
     """Old and new code in turns, one child process each per round; print the medians."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -268,15 +337,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--runs-per-round", type=int, default=3)
     parser.add_argument("--dir", help="workspace (kept); default: a temporary directory")
+    parser.add_argument("--through-spark", action="store_true", help="with --read-files: through Spark")
     parser.add_argument("--read-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--spark-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.spark_child:
+        spark_child(args.dir, args.read_files, args.rows_per_file, args.runs_per_round)
+        return
     if args.read_child:
         read_child(args.dir, args.read_files, args.rows_per_file, args.workers, args.runs_per_round)
         return
     if args.read_files:
         if not args.old_src:
             parser.error("--read-files needs --old-src (the code to compare with)")
-        compare_reads(args, argv)
+        (compare_through_spark if args.through_spark else compare_reads)(args, argv)
         return
     from pyspark.serializers import CloudPickleSerializer
 
