@@ -8,8 +8,9 @@ route the bytes Spark would ship are made the way PySpark makes them: the regist
 planning worker's own ``write_read_func_and_partitions``, a writer as its write function's closure
 pickles it, and every ``mapInArrow`` function of the driver-side paths by recording
 ``CloudPickleSerializer.dumps`` while the path runs. Each login string must be absent from them.
-The one documented exception, a SQL catalog's URI in the batch reader's ``task_catalog``, is
-checked as exactly that. Every route also still returns or commits the exact rows.
+The one documented exception, a SQL catalog's URI in the ``task_catalog`` of a batch read of the
+table's current state, is checked as exactly that; a batch read of one snapshot id carries no
+catalog, neither a SQL password nor a REST token. Every route also still returns or commits the exact rows.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from icefloe.catalog.sql import SqlCatalog
 from icefloe.errors import ValidationError
 from icefloe.server import RunningServer, ServerConfig, start_server
 from icefloe.server.auth import Grants, OAuthClient
-from icefloe.spark.datasource import IcefloeDataSource, datasource_class
+from icefloe.spark.datasource import IcefloeDataSource, PinnedSnapshotReader, datasource_class
 from icefloe.spark.runtime import catalog_from_properties
 from icefloe.spark.worker_catalog import CatalogRef
 from icefloe.spec.schema import Schema
@@ -177,6 +178,35 @@ def test_batch_read_tasks_of_a_sql_catalog_carry_its_uri_and_nothing_else(sql_lo
     assert sorted(ids) == [0, 1, 2]
     reader.task_catalog = {}
     assert _leaked(_read_function_bytes(source, reader, schema), sql_login) == []
+
+
+def test_batch_reads_of_a_snapshot_id_ship_no_catalog(login: Login, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planned in the planning worker: the read function and partitions hold no login and no
+    access token (a REST table's FileIO properties name the server's address, as on every route),
+    and the tasks read the snapshot's rows, later rows left out, without opening a catalog."""
+    catalog = catalog_from_properties(login.properties)
+    pinned = catalog.load_table(login.identifier).metadata.current_snapshot_id
+    catalog.load_table(login.identifier).append(_rows(range(3, 5)))
+    source = datasource_class(login.properties, pushdown=True)(
+        options={"table": login.identifier, "snapshot-id": str(pinned)}
+    )
+    schema = source.schema()
+    reader = source.reader(schema)
+    assert isinstance(reader, PinnedSnapshotReader)
+    shipped = _read_function_bytes(source, reader, schema)
+    assert _leaked(shipped, login) == []
+    access = catalog.shipping_token() if isinstance(catalog, RestCatalog) else None
+    assert access is None or access.encode() not in shipped
+    assert not hasattr(reader, "task_catalog")
+    partitions = reader.partitions()
+    catalog.load_table(login.identifier).append(_rows(range(5, 7)))
+
+    def no_catalog(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a read task opened the catalog")
+
+    monkeypatch.setattr("icefloe.spark.runtime.catalog_from_properties", no_catalog)
+    ids = [i for p in partitions for b in reader.read(p) for i in b.column(0).to_pylist()]
+    assert sorted(ids) == [0, 1, 2]
 
 
 def test_write_tasks_get_no_login_and_the_commit_finds_it(login: Login) -> None:

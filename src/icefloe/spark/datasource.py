@@ -12,15 +12,17 @@ narrowing the schema is up to you); writes take ``overwrite-filter``, ``partitio
 ``warehouse`` override the session's catalog, which ``icefloe.spark.session()`` gives the registered
 class as a ``worker_catalog.CatalogRef`` (an http(s) URI is a REST catalog's:
 ``.option("catalog.uri", "http://host:8181")``). What each Python worker receives of the catalog,
-and why no executor task gets its login but the batch read's, is in ``icefloe.spark.worker_catalog``.
+and why no executor task gets its login but the batch read's of a table's current state, is in
+``icefloe.spark.worker_catalog``.
 
-Reads plan the files when the query runs (from the table's current metadata; see
-``IcefloeReader`` for why) and read them with ``icefloe.scan.reader.read_task`` (deletes applied)
-as Arrow batches; the query's own filters are applied by Spark. Writes go through icefloe's
-Parquet writer on the executors (one file per partition per task, in a job-unique directory)
-and one commit on the driver. ``spark.readStream.format("icefloe")`` is the streaming source of
-``icefloe.spark.stream_source``. This is the friendly face: ``icefloe.spark.read_table`` /
-``write_table`` are the fast paths.
+Reads of the current state, a branch or a tag plan the files when the query runs (from the
+table's current metadata; see ``IcefloeReader`` for why); reads of one snapshot id are planned
+once, in the planning worker (``PinnedSnapshotReader``). Both read the files with
+``icefloe.scan.reader.read_task`` (deletes applied) as Arrow batches; the query's own filters are
+applied by Spark. Writes go through icefloe's Parquet writer on the executors (one file per
+partition per task, in a job-unique directory) and one commit on the driver.
+``spark.readStream.format("icefloe")`` is the streaming source of ``icefloe.spark.stream_source``.
+This is the friendly face: ``icefloe.spark.read_table`` / ``write_table`` are the fast paths.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from __future__ import annotations
 import pickle
 import uuid
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -108,7 +110,8 @@ class IcefloeDataSource(DataSource):
         return schema
 
     def reader(self, schema: SparkStruct) -> DataSourceReader:
-        """A batch reader; plans the files on the driver."""
+        """A batch reader: ``PinnedSnapshotReader`` for a read of one snapshot id (planned here,
+        in the planning worker), else ``IcefloeReader`` (planned by its tasks)."""
         if self._opts().get("read-changelog", "").lower() == "true":
             raise ValidationError(
                 "read-changelog is a streaming option: batch changelogs come from read_changes()"
@@ -119,6 +122,8 @@ class IcefloeDataSource(DataSource):
         props = self._catalog().properties()
         catalog = catalog_from_properties(props)
         setup = _ReadSetup.create(opts, catalog.load_table(_identifier(opts)), self.catalog)
+        if setup.snapshot_id is not None:
+            return PinnedSnapshotReader(setup)
         kind = IcefloePushdownReader if self.pushdown else IcefloeReader
         return kind(setup, task_catalog_properties(props, catalog))
 
@@ -278,7 +283,8 @@ class IcefloeReader(DataSourceReader):
 
     Loading the current metadata is why these tasks, alone among executor tasks, get catalog
     properties: ``task_catalog``, as little of the login as reaches the table's pointer
-    (``worker_catalog.task_catalog_properties``).
+    (``worker_catalog.task_catalog_properties``). A read of one snapshot id has nothing to
+    replay stale and goes to ``PinnedSnapshotReader`` instead, whose tasks get no catalog.
     """
 
     def __init__(self, setup: _ReadSetup, task_catalog: dict[str, str] | None = None) -> None:
@@ -296,18 +302,11 @@ class IcefloeReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Read the files of this slot (deletes and the ``filter`` option applied)."""
-        from icefloe.scan.reader import read_task
-
         if partition.value is None:
             return
         slot, slots = partition.value
-        io = self.setup.io()
-        for task in self._tasks():
-            if _slot_of(task.file_path, slots) != slot:
-                continue
-            table = read_task(io, task, self.request)
-            if table.num_rows:
-                yield from to_spark_arrow(table, self.fields, self.target).to_batches(max_chunksize=65536)
+        mine = (task for task in self._tasks() if _slot_of(task.file_path, slots) == slot)
+        yield from _read_tasks(self.setup.io(), mine, self.request, self.fields, self.target)
 
     def _tasks(self) -> list[Any]:
         """The scan tasks of the current snapshot (shared by this execution's tasks in this worker)."""
@@ -358,6 +357,16 @@ def _execution_id() -> str | None:
     return None if value is None else str(value)
 
 
+def _read_tasks(io: Any, tasks: Iterable[Any], request: Any, fields: list[Any], target: Any) -> Iterator[Any]:
+    """Read scan tasks (deletes and the ``filter`` option applied) as Arrow batches on Spark's schema."""
+    from icefloe.scan.reader import read_task
+
+    for task in tasks:
+        table = read_task(io, task, request)
+        if table.num_rows:
+            yield from to_spark_arrow(table, fields, target).to_batches(max_chunksize=65536)
+
+
 class IcefloePushdownReader(IcefloeReader):
     """The reader used when ``spark.sql.python.filterPushdown.enabled`` is on.
 
@@ -365,6 +374,60 @@ class IcefloePushdownReader(IcefloeReader):
     filter for later queries of the same relation (see ``IcefloeReader``), so every filter stays
     with Spark, which applies it to the rows with its own semantics (NaN included).
     """
+
+
+class PinnedSnapshotReader(DataSourceReader):
+    """Reads the one snapshot a read names by id (``snapshot-id``, or ``end-snapshot-id`` of an
+    incremental read), planned once, in the planning worker; its tasks get no catalog.
+
+    A snapshot id names the same files for as long as the snapshot exists, so Spark keeping the
+    relation's reader and partitions (see ``IcefloeReader``) replays nothing stale here: every
+    query of the DataFrame or view reads that snapshot, as it did when tasks planned it afresh.
+    ``partitions()`` plans with the metadata ``reader()`` loaded (``_ReadSetup.metadata``, which
+    also fixed the Spark schema) and packs the tasks into input partitions as the streaming
+    source packs a micro-batch's files (``stream_planner.group_units``, aiming at ``MIN_SLOTS``
+    partitions or more): each partition carries its own tasks, the reader none. Tasks read
+    their files with the table's FileIO properties and nothing else, so neither a SQL catalog's
+    password nor a REST catalog's token reaches them, and a REST token expiring between queries
+    cannot fail them.
+    """
+
+    def __init__(self, setup: _ReadSetup) -> None:
+        self.setup = setup
+        self.request = setup.request()
+        self.fields = setup.fields()
+        self.target = spark_arrow_schema(setup.spark_schema())
+
+    def partitions(self) -> Sequence[InputPartition]:
+        """The snapshot's scan tasks (the ``filter`` option applied), packed into partitions."""
+        from icefloe.spark.stream_planner import Unit, group_payload, group_units, task_bytes
+
+        setup = self.setup
+        tasks = sorted(setup.scan(setup.io()).plan_files(), key=lambda t: t.file_path)
+        sid = int(setup.snapshot_id or 0)
+        units = [Unit(sid, t.data_file.record_count, t, task_bytes(t)) for t in tasks]
+        groups = group_units(units, MIN_SLOTS, *_split_sizes(setup.metadata))
+        return [InputPartition(group_payload(g)) for g in groups]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        """Read this partition's tasks (deletes and the ``filter`` option applied)."""
+        if partition.value is None:  # PySpark's stand-in when there are no partitions
+            return
+        tasks = (task for _, task in pickle.loads(partition.value))
+        yield from _read_tasks(self.setup.io(), tasks, self.request, self.fields, self.target)
+
+
+def _split_sizes(metadata: Any) -> tuple[int, int]:
+    """(split size, open-file cost): the table's ``read.split.*`` properties, else the defaults."""
+    from icefloe.spark.stream_planner import (
+        DEFAULT_OPEN_FILE_COST,
+        DEFAULT_SPLIT_SIZE,
+        OPEN_FILE_COST_PROPERTY,
+        SPLIT_SIZE_PROPERTY,
+    )
+
+    split = metadata.int_property(SPLIT_SIZE_PROPERTY, DEFAULT_SPLIT_SIZE)
+    return split, metadata.int_property(OPEN_FILE_COST_PROPERTY, DEFAULT_OPEN_FILE_COST)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -320,7 +320,7 @@ class StreamPlanner:
         if not scan_all:
             tasks = added_data_tasks(tasks, snap)
         tasks.sort(key=lambda t: t.file_path)
-        return [Unit(sid, t.data_file.record_count, t, _task_bytes(t)) for t in tasks]
+        return [Unit(sid, t.data_file.record_count, t, task_bytes(t)) for t in tasks]
 
     def _check_skippable(self, snap: Snapshot) -> None:
         op = snap.operation
@@ -336,5 +336,6 @@ class StreamPlanner:
         )
 
 
-def _task_bytes(task: FileScanTask) -> int:
+def task_bytes(task: FileScanTask) -> int:
+    """The bytes a task reads: its data file and its delete files."""
     return task.data_file.file_size_in_bytes + sum(d.delete_file.file_size_in_bytes for d in task.deletes)

@@ -19,21 +19,37 @@ catalog. Per route, what the task functions carry:
   write job and a ``CatalogRef`` (no login).
 - data source streaming read: the stream reader and the data source instance (PySpark's read
   function holds both): the read setup, FileIO properties, a ``CatalogRef``.
-- data source batch read: the reader and the data source instance, **and
-  ``task_catalog_properties``** (below).
+- data source batch read of one snapshot id (``snapshot-id``, or ``end-snapshot-id``): the
+  reader (read setup, FileIO properties) and the data source instance; each input partition
+  carries its own planned tasks (``datasource.PinnedSnapshotReader``). No catalog at all.
+- data source batch read of the current state, a branch or a tag: the reader and the data
+  source instance, **and ``task_catalog_properties``** (below).
 - JVM streaming read (``jvm_stream``): no Python on executors (Spark's Parquet reader); its
   planning runs in the driver's own process through py4j.
 - ``workers.require_icefloe_on_workers``: a probe function, nothing of the catalog.
 
-The one task that needs the catalog is the data source's **batch read**: Spark keeps a
-relation's pickled reader and input partitions for the relation's lifetime, so the only code that
-runs for each query is its tasks, and they load the table's current metadata to plan
-(``datasource.IcefloeReader``). They get ``task_catalog_properties``: a catalog without a login
-as it is; a REST catalog without ``credential``, ``oauth2-server-uri`` and ``header.*``, with the
-session's current bearer token instead (as short-lived as the token ``rest.executor-renewal.*``
-carries; a fixed ``token`` is its own access token); a SQL catalog with its URI, password
-included, because the table's pointer is a database row that only the database login can read
-and no narrower credential exists. Reads planned on the driver (``read_table``) ship no catalog.
+The one task that needs the catalog is the data source's **batch read of a table's current
+state** (or a branch's, or a tag's, which can move): Spark keeps a relation's pickled reader and
+input partitions for the relation's lifetime, so the only code that runs for each query is its
+tasks, and they load the table's current metadata to plan (``datasource.IcefloeReader``). Checked
+on PySpark 4.3: ``PythonDataSourceV2.getOrCreateReadInfo`` runs the planning worker (``reader()``
+then ``partitions()``) only while its ``readInfo`` is unset, and ``PythonBatch`` takes the
+partitions from it; one ``PythonDataSourceV2`` lives in the relation, which a DataFrame and every
+view or query built on it share. So ``count()`` again after an append, ``collect()`` twice, a
+temporary view queried before and after an append, ``df.cache()``: none of them plans again;
+only ``load()`` again does, and, with ``spark.sql.python.filterPushdown.enabled``, a query with a
+filter Spark can push (``PythonScanBuilder.pushFilters`` replaces the read info). Planning in the
+planning worker would freeze a view at its first query's snapshot; a read of one snapshot id
+can be frozen, and is. Handing the tasks the metadata location the planning worker saw would
+freeze the view just the same, and the newest metadata file under the table's location is not
+its pointer (a failed or losing commit leaves one behind), so neither stands in for the catalog.
+
+These tasks get ``task_catalog_properties``: a catalog without a login as it is; a REST catalog
+without ``credential``, ``oauth2-server-uri`` and ``header.*``, with the session's current bearer
+token instead (as short-lived as the token ``rest.executor-renewal.*`` carries; a fixed ``token``
+is its own access token); a SQL catalog with its URI, password included, because the table's
+pointer is a database row that only the database login can read and no narrower credential
+exists. Reads planned on the driver (``read_table``) and reads of a snapshot id ship no catalog.
 The price of the access token: a view or DataFrame over a REST catalog with a client credential,
 queried again after the token has expired (``icefloe serve`` issues them for an hour), fails its
 tasks with the catalog's 401 where they used to log in again; loading the table anew
