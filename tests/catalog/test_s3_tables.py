@@ -186,11 +186,12 @@ def test_a_scan_asks_the_store_for_no_size_it_knows(
     # first (its Python binding opens by path only, see formats/parquet/opening.py).
     puffin = [op for op, key in under_data if key.endswith(".puffin")]
     assert puffin == (["HEAD", "GET"] if version >= 3 else [])
-    # The snapshot's manifest list (v2, v3) was decoded by the first plan and is kept by location:
-    # immutable, it is not asked for again, not even its size. (A v4 root holding inline entries
-    # and a deletion vector is still read twice per plan, as the planner's "manifest": not cached.)
+    # The snapshot's manifest list (v2, v3) or root (v4) was decoded by the first plan and is kept
+    # by location: immutable, it is not asked for again, not even its size. A v4 root holding
+    # inline entries and a deletion vector is also the planner's "manifest" for those entries: it
+    # is answered from the same decoded root.
     tree = [op for op, key in s3.requests() if "/metadata/snap-" in key]
-    assert tree == ([] if version < 4 else ["HEAD", "GET", "HEAD", "GET"])
+    assert tree == []
 
 
 @pytest.mark.parametrize(("version", "puts"), [(4, 3), (3, 4)])
