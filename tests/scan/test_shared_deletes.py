@@ -8,16 +8,19 @@ store are in ``tests/catalog/test_s3_tables.py``.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from icefloe.catalog.base import Catalog
-from icefloe.io.fileio import normalize_location
+from icefloe.io.fileio import FileIO, normalize_location
 from icefloe.scan.delete_readers import read_position_delete_positions, read_position_deletes_by_file
 from icefloe.scan.reader import read_task, read_tasks
 from icefloe.scan.shared_deletes import SharedDeletes
-from icefloe.spec.content import FileContent
+from icefloe.spec.content import DataFile, FileContent
 from icefloe.spec.schema import Schema
 from icefloe.spec.types import LongType, NestedField, StringType
 from icefloe.table.table import Table
@@ -109,3 +112,29 @@ def test_what_the_scan_shares_is_released_when_its_last_task_took_it(catalog: Ca
     for i, (_, dv) in enumerate(dvs):
         assert shared.dv_positions(dv).size == dv.record_count
         assert shared.holds(dv) == (i < len(dvs) - 1)
+
+
+def test_grouping_reads_every_row_group_and_joins_spellings_of_one_location(tmp_path: Path) -> None:
+    """Row groups come back as chunks; ``/x`` and ``file:///x`` are one data file; a null path
+    deletes nothing; positions keep their order in the file."""
+    a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    rows = pa.table(
+        {
+            "file_path": [f"file://{a}", str(b), None, str(a), f"file://{b}", str(a), f"file://{a}"],
+            "pos": pa.array([4, 0, 9, 1, 2, 7, 3], pa.int64()),
+        }
+    )
+    location = tmp_path / "deletes.parquet"
+    pq.write_table(rows, location, row_group_size=2)
+    delete_file = DataFile(
+        file_path=str(location),
+        file_format="parquet",
+        record_count=rows.num_rows,
+        file_size_in_bytes=location.stat().st_size,
+        content=FileContent.POSITION_DELETES,
+    )
+    io = FileIO()
+    by_file = read_position_deletes_by_file(io, delete_file)
+    assert {k: v.tolist() for k, v in by_file.items()} == {f"file://{a}": [4, 1, 7, 3], f"file://{b}": [0, 2]}
+    for path, positions in by_file.items():
+        assert read_position_delete_positions(io, delete_file, path).tolist() == positions.tolist()

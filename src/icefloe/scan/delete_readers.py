@@ -76,14 +76,14 @@ def read_position_deletes_by_file(io: FileIO, delete_file: DataFile) -> dict[str
     if table.num_rows == 0:
         return {}
     _, pos_col = _position_columns(table, delete_file.file_path)
-    encoded = pc.dictionary_encode(paths).combine_chunks()
-    names = [normalized[p] for p in encoded.dictionary.to_pylist()]
-    targets = sorted({n for n in names if n is not None})
+    named = {p: n for p, n in normalized.items() if p is not None and n is not None}
+    spelled = list(named)
+    targets = sorted(set(named.values()))
     index = {n: i for i, n in enumerate(targets)}
-    # distinct spellings of one location share a group; a null path (code len(names)) has none
-    group_of_code = np.array([-1 if n is None else index[n] for n in names] + [-1], dtype=np.int64)
-    codes = encoded.indices.fill_null(len(names)).to_numpy(zero_copy_only=False)
-    groups = group_of_code[np.asarray(codes, dtype=np.int64)]
+    # distinct spellings of one location share a group; a null path (code len(spelled)) has none
+    group_of_code = np.array([index[named[p]] for p in spelled] + [-1], dtype=np.int32)
+    codes = pc.index_in(paths, value_set=pa.array(spelled, paths.type)).fill_null(len(spelled))
+    groups = group_of_code[codes.to_numpy()]
     positions = np.asarray(table.column(pos_col).to_numpy(), dtype=np.int64)
     order = np.argsort(groups, kind="stable")  # file order kept within each data file
     bounds = np.searchsorted(groups[order], np.arange(len(targets) + 1))
