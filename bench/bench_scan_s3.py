@@ -6,11 +6,14 @@
 A scan reads each data file's footer, then its columns. pyarrow asks an object store for a file's
 size before the footer unless it is handed the size (``formats/parquet/opening.py``): one round
 trip per file, three instead of two. This times ``table.scan().to_arrow()`` of a format-v2 table
-of ``--files`` data files (one append of 100 rows each) and of a v2 table whose files carry a
-position delete file too, against moto's S3 in its **own process** (``bench_rest_s3.s3_store``),
+of ``--files`` data files (one append of 100 rows each) and of tables whose files carry deletes
+(``TABLES``), against moto's S3 in its **own process** (``bench_rest_s3.s3_store``),
 answering each request ``--latency-ms`` late (0 is loopback as is). The catalog (SQLite) and its
 metadata are this process's, so the scan's metadata comes from the cache: the data files are the
 storage work. Tables scanned in turns (``time_interleaved``) after a warm-up scan each.
+
+The tables with deletes show what a scan pays for delete files its tasks share (one position
+delete file, one Puffin file of deletion vectors): read once per scan, or once per task.
 
 To compare two versions of icefloe, run this with each one's ``src`` first on ``PYTHONPATH``, in
 turns.
@@ -38,6 +41,19 @@ from bench._common import (
 from bench.bench_rest_s3 import s3_store
 
 ROWS_PER_FILE = 100
+TABLES = {
+    "": ("plain", {"format-version": "2"}),
+    ", v2 position deletes (a file each)": ("deletes", {"format-version": "2"}),
+    ", v2 position deletes (one file)": (
+        "shared_deletes",
+        {"format-version": "2", "write.delete.granularity": "partition"},
+    ),
+    ", v3 deletion vectors": ("dv3", {"format-version": "3"}),
+    ", v4 deletion vectors": ("dv4", {"format-version": "4"}),
+}
+"""Table label -> (name, properties). Each table but the first has a row of every data file
+deleted in one commit: v2 writes a position delete file per data file, or with partition
+granularity one for them all; v3 and v4 write one Puffin file holding a vector per data file."""
 
 
 def _requests_of(store: S3Server, fn: Callable[[], object]) -> str:
@@ -48,7 +64,7 @@ def _requests_of(store: S3Server, fn: Callable[[], object]) -> str:
 
 
 def measure(work: str, store: S3Server, files: int, scans: int) -> list[tuple[str, float, float, str]]:
-    """(table, median s, p90 s, requests of one scan) for a plain table and one with deletes."""
+    """(table, median s, p90 s, requests of one scan) for a plain table and ones with deletes."""
     from icefloe.catalog.sql import SqlCatalog
     from icefloe.spec.schema import Schema
     from icefloe.spec.types import LongType, NestedField, StringType
@@ -58,15 +74,16 @@ def measure(work: str, store: S3Server, files: int, scans: int) -> list[tuple[st
     catalog = SqlCatalog("bench", uri=f"sqlite:///{work}/scan.db", warehouse=warehouse, **store.properties)
     catalog.create_namespace("bench")
     tables = []
-    for name in ("plain", "deletes"):
-        table = catalog.create_table(f"bench.{name}", schema, properties={"format-version": "2"})
+    for name, properties in TABLES.values():
+        table = catalog.create_table(f"bench.{name}", schema, properties=properties)
         for f in range(files):
             ids = range(f * ROWS_PER_FILE, (f + 1) * ROWS_PER_FILE)
             table.append(pa.table({"id": pa.array(ids, pa.int64()), "s": [f"row {i}" for i in ids]}))
         tables.append(table)
     firsts = ", ".join(str(f * ROWS_PER_FILE) for f in range(files))
-    tables[1].delete(f"id in ({firsts})", mode="merge-on-read")  # a row of every file
-    expected = [files * ROWS_PER_FILE, files * (ROWS_PER_FILE - 1)]
+    for table in tables[1:]:
+        table.delete(f"id in ({firsts})", mode="merge-on-read")  # a row of every file, one commit
+    expected = [files * ROWS_PER_FILE] + [files * (ROWS_PER_FILE - 1)] * (len(tables) - 1)
 
     fns: list[Callable[[], object]] = [lambda t=t: t.scan().to_arrow() for t in tables]
     for fn, rows in zip(fns, expected, strict=True):
@@ -75,7 +92,7 @@ def measure(work: str, store: S3Server, files: int, scans: int) -> list[tuple[st
     timings = time_interleaved(fns, scans)
     requests = [_requests_of(store, fn) for fn in fns]
     catalog.close()
-    names = [f"{files} data files", f"{files} data files, position deletes"]
+    names = [f"{files} data files{label}" for label in TABLES]
     return [(n, t.median, t.p90, r) for n, t, r in zip(names, timings, requests, strict=True)]
 
 

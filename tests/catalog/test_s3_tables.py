@@ -186,11 +186,45 @@ def test_a_scan_asks_the_store_for_no_size_it_knows(
     # first (its Python binding opens by path only, see formats/parquet/opening.py).
     puffin = [op for op, key in under_data if key.endswith(".puffin")]
     assert puffin == (["HEAD", "GET"] if version >= 3 else [])
-    # The snapshot's manifest list (v2, v3) was decoded by the first plan and is kept by location:
-    # immutable, it is not asked for again, not even its size. (A v4 root holding inline entries
-    # and a deletion vector is still read twice per plan, as the planner's "manifest": not cached.)
+    # The snapshot's manifest list (v2, v3) or root (v4) was decoded by the first plan and is kept
+    # by location: immutable, it is not asked for again, not even its size. A v4 root holding
+    # inline entries and a deletion vector is also the planner's "manifest" for those entries: it
+    # is answered from the same decoded root.
     tree = [op for op, key in s3.requests() if "/metadata/snap-" in key]
-    assert tree == ([] if version < 4 else ["HEAD", "GET", "HEAD", "GET"])
+    assert tree == []
+
+
+@pytest.mark.parametrize("version", [2, 3, 4])
+def test_a_delete_file_covering_several_data_files_is_read_once_per_scan(
+    s3_catalog: SqlCatalog, s3: S3Server, version: int
+) -> None:
+    # v2: one position delete file per partition (the table has one), naming several data files
+    granularity = {"write.delete.granularity": "partition"} if version == 2 else {}
+    properties = {"format-version": str(version), **granularity}
+    table = s3_catalog.create_table(f"db.s{version}", SCHEMA, properties=properties)
+    for first in (10, 20, 30, 40):
+        table.append(_batch([first, first + 1, first + 2], "a"))
+    table.delete("id in (11, 20, 22, 41)", mode="merge-on-read")  # one commit: rows of every file
+    expected = [(10, "a"), (12, "a"), (21, "a"), (30, "a"), (31, "a"), (32, "a"), (40, "a"), (42, "a")]
+    assert _rows(table) == expected  # a first plan decodes the tree
+    s3.reset_counts()
+    assert _rows(table) == expected
+    under_data = [r for r in s3.requests() if "/data/" in r[1]]
+    data_files = {f for f in table.inspect.data_files()["file_path"].to_pylist()}
+    assert len(data_files) == 4
+    delete_files = [r for r in under_data if not any(r[1] in f for f in data_files)]
+    if version == 2:
+        # one position delete file names the three files with deletes: its footer and its columns
+        # are read once for the scan, not once per task
+        assert sorted(op for op, key in delete_files) == ["GET", "GET"]
+        assert all(key.endswith(".parquet") for _, key in delete_files)
+    else:
+        # the three deletion vectors are blobs of one Puffin file: its size asked for and its
+        # blobs read once for the scan, not once per task
+        assert [op for op, _ in delete_files] == ["HEAD", "GET"]
+        assert all(key.endswith(".puffin") for _, key in delete_files)
+    data_reads = [op for op, key in under_data if any(key in f for f in data_files)]
+    assert data_reads == ["GET"] * 2 * 4
 
 
 @pytest.mark.parametrize(("version", "puts"), [(4, 3), (3, 4)])

@@ -19,19 +19,19 @@ from icefloe.spec.schema import Schema, prune_columns
 _KEY_PREFIX = "__icefloe_eq_"
 
 
-def read_dv_positions(io: FileIO, dv_file: DataFile) -> np.ndarray:
-    """Positions deleted by a deletion-vector-v1 blob (validated: length, magic, CRC, cardinality)."""
+def read_dv_positions(io: FileIO, dv_file: DataFile, puffin: bytes | None = None) -> np.ndarray:
+    """Positions deleted by a deletion-vector-v1 blob (validated: length, magic, CRC, cardinality).
+
+    ``puffin``: the whole Puffin file already in memory (shared by a scan's tasks), sliced instead
+    of reading the blob's range from storage.
+    """
     if dv_file.content_offset is None or dv_file.content_size_in_bytes is None:
         raise CorruptMetadata(f"deletion vector entry for {dv_file.file_path} has no content offset/size")
-    try:
-        with io.new_input(dv_file.file_path).open() as stream:
-            stream.seek(dv_file.content_offset)
-            blob = stream.read(dv_file.content_size_in_bytes)
-    except NotFound:
-        raise NotFound(
-            f"deletion vector file {dv_file.file_path} (for data file {dv_file.referenced_data_file}) "
-            "does not exist"
-        ) from None
+    if puffin is not None:
+        end = dv_file.content_offset + dv_file.content_size_in_bytes
+        blob = puffin[dv_file.content_offset : end]
+    else:
+        blob = read_puffin_range(io, dv_file, dv_file.content_offset, dv_file.content_size_in_bytes)
     if len(blob) != dv_file.content_size_in_bytes:
         raise CorruptMetadata(
             f"deletion vector in {dv_file.file_path} is truncated: wanted {dv_file.content_size_in_bytes} "
@@ -41,8 +41,60 @@ def read_dv_positions(io: FileIO, dv_file: DataFile) -> np.ndarray:
     return bitmap.to_numpy()
 
 
+def read_puffin_range(io: FileIO, dv_file: DataFile, offset: int, size: int) -> bytes:
+    """``size`` bytes from ``offset`` of the Puffin file holding ``dv_file`` (fewer at its end)."""
+    try:
+        with io.new_input(dv_file.file_path).open() as stream:
+            stream.seek(offset)
+            return stream.read(size)
+    except NotFound:
+        raise NotFound(
+            f"deletion vector file {dv_file.file_path} (for data file {dv_file.referenced_data_file}) "
+            "does not exist"
+        ) from None
+
+
 def read_position_delete_positions(io: FileIO, delete_file: DataFile, data_path: str) -> np.ndarray:
     """Positions a position delete file deletes from the data file at ``data_path`` (normalised)."""
+    table, paths, normalized = _checked_position_deletes(io, delete_file)
+    matching = [p for p, n in normalized.items() if p is not None and n == data_path]
+    if not matching:
+        return np.empty(0, dtype=np.int64)
+    mask = pc.is_in(paths, value_set=pa.array(matching, paths.type))
+    _, pos_col = _position_columns(table, delete_file.file_path)
+    return np.asarray(table.column(pos_col).filter(mask).to_numpy(), dtype=np.int64)
+
+
+def read_position_deletes_by_file(io: FileIO, delete_file: DataFile) -> dict[str, np.ndarray]:
+    """Every data file a position delete file names (normalised) -> the positions it deletes there.
+
+    The same checks and positions as :func:`read_position_delete_positions` for each data file,
+    from one read: for a scan whose tasks share the delete file. Only positions are kept (8 bytes
+    a row), not the file's path column.
+    """
+    table, paths, normalized = _checked_position_deletes(io, delete_file)
+    if table.num_rows == 0:
+        return {}
+    _, pos_col = _position_columns(table, delete_file.file_path)
+    named = {p: n for p, n in normalized.items() if p is not None and n is not None}
+    spelled = list(named)
+    targets = sorted(set(named.values()))
+    index = {n: i for i, n in enumerate(targets)}
+    # distinct spellings of one location share a group; a null path (code len(spelled)) has none
+    group_of_code = np.array([index[named[p]] for p in spelled] + [-1], dtype=np.int32)
+    codes = pc.index_in(paths, value_set=pa.array(spelled, paths.type)).fill_null(len(spelled))
+    groups = group_of_code[codes.to_numpy()]
+    positions = np.asarray(table.column(pos_col).to_numpy(), dtype=np.int64)
+    order = np.argsort(groups, kind="stable")  # file order kept within each data file
+    bounds = np.searchsorted(groups[order], np.arange(len(targets) + 1))
+    return {name: positions[order[bounds[i] : bounds[i + 1]]].copy() for i, name in enumerate(targets)}
+
+
+def _checked_position_deletes(
+    io: FileIO, delete_file: DataFile
+) -> tuple[pa.Table, pa.ChunkedArray, dict[str | None, str | None]]:
+    """A position delete file checked against its manifest entry: its rows, its ``file_path``
+    column, and each distinct path there -> that path normalised."""
     table = _read_position_delete_file(io, delete_file)
     if table.num_rows != delete_file.record_count:
         raise CorruptMetadata(
@@ -51,25 +103,20 @@ def read_position_delete_positions(io: FileIO, delete_file: DataFile, data_path:
             location=delete_file.file_path,
         )
     if table.num_rows == 0:
-        return np.empty(0, dtype=np.int64)
-    file_col, pos_col = _position_columns(table, delete_file.file_path)
+        return table, pa.chunked_array([], pa.string()), {}
+    file_col, _ = _position_columns(table, delete_file.file_path)
     paths = table.column(file_col)
-    distinct = pc.unique(paths).to_pylist()
-    normalized = {p: _named_location(p, delete_file) for p in distinct}
+    normalized = {p: _named_location(p, delete_file) for p in pc.unique(paths).to_pylist()}
     referenced = delete_file.referenced_data_file
     if referenced is not None and any(
-        p is None or normalized[p] != normalize_location(referenced) for p in distinct
+        p is None or n != normalize_location(referenced) for p, n in normalized.items()
     ):
         raise CorruptMetadata(
             f"position delete file {delete_file.file_path} names other data files than its "
             f"referenced_data_file {referenced}",
             location=delete_file.file_path,
         )
-    matching = [p for p in distinct if p is not None and normalized[p] == data_path]
-    if not matching:
-        return np.empty(0, dtype=np.int64)
-    mask = pc.is_in(paths, value_set=pa.array(matching, paths.type))
-    return np.asarray(table.column(pos_col).filter(mask).to_numpy(), dtype=np.int64)
+    return table, paths, normalized
 
 
 def _named_location(path: str | None, delete_file: DataFile) -> str | None:

@@ -19,6 +19,7 @@ from icefloe.formats.arrow_schema import schema_to_arrow
 from icefloe.formats.data_files import read_data_file
 from icefloe.io.fileio import FileIO, normalize_location
 from icefloe.scan.column_files import overlay_column_files
+from icefloe.scan.shared_deletes import SharedDeletes
 from icefloe.scan.tasks import DeleteFileRef, FileScanTask
 from icefloe.spec.content import DataFile, FileContent
 from icefloe.spec.partitioning import PartitionSpec
@@ -149,7 +150,10 @@ def presented_type(t: IcebergType, arrow_type: pa.DataType) -> pa.DataType:
 def read_tasks(
     io: FileIO, tasks: list[FileScanTask], request: ReadRequest, limit: int | None = None, threads: int = 8
 ) -> pa.Table:
-    """Read every task and concatenate the results (in task order)."""
+    """Read every task and concatenate the results (in task order).
+
+    A delete file several tasks share is read once for all of them (:mod:`scan.shared_deletes`).
+    """
     out_schema = request.output_schema()
     batches: list[pa.Table] = []
     total = 0
@@ -172,21 +176,27 @@ def read_tasks(
 def _read_in_order(
     io: FileIO, tasks: list[FileScanTask], request: ReadRequest, threads: int
 ) -> Iterator[pa.Table]:
+    shared = SharedDeletes(io, tasks)
     if len(tasks) <= 1 or threads <= 1:
         for t in tasks:
-            yield read_task(io, t, request)
+            yield read_task(io, t, request, shared_deletes=shared)
         return
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        yield from pool.map(lambda t: read_task(io, t, request), tasks)
+        yield from pool.map(lambda t: read_task(io, t, request, shared_deletes=shared), tasks)
 
 
 def read_task(
-    io: FileIO, task: FileScanTask, request: ReadRequest, row_groups: RowGroups | None = None
+    io: FileIO,
+    task: FileScanTask,
+    request: ReadRequest,
+    row_groups: RowGroups | None = None,
+    shared_deletes: SharedDeletes | None = None,
 ) -> pa.Table:
     """Read one data file: needed columns by id, deletes applied, residual filtered, projected.
 
     ``row_groups`` (indexes and the file's row group starts) reads only those row groups; positions
-    (``_pos``, row ids, position deletes) stay those of the whole file.
+    (``_pos``, row ids, position deletes) stay those of the whole file. ``shared_deletes``: the
+    scan's delete files read once for all its tasks (None: this task reads what it needs alone).
     """
     eq_deletes = [d for d in task.deletes if d.delete_file.content == FileContent.EQUALITY_DELETES]
     pos_deletes = [d for d in task.deletes if d.delete_file.content == FileContent.POSITION_DELETES]
@@ -227,7 +237,7 @@ def read_task(
         table = table.append_column(_CF_LINEAGE_NAME, held.lineage)
 
     if pos_deletes:
-        deleted = _deleted_positions(io, task, pos_deletes)
+        deleted = _deleted_positions(io, task, pos_deletes, shared_deletes)
         if len(deleted) and row_groups is not None:
             table = table.filter(pa.array(~np.isin(file_positions, deleted)))
         elif len(deleted):
@@ -300,19 +310,21 @@ def deleted_positions(io: FileIO, task: FileScanTask, deletes: Iterable[DeleteFi
     return _deleted_positions(io, task, deletes)
 
 
-def _deleted_positions(io: FileIO, task: FileScanTask, deletes: Iterable[DeleteFileRef]) -> np.ndarray:
+def _deleted_positions(
+    io: FileIO, task: FileScanTask, deletes: Iterable[DeleteFileRef], shared: SharedDeletes | None = None
+) -> np.ndarray:
     """Positions of the data file deleted by DVs and position delete files."""
-    from icefloe.scan.delete_readers import read_dv_positions, read_position_delete_positions
-
+    if shared is None:
+        shared = SharedDeletes(io, ())  # nothing shared: each file read narrowly, for this task
     target = normalize_location(task.file_path)
     chunks: list[np.ndarray] = []
     for ref in deletes:
         f = ref.delete_file
         with reading(f.file_path, "read the delete file"):
             if f.file_format.lower() == "puffin":
-                chunk = read_dv_positions(io, f)
+                chunk = shared.dv_positions(f)
             elif f.file_format.lower() in ("parquet", "avro", "orc"):
-                chunk = read_position_delete_positions(io, f, target)
+                chunk = shared.position_deletes(f, target)
             else:
                 raise CorruptMetadata(
                     f"unsupported position delete file format {f.file_format}: {f.file_path}"

@@ -233,6 +233,28 @@ def read_root(io: FileIO, metadata: TableMetadata, location: str) -> RootContent
     return root
 
 
+def _root_at(io: FileIO, metadata: TableMetadata, location: str) -> RootContents | bytes:
+    """The decoded root at ``location`` when the file a reference names is one, else the leaf's bytes.
+
+    A root's inline entries are planned through a synthetic reference naming the root itself, so a
+    reference may name either kind of file. A root this process holds decoded is answered from the
+    root cache without a request; otherwise the file is read once, and a root among what was read
+    is decoded from those bytes and kept, not fetched again by ``read_root``.
+    """
+    key = _root_key(metadata, location)
+    with _cache_lock:
+        hit = _cache.get(key)
+    if hit is not None:
+        return hit
+    data = io.new_input(location).read()
+    if read_footer_metadata(data, source=location).get("content") != ROOT_CONTENT:
+        return data
+    with reading(location, "read the root manifest"):
+        root = _parse_root(metadata, location, data)
+    _keep(key, root)
+    return root
+
+
 def _parse_root(metadata: TableMetadata, location: str, data: bytes) -> RootContents:
     """Decode a root: references as objects, inline entries through the columnar leaf decoder.
 
@@ -536,11 +558,10 @@ def leaf_rows(
 
 def read_entries(io: FileIO, metadata: TableMetadata, ref: ManifestFile) -> list[ManifestEntry]:
     """Every entry of a v4 leaf (or a root's inline entries), inheritance and MDV applied."""
-    data = io.new_input(ref.manifest_path).read()
-    if read_footer_metadata(data, source=ref.manifest_path).get("content") == ROOT_CONTENT:
-        root = read_root(io, metadata, ref.manifest_path)
+    data = _root_at(io, metadata, ref.manifest_path)
+    if isinstance(data, RootContents):
         want = _INLINE_CONTENT[ManifestContent(ref.content)]
-        return [e for e in root.inline if e.data_file.content == want]
+        return [e for e in data.inline if e.data_file.content == want]
     codec = dv_codec(metadata)
     where = ref.manifest_path
     masked = positions(codec, ref.mdv, where)
@@ -573,8 +594,8 @@ def live_leaf_entries(io: FileIO, metadata: TableMetadata, ref: ManifestFile) ->
 
 def leaf_columns(io: FileIO, metadata: TableMetadata, ref: ManifestFile) -> LeafColumns | None:
     """A v4 leaf as columns for planning (inheritance and MDV resolved); None for a root's inline entries."""
-    data = io.new_input(ref.manifest_path).read()
-    if read_footer_metadata(data, source=ref.manifest_path).get("content") == ROOT_CONTENT:
+    data = _root_at(io, metadata, ref.manifest_path)
+    if isinstance(data, RootContents):
         return None
     table = _read_leaf_table(io, metadata, ref, data=data)
     masked = positions(dv_codec(metadata), ref.mdv, ref.manifest_path)
