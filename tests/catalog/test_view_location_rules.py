@@ -89,6 +89,8 @@ def test_a_table_cannot_send_its_files_into_a_view(sql_catalog: SqlCatalog, sche
     for key in ("write.data.path", "write.metadata.path"):
         with pytest.raises(ValidationError, match=r"of view db\.v"):
             table.set_properties(**{key: view_location})
+    with pytest.raises(ValidationError, match=r"of view db\.v"):  # what a REST set-location commits
+        sql_catalog.commit_table("db.t", before, replace(table.metadata, location=view_location))
     assert sql_catalog.load_table("db.t").metadata_location == before
 
 
