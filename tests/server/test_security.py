@@ -15,6 +15,7 @@ from icefloe.catalog.sql import SqlCatalog
 from icefloe.formats.metadata.files import read_table_metadata, write_table_metadata
 from icefloe.io.fileio import FileIO
 from icefloe.server import Grants, OAuthClient, RunningServer, ServerConfig, start_server
+from tests.support.java_rest_views import create_view_request, view_version
 
 ADMIN, SALES_WRITER, HR_READER = "admin", "sales-w", "hr-r"
 LIMIT = 64 * 1024
@@ -298,3 +299,44 @@ def test_oversized_and_malformed_requests(server: RunningServer) -> None:
     response = call(server, "GET", "/v1/nowhere")
     assert response.status_code == 404
     error_of(response)
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(str(p) for p in root.rglob("*") if p.is_file())
+
+
+def test_register_view_cannot_reach_a_view_of_another_namespace(
+    server: RunningServer, tmp_path: Path
+) -> None:
+    """A writer of sales may not name hr's view metadata file as a view of sales: it would then read
+    hr's SQL and schema, and its replaces would write into hr's view directory."""
+    _setup(server)
+    version = view_version(1, 0, "SELECT salary FROM hr.t", ["hr"])
+    created = call(
+        server, "POST", "/v1/namespaces/hr/views", json=create_view_request("pay", SCHEMA, version)
+    )
+    assert created.status_code == 200, created.text
+    before = _files(tmp_path / "warehouse")
+    stolen = {"name": "pay", "metadata-location": created.json()["metadata-location"]}
+    response = call(server, "POST", "/v1/namespaces/sales/register-view", SALES_WRITER, json=stolen)
+    assert response.status_code == 400, response.text
+    error = error_of(response)
+    assert error["type"] == "BadRequestException"
+    assert error["message"].endswith(
+        "belongs to view hr.pay: registering it again would let two owners change and delete the same files"
+    )
+    assert call(server, "GET", "/v1/namespaces/sales/views/pay").status_code == 404
+    assert call(server, "GET", "/v1/namespaces/sales/views").json()["identifiers"] == []
+    assert _files(tmp_path / "warehouse") == before
+
+
+def test_a_view_cannot_be_created_over_a_table_of_another_namespace(server: RunningServer) -> None:
+    _setup(server)
+    hr_table = call(server, "GET", "/v1/namespaces/hr/tables/t").json()["metadata"]["location"]
+    version = view_version(1, 0, "SELECT 1", ["sales"])
+    for location in (hr_table, f"{hr_table}/metadata"):
+        request = create_view_request("v", SCHEMA, version) | {"location": location}
+        response = call(server, "POST", "/v1/namespaces/sales/views", SALES_WRITER, json=request)
+        assert response.status_code == 400, response.text
+        assert error_of(response)["message"].startswith(f"view sales.v: location {location!r} overlaps")
+    assert call(server, "GET", "/v1/namespaces/sales/views").json()["identifiers"] == []

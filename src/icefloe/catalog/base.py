@@ -275,11 +275,17 @@ class Catalog(ABC):
                     continue
         return rows
 
+    def _all_view_rows(self) -> list[tuple[Namespace, str, str, str | None]]:
+        """(namespace, name, metadata location, previous metadata location) of every view of the
+        catalog; none unless the catalog keeps views (``SqlCatalog``)."""
+        return []
+
     def other_tables(self, exclude: Iterable[str] | None = None) -> list[OtherTable]:
-        """Every table of the catalog but ``exclude``, with its roots and owned metadata files.
+        """Every table and view of the catalog but ``exclude``, with its roots and owned metadata files.
 
         A table whose metadata cannot be read counts with the directory above its metadata file's
-        ``metadata/`` folder, so that its files stay protected anyway.
+        ``metadata/`` folder, so that its files stay protected anyway. Views are taken from their
+        rows alone (``OtherTable.of_view``): no view metadata file is read.
         """
         skip = tuple(exclude) if exclude is not None else None
         out = []
@@ -293,10 +299,14 @@ class Catalog(ABC):
                 logger.warning("location rules: cannot read %s of %s: %s", metadata_location, shown, exc)
                 md = None
             out.append(OtherTable.of(shown, metadata_location, md))
+        for namespace, name, metadata_location, previous in self._all_view_rows():
+            if skip is None or (*namespace, name) != skip:
+                shown = identifier_to_string((*namespace, name))
+                out.append(OtherTable.of_view(shown, metadata_location, previous))
         return out
 
     def other_table_roots(self, identifier: str | Iterable[str]) -> tuple[str, ...]:
-        """The roots of every other table of the catalog: files under them are not this table's."""
+        """The roots of every other table and view of the catalog: files under them are not this table's."""
         namespace, name = parse_table_identifier(identifier)
         return tuple(root for other in self.other_tables((*namespace, name)) for root in other.roots)
 

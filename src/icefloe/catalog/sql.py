@@ -56,6 +56,7 @@ from icefloe.catalog.sql_engine import (
     NAMESPACE_PROPERTIES,
     TABLE_TYPE,
     TABLES,
+    VIEW_TYPE,
     catalog_tables,
     create_catalog_engine,
     escape_like,
@@ -480,6 +481,21 @@ class SqlCatalog(Catalog):
         )
         rows = self._run(lambda conn: list(conn.execute(query)), write=False)
         return [(namespace_from_string(ns), name, str(location)) for ns, name, location in rows]
+
+    def _all_view_rows(self) -> list[tuple[Namespace, str, str, str | None]]:
+        if not self._has_type:  # the V0 layout holds no views
+            return []
+        t = self._t
+        query = select(
+            t.c.table_namespace, t.c.table_name, t.c.metadata_location, t.c.previous_metadata_location
+        ).where(
+            t.c.catalog_name == self.name, t.c.iceberg_type == VIEW_TYPE, t.c.metadata_location.is_not(None)
+        )
+        rows = self._run(lambda conn: list(conn.execute(query)), write=False)
+        return [
+            (namespace_from_string(ns), name, str(location), str(previous) if previous else None)
+            for ns, name, location, previous in rows
+        ]
 
     def _list_table_names(self, namespace: Namespace) -> list[str]:
         t = self._t

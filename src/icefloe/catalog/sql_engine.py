@@ -20,6 +20,7 @@ logger = logging.getLogger(__name__)
 TABLES = "iceberg_tables"
 NAMESPACE_PROPERTIES = "iceberg_namespace_properties"
 TABLE_TYPE = "TABLE"
+VIEW_TYPE = "VIEW"
 
 # Catalog properties for the engine.
 SQLITE_BUSY_TIMEOUT = "sqlite.busy-timeout-seconds"

@@ -10,6 +10,12 @@ moves the pointer with a compare-and-swap, as table commits do. A replacement is
 the metadata it replaces as Iceberg Java's ``ViewMetadata.Builder`` builds it
 (``spec.view_changes.rebuild_view``), so what the SQL catalog commits is what the REST server
 commits for the same change.
+
+A view owns its metadata files as a table does (``tree.location_rules``): creating or registering
+a view, or moving its location, is refused (ValidationError) when its location overlaps another
+table's roots or view's metadata directory, and registering a metadata file another table or view
+owns is refused, so no name can reach (or hand a principal without grants) another owner's files.
+A replacement that keeps the location and ``write.metadata.path`` checks nothing and reads no table.
 """
 
 from __future__ import annotations
@@ -28,15 +34,16 @@ from icefloe.catalog.identifiers import (
     parse_namespace,
     parse_table_identifier,
 )
+from icefloe.catalog.sql_engine import VIEW_TYPE
 from icefloe.errors import AlreadyExists, CommitConflict, NoSuchView, Unsupported
 from icefloe.formats.metadata.files import new_metadata_location, parse_metadata_version
 from icefloe.spec.view_changes import check_new_view, rebuild_view
 from icefloe.spec.view_metadata import ViewMetadata, view_metadata_from_dict, view_metadata_to_dict
+from icefloe.tree.location_rules import check_no_overlap, check_not_owned, view_roots
 
 if TYPE_CHECKING:
     from icefloe.catalog.sql import SqlCatalog
 
-VIEW_TYPE = "VIEW"
 _GZIP_MAGIC = b"\x1f\x8b"
 _GZIP_SUFFIX = ".gz.metadata.json"
 __all__ = ["VIEW_TYPE", "NoSuchView", "SqlViews"]
@@ -86,6 +93,7 @@ class SqlViews:
         ns, name = _split(identifier)
         check_new_view(metadata)
         self._catalog._require_namespace(ns)
+        self._check_owners(ns, name, metadata)
         location = self._write(metadata, None)
         values = {
             "catalog_name": self._catalog.name,
@@ -103,11 +111,16 @@ class SqlViews:
             ) from None
         return location
 
-    def register(self, identifier: str | Iterable[str], location: str) -> None:
+    def register(
+        self, identifier: str | Iterable[str], location: str, metadata: ViewMetadata | None = None
+    ) -> None:
         """Add a row pointing at the existing view metadata file ``location`` (no file is written;
-        callers check it first with ``read``); AlreadyExists when the name is taken."""
+        ``metadata`` is that file's content when the caller has read it already); AlreadyExists when
+        the name is taken, ValidationError when another table or view owns the file or the view's
+        location overlaps another's."""
         ns, name = _split(identifier)
         self._catalog._require_namespace(ns)
+        self._check_owners(ns, name, self.read(location) if metadata is None else metadata, location)
         values = {
             "catalog_name": self._catalog.name,
             "table_namespace": namespace_to_string(ns),
@@ -130,15 +143,26 @@ class SqlViews:
         base = self.read(expected_location)
         rebuilt = rebuild_view(base, metadata)
         if rebuilt != base:
-            return self.swap(identifier, expected_location, rebuilt)
+            return self.swap(identifier, expected_location, rebuilt, base=base)
         if self._location(identifier) != expected_location:
             raise _moved_on(identifier)
         return expected_location
 
-    def swap(self, identifier: str | Iterable[str], expected_location: str, metadata: ViewMetadata) -> str:
+    def swap(
+        self,
+        identifier: str | Iterable[str],
+        expected_location: str,
+        metadata: ViewMetadata,
+        *,
+        base: ViewMetadata | None = None,
+    ) -> str:
         """Write ``metadata`` as it is and move the view's pointer from ``expected_location`` to it
-        (CommitConflict when the view moved on); for callers that built it on that file themselves."""
+        (CommitConflict when the view moved on); for callers that built it on that file themselves.
+        ``base``, the metadata at ``expected_location``, spares the location check when the view
+        stays where it is (without it the check always runs)."""
         ns, name = _split(identifier)
+        if base is None or view_roots(base) != view_roots(metadata):
+            self._check_owners(ns, name, metadata)
         location = self._write(metadata, expected_location)
         stmt = (
             update(self._t)
@@ -180,6 +204,16 @@ class SqlViews:
             raise NoSuchView(f"view {identifier_to_string((*src_ns, src))!r} does not exist")
 
     # ------------------------------------------------------------------ helpers
+
+    def _check_owners(
+        self, ns: tuple[str, ...], name: str, metadata: ViewMetadata, registered: str | None = None
+    ) -> None:
+        """Refuse a view whose roots overlap another table's or view's, or (``registered``) whose
+        metadata file another table or view owns."""
+        others = self._catalog.other_tables((*ns, name))
+        if registered is not None:
+            check_not_owned(registered, others)
+        check_no_overlap(identifier_to_string((*ns, name)), view_roots(metadata), others, kind="view")
 
     def _row(self, ns: tuple[str, ...], name: str) -> list[ColumnElement[bool]]:
         return [*self._catalog._row_filter(ns, name), self._t.c.iceberg_type == VIEW_TYPE]

@@ -3,13 +3,15 @@ rename.
 
 Views are kept by ``SqlViews`` in the served SQL catalog (SQLite or PostgreSQL), in the name space
 tables use: creating a view where a table or view of that name exists is ``AlreadyExistsException``.
-Identifiers, grants and locations are checked as for tables; a failed ``assert-view-uuid`` or a
-concurrent change is ``CommitFailedException``. A replace applies its updates as Iceberg Java's
-``ViewMetadata.Builder`` does (``spec.view_changes``: a commit the builder refuses is
-``BadRequestException``) and, as Java's ``CatalogHandlers``, writes no new file when they change
-nothing and, when another commit lands first, checks the requirements and applies the updates
-again on the new metadata (up to ``COMMIT_ATTEMPTS`` times) before answering
-``CommitFailedException``.
+Identifiers, grants and locations are checked as for tables (``SqlViews`` keeps views and tables out
+of each other's directories, and refuses registering a metadata file another view or table owns,
+so a principal cannot register, then read and change, a view of a namespace it has no grant on);
+a failed ``assert-view-uuid`` or a concurrent change is ``CommitFailedException``. A replace
+applies its updates as Iceberg Java's ``ViewMetadata.Builder`` does (``spec.view_changes``: a
+commit the builder refuses is ``BadRequestException``) and, as Java's ``CatalogHandlers``, writes
+no new file when they change nothing and, when another commit lands first, checks the
+requirements and applies the updates again on the new metadata (up to ``COMMIT_ATTEMPTS`` times)
+before answering ``CommitFailedException``.
 """
 
 from __future__ import annotations
@@ -125,7 +127,7 @@ def register_view(state: ServerState, call: Call) -> Reply:
     _check_locations(state, md)
     if state.catalog.table_exists((*namespace, name)):
         raise AlreadyExists(f"a table {'.'.join((*namespace, name))!r} already exists")
-    views.register((*namespace, name), location)
+    views.register((*namespace, name), location, md)
     return view_result(location, md)
 
 
@@ -160,7 +162,7 @@ def replace_view(state: ServerState, call: Call) -> Reply:
             return view_result(location, base)
         _check_locations(state, md)
         try:
-            return view_result(views.swap(ident, location, md), md)
+            return view_result(views.swap(ident, location, md, base=base), md)
         except CommitConflict:  # another commit landed first: apply the request on it
             if attempt == COMMIT_ATTEMPTS:
                 raise

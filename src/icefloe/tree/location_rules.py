@@ -16,6 +16,13 @@ a namespace's ``location`` property:
 - a metadata file another table of the catalog owns (its current file or one in its metadata
   log) cannot be registered again under a second name.
 
+Views count as owners too, because their metadata files are files a table's purge or orphan-file
+removal could otherwise reach. A view owns the directory its current metadata file lies in and
+that file (and the previous one the catalog row names); both are known from the catalog's rows
+alone, so no view file is read to protect it. A view being created, registered or moved gets its
+location and ``write.metadata.path`` checked against every other table's roots and view's
+directory, and a view metadata file another view or table owns cannot be registered again.
+
 Locations are compared in canonical form (``io.normalize_location``: ``file:/x``, ``file:///x``
 and ``/x`` are equal; trailing slashes do not count; ``s3a://`` is ``s3://``).
 """
@@ -29,6 +36,7 @@ from dataclasses import dataclass
 from icefloe.errors import ValidationError
 from icefloe.io.fileio import normalize_location, split_scheme
 from icefloe.spec.table_metadata import TableMetadata
+from icefloe.spec.view_metadata import ViewMetadata
 from icefloe.tree.locations import WRITE_DATA_PATH, WRITE_FOLDER_STORAGE_PATH, WRITE_METADATA_PATH
 
 ALLOW_EXTERNAL_LOCATIONS = "allow-external-locations"
@@ -87,13 +95,22 @@ def table_roots(md: TableMetadata) -> tuple[str, ...]:
     return tuple(dict.fromkeys(roots))
 
 
+def view_roots(md: ViewMetadata) -> tuple[str, ...]:
+    """The view location and the ``write.metadata.path`` its metadata files go to, if set."""
+    roots = [md.location]
+    if md.properties.get(WRITE_METADATA_PATH):
+        roots.append(md.properties[WRITE_METADATA_PATH])
+    return tuple(dict.fromkeys(roots))
+
+
 @dataclass(frozen=True)
 class OtherTable:
-    """Another table of the catalog, as far as location rules care."""
+    """Another table (or view: ``kind``) of the catalog, as far as location rules care."""
 
     name: str
     roots: tuple[str, ...]
     metadata_files: frozenset[str]  # canonical: the current file and the metadata log
+    kind: str = "table"
 
     @classmethod
     def of(cls, name: str, metadata_location: str, md: TableMetadata | None) -> OtherTable:
@@ -104,6 +121,18 @@ class OtherTable:
             return cls(name, (root,), frozenset({normalize_location(metadata_location)}))
         owned = {metadata_location, *(entry.metadata_file for entry in md.metadata_log)}
         return cls(name, table_roots(md), frozenset(map(normalize_location, owned)))
+
+    @classmethod
+    def of_view(cls, name: str, metadata_location: str, previous_location: str | None) -> OtherTable:
+        """A view, from its catalog row: it owns its metadata file's directory and the files named.
+
+        The directory, not the view location, is protected: it holds the view's older metadata
+        files too (a view's metadata keeps no log of them), and a view another engine wrote into a
+        table's ``metadata/`` folder keeps its files while the table's data can still be purged.
+        """
+        owned = [metadata_location] + ([previous_location] if previous_location else [])
+        roots = tuple(dict.fromkeys(location.rsplit("/", 1)[0] for location in owned))
+        return cls(name, roots, frozenset(map(normalize_location, owned)), kind="view")
 
 
 def check_confined(location: str, what: str, warehouse: str | None, properties: Mapping[str, str]) -> None:
@@ -119,27 +148,30 @@ def check_confined(location: str, what: str, warehouse: str | None, properties: 
         )
 
 
-def check_no_overlap(name: str, roots: Iterable[str], others: Iterable[OtherTable]) -> None:
-    """Refuse roots that contain, equal or lie inside a root of another table."""
+def check_no_overlap(
+    name: str, roots: Iterable[str], others: Iterable[OtherTable], *, kind: str = "table"
+) -> None:
+    """Refuse roots (of the ``kind`` named ``name``) that contain, equal or lie inside a root of
+    another table or view."""
     roots = tuple(roots)
     for other in others:
         for root in roots:
             for other_root in other.roots:
                 if overlaps(root, other_root):
                     raise ValidationError(
-                        f"table {name}: location {root!r} overlaps {other_root!r} of table {other.name}; "
-                        "tables may not live inside each other's directories"
+                        f"{kind} {name}: location {root!r} overlaps {other_root!r} of {other.kind} "
+                        f"{other.name}; tables and views may not live inside each other's directories"
                     )
 
 
 def check_not_owned(metadata_location: str, others: Iterable[OtherTable]) -> None:
-    """Refuse registering a metadata file another table of the catalog already owns."""
+    """Refuse registering a metadata file another table or view of the catalog already owns."""
     canonical = normalize_location(metadata_location)
     for other in others:
         if canonical in other.metadata_files:
             raise ValidationError(
-                f"metadata file {metadata_location!r} belongs to table {other.name}: registering it "
-                "again would let two tables change and delete the same files"
+                f"metadata file {metadata_location!r} belongs to {other.kind} {other.name}: registering "
+                "it again would let two owners change and delete the same files"
             )
 
 
