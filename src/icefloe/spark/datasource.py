@@ -295,9 +295,8 @@ class IcefloeReader(DataSourceReader):
         self.target = spark_arrow_schema(setup.spark_schema())
 
     def partitions(self) -> Sequence[InputPartition]:
-        """A slot per expected data file (from the current snapshot's summary), 8 to 256."""
-        files = _total_data_files(self.setup.current_metadata())
-        slots = max(MIN_SLOTS, min(MAX_SLOTS, files))
+        """``slot_count`` slots for the current snapshot's files."""
+        slots = slot_count(self.setup.current_metadata())
         return [InputPartition((slot, slots)) for slot in range(slots)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
@@ -332,11 +331,28 @@ class IcefloeReader(DataSourceReader):
         return catalog_from_properties(self.task_catalog).load_table(self.setup.identifier).metadata
 
 
-def _total_data_files(metadata: Any) -> int:
+def slot_count(metadata: Any) -> int:
+    """How many slots a current-state read gets: as many input partitions as Spark would pack the
+    current snapshot's files into (each weighing at least the open-file cost, a partition at most
+    a split), from the snapshot summary's totals, ``MIN_SLOTS`` to ``MAX_SLOTS``.
+
+    Every slot is a Spark task with a Python worker's fixed cost (it unpickles the reader and
+    loads the table), so a slot per file made a table of many small files slow to read: 1,000
+    files of a few kB were 256 tasks where Spark packs them into 32.
+    """
+    files, size = _summary_total(metadata, "total-data-files"), _summary_total(metadata, "total-files-size")
+    split, open_cost = _split_sizes(metadata)
+    weight = max(size, files * open_cost)
+    per_slot = max(1, min(split, max(open_cost, weight // MIN_SLOTS)))
+    return max(MIN_SLOTS, min(MAX_SLOTS, -(-weight // per_slot)))
+
+
+def _summary_total(metadata: Any, key: str) -> int:
+    """A total of the current snapshot's summary (0 when there is none or it is not a number)."""
     snapshot = metadata.current_snapshot() if hasattr(metadata, "current_snapshot") else None
     summary = getattr(snapshot, "summary", None) or {}
     try:
-        return int(summary.get("total-data-files", 0))
+        return max(0, int(summary.get(key, 0)))
     except (TypeError, ValueError):
         return 0
 
