@@ -81,14 +81,21 @@ _CLAUSES = frozenset(
 def retype_keyword_names(tokens: list[Token]) -> bool:
     """Retype the keyword tokens Spark reads as names (see the module doc); whether there were any."""
     retyped = False
+    scan = _Scan(tokens)
     for i, tok in enumerate(tokens):
-        if tok.token_type in _NAME_TOKENS or not _is_word(tok):
-            continue
-        if _next_to_dot(tokens, i) or _names_relation(tokens, i) or _names_cte(tokens, i):
+        if _keyword_as_name(scan, i):
             # sqlglot's parser reads the text VALUES as an inline table even from a VAR token
             tok.token_type = TokenType.IDENTIFIER if tok.text.upper() == "VALUES" else TokenType.VAR
             retyped = True
+        scan.advance(i)
     return retyped
+
+
+def _keyword_as_name(scan: _Scan, i: int) -> bool:
+    tok = scan.tokens[i]
+    if tok.token_type in _NAME_TOKENS or not _is_word(tok):
+        return False
+    return _next_to_dot(scan.tokens, i) or _names_relation(scan, i) or _names_cte(scan.tokens, i)
 
 
 def lateral_table(tokens: list[Token]) -> bool:
@@ -97,18 +104,73 @@ def lateral_table(tokens: list[Token]) -> bool:
     Spark accepts ``LATERAL`` before any relation; sqlglot reads ``LATERAL t`` as a lateral
     expression and loses the table ``t``. Such a statement is refused rather than read otherwise.
     """
-    for i, tok in enumerate(tokens[:-1]):
-        if tok.text.upper() != "LATERAL" or i == 0 or not _starts_relation(tokens, i - 1):
-            continue
-        j = i + 1
-        named = tokens[j].token_type == TokenType.IDENTIFIER or _is_word(tokens[j])
-        if not named or tokens[j].text.upper() == "VIEW":
-            continue
-        while j + 2 < len(tokens) and tokens[j + 1].token_type == TokenType.DOT:
-            j += 2
-        if j + 1 == len(tokens) or tokens[j + 1].token_type != TokenType.L_PAREN:
+    scan = _Scan(tokens)
+    for i, tok in enumerate(tokens):
+        if (
+            tok.text.upper() == "LATERAL"
+            and i > 0
+            and scan.starts_relation(i - 1)
+            and _names_table(tokens, i + 1)
+        ):
             return True
+        scan.advance(i)
     return False
+
+
+def _names_table(tokens: list[Token], j: int) -> bool:
+    """Whether a table's (dotted) name starts at ``j``: a name not followed by a parenthesis."""
+    if j >= len(tokens) or (tokens[j].token_type not in _NAME_TOKENS and not _is_word(tokens[j])):
+        return False
+    if tokens[j].token_type not in _NAME_TOKENS and tokens[j].text.upper() in _AFTER_RELATION | {"VIEW"}:
+        return False  # ``LATERAL VIEW``; ``FROM lateral WHERE ...``: a table named lateral
+    while j + 2 < len(tokens) and tokens[j + 1].token_type == TokenType.DOT:
+        j += 2
+    return j + 1 == len(tokens) or tokens[j + 1].token_type != TokenType.L_PAREN
+
+
+class _Scan:
+    """What encloses each token, found in one pass (tokens are retyped as the pass goes): the clause
+    in force at its parenthesis depth (is a comma one of FROM's?) and the word before its enclosing
+    parenthesis (is a FROM one of ``EXTRACT(x FROM y)``?)."""
+
+    def __init__(self, tokens: list[Token]) -> None:
+        self.tokens = tokens
+        self.frames: list[list[str]] = [["", ""]]  # [clause, call] per open parenthesis
+        self.clause: list[str] = []
+        self.call: list[str] = []
+
+    def advance(self, i: int) -> None:
+        """Record what encloses token ``i``, then take the token into account."""
+        tok = self.tokens[i]
+        self.clause.append(self.frames[-1][0])
+        self.call.append(self.frames[-1][1])
+        if tok.token_type == TokenType.L_PAREN:
+            self.frames.append(["", self.tokens[i - 1].text.upper() if i > 0 else ""])
+        elif tok.token_type == TokenType.R_PAREN:
+            if len(self.frames) > 1:
+                self.frames.pop()
+        elif tok.token_type not in _NAME_TOKENS:
+            upper = tok.text.upper()
+            if upper == "FROM" or upper in _CLAUSES:
+                self.frames[-1][0] = upper
+
+    def starts_relation(self, lead: int) -> bool:
+        """Whether a relation starts after the token at ``lead`` (already advanced past): FROM,
+        JOIN ..., or a FROM clause's comma."""
+        tokens = self.tokens
+        if tokens[lead].token_type in _NAME_TOKENS:
+            return False  # a keyword retyped as a name already (``FROM from WHERE ...``)
+        text = tokens[lead].text.upper()
+        before = tokens[lead - 1].text.upper() if lead > 0 else ""
+        if text == "FROM":  # not ``IS DISTINCT FROM x``, ``EXTRACT(YEAR FROM x)``
+            return before != "DISTINCT" and self.call[lead] not in _FROM_FUNCTIONS
+        if text == "UPDATE":
+            return before != "THEN"  # not MERGE's ``THEN UPDATE SET``
+        if text == "TABLE":
+            return before in ("INTO", "OVERWRITE")  # ``INSERT OVERWRITE TABLE t``
+        if text == ",":
+            return self.clause[lead] == "FROM"
+        return text in _RELATION_LEADS
 
 
 def _is_word(tok: Token) -> bool:
@@ -128,9 +190,10 @@ def _next_to_dot(tokens: list[Token], i: int) -> bool:
     return after_dot or before_dot
 
 
-def _names_relation(tokens: list[Token], i: int) -> bool:
+def _names_relation(scan: _Scan, i: int) -> bool:
     """Whether the word at ``i`` stands where a relation starts and is followed as a name is."""
-    if i == 0 or not _starts_relation(tokens, i - 1):
+    tokens = scan.tokens
+    if i == 0 or not scan.starts_relation(i - 1):
         return False
     word = tokens[i].text.upper()
     if i + 1 == len(tokens):
@@ -161,39 +224,6 @@ def _names_cte(tokens: list[Token], i: int) -> bool:
     return lead == "," and i > 1 and tokens[i - 2].token_type == TokenType.R_PAREN  # ``(...), word AS (``
 
 
-def _starts_relation(tokens: list[Token], lead: int) -> bool:
-    """Whether a relation starts after the token at ``lead``: FROM, JOIN ..., or a FROM clause's comma."""
-    if tokens[lead].token_type in _NAME_TOKENS:
-        return False  # a keyword retyped as a name already (``FROM from WHERE ...``)
-    text = tokens[lead].text.upper()
-    before = tokens[lead - 1].text.upper() if lead > 0 else ""
-    if text == "FROM":  # not ``IS DISTINCT FROM x``, ``EXTRACT(YEAR FROM x)``
-        return before != "DISTINCT" and _enclosing_call(tokens, lead) not in _FROM_FUNCTIONS
-    if text == "UPDATE":
-        return before != "THEN"  # not MERGE's ``THEN UPDATE SET``
-    if text == "TABLE":
-        return before in ("INTO", "OVERWRITE")  # ``INSERT OVERWRITE TABLE t``
-    if text in _RELATION_LEADS:
-        return True
-    if text != ",":
-        return False
-    depth = 0
-    for tok in reversed(tokens[:lead]):
-        if tok.token_type == TokenType.R_PAREN:
-            depth += 1
-        elif tok.token_type == TokenType.L_PAREN:
-            if depth == 0:
-                return False
-            depth -= 1
-        elif depth == 0 and tok.token_type not in _NAME_TOKENS:
-            upper = tok.text.upper()
-            if upper == "FROM":
-                return True
-            if upper in _CLAUSES:
-                return False
-    return False
-
-
 _CLAUSES_AFTER_ITEMS = frozenset(
     {"FROM", "WHERE", "GROUP", "HAVING", "ORDER", "LIMIT", "OFFSET", "WINDOW", "QUALIFY", "UNION", "EXCEPT"}
     | {"INTERSECT", "MINUS", "CLUSTER", "DISTRIBUTE", "SORT"}
@@ -206,17 +236,3 @@ def _after_select_items(tokens: list[Token], lead: int) -> bool:
 
 
 _FROM_FUNCTIONS = frozenset({"EXTRACT", "TRIM", "SUBSTRING", "SUBSTR", "OVERLAY"})
-
-
-def _enclosing_call(tokens: list[Token], i: int) -> str:
-    """The upper-cased word before the parenthesis that encloses token ``i`` ('' if none)."""
-    depth = 0
-    for j in range(i - 1, -1, -1):
-        kind = tokens[j].token_type
-        if kind == TokenType.R_PAREN:
-            depth += 1
-        elif kind == TokenType.L_PAREN:
-            if depth == 0:
-                return tokens[j - 1].text.upper() if j > 0 else ""
-            depth -= 1
-    return ""
