@@ -109,6 +109,10 @@ def test_a_table_named_select(spark: Any, ns: str) -> None:
 def test_identifier_clause_names_the_icefloe_table(spark: Any, ns: str) -> None:
     assert rows(sql(spark, "SELECT id FROM IDENTIFIER('t') WHERE id > 1")) == [(2,), (3,)]
     assert rows(sql(spark, f"SELECT count(*) FROM IDENTIFIER('icefloe.{ns}.fetch')")) == [(2,)]
+    # sqlglot read the target as a table named IDENTIFIER with the column list ('c')
+    sql(spark, "INSERT INTO IDENTIFIER('c') VALUES (8)")
+    sql(spark, "DELETE FROM IDENTIFIER('c') WHERE id = 7")
+    assert rows(sql(spark, "SELECT id FROM c")) == [(8,)]
 
 
 def test_a_hint_naming_a_table_is_not_a_read(spark: Any, ns: str) -> None:

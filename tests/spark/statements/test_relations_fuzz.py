@@ -199,6 +199,7 @@ FOUND = [
     "WITH recursive AS (SELECT 1 AS a) SELECT * FROM recursive",  # a CTE named AS; ``recursive``: table
     "SELECT /*+ BROADCAST(x) */ * FROM t",  # a hint argument is no read
     "SELECT * FROM IDENTIFIER('a.b') AS x",
+    "INSERT INTO IDENTIFIER('db.t') SELECT 1",  # sqlglot: table IDENTIFIER, column list ('db.t')
     "SELECT * FROM t VERSION AS OF 1",  # Spark's time travel node holds its relation
     "SELECT 1, * FROM lateral a",  # Spark: the table ``a``; sqlglot: a lateral expression
     "WITH c AS (SELECT 1) INSERT INTO db.t SELECT * FROM c",

@@ -118,6 +118,14 @@ def _identifier_clauses(tree: exp.Expr) -> exp.Expr:
     would read its own ``t``, not icefloe's ``db.t`` that ``t`` names. Other arguments than one
     string literal (a variable, a concatenation) stay as they are.
     """
+    for insert in tree.find_all(exp.Insert):
+        target = insert.this  # sqlglot: INSERT INTO IDENTIFIER('t') is table IDENTIFIER, columns ('t')
+        if isinstance(target, exp.Schema) and isinstance(target.this, exp.Table):
+            named, columns = target.this.this, target.expressions
+            literal = len(columns) == 1 and isinstance(columns[0], exp.Literal) and columns[0].is_string
+            if literal and isinstance(named, exp.Identifier) and named.name.upper() == "IDENTIFIER":
+                call = exp.Anonymous(this="IDENTIFIER", expressions=target.expressions)
+                insert.set("this", exp.Table(this=call))
     for node in list(tree.find_all(exp.Table)):
         call = node.this
         if not (isinstance(call, exp.Anonymous) and str(call.this).upper() == "IDENTIFIER"):
