@@ -104,3 +104,94 @@ def test_keyword_names_end_to_end(spark: Any, catalog: Catalog) -> None:
     assert not catalog.table_exists(("inner", "values", "order"))
     sql(spark, "DROP NAMESPACE icefloe.inner CASCADE")
     assert not catalog.namespace_exists(("inner",))
+
+
+ONE_PART_FORMS = {
+    # form: statement, {k} the keyword; where a relation is named, as opposed to an alias
+    "from": "SELECT * FROM {k}",
+    "from, where": "SELECT * FROM {k} WHERE a = 1",
+    "join": "SELECT * FROM t JOIN {k} ON t.a = 1",
+    "comma join": "SELECT * FROM t, {k}",
+    "subquery": "SELECT * FROM t WHERE a IN (SELECT a FROM {k})",
+    "insert values": "INSERT INTO {k} VALUES (1)",
+    "insert select": "INSERT INTO {k} SELECT * FROM s",
+    "insert overwrite table": "INSERT OVERWRITE TABLE {k} SELECT * FROM s",
+    "delete": "DELETE FROM {k} WHERE a = 1",
+    "update": "UPDATE {k} SET a = 1",
+    "merge target": "MERGE INTO {k} USING s ON {k}.a = s.a WHEN MATCHED THEN DELETE",
+    "merge source": "MERGE INTO t USING {k} ON t.a = {k}.a WHEN MATCHED THEN DELETE",
+    "cte": "WITH {k} AS (SELECT 1 AS a) SELECT * FROM {k}",
+}
+ALIAS_FORMS = {"alias": "SELECT * FROM t {k}", "alias with as": "SELECT * FROM t AS {k}"}
+ONE_PART_REFUSALS = {
+    # sqlglot cannot read these as names; icefloe refuses the statement (Spark runs it)
+    # ``SELECT * FROM where WHERE ...``: a clause keyword after the FROM of a select list is left
+    # a keyword, as Spark reads ``SELECT * FROM from a`` as ``SELECT * AS from FROM a``
+    "from, where": ["except", "from", "having", "intersect", "minus", "qualify", "union", "where"],
+    "insert values": ["format"],
+    "merge target": ["any"],
+    "merge source": ["any"],
+    "cte": ["recursive"],  # ``WITH RECURSIVE AS (...)``: Spark defines a recursive CTE named AS
+}
+
+
+def _outcomes(spark: Any, forms: dict[str, str]) -> dict[str, dict[str, list[str]]]:
+    """Per outcome and form, the words: ``differs`` (icefloe names other relations than Spark),
+    ``refused`` (icefloe refuses what Spark accepts), ``spark refuses`` (icefloe reads what Spark
+    refuses; ``sql`` then refuses it too, having asked Spark's parser first)."""
+    from tests.spark.statements.relation_names import Unparsed, icefloe_relations, spark_relations
+
+    found: dict[str, dict[str, list[str]]] = {"differs": {}, "refused": {}, "spark refuses": {}}
+    for form, template in forms.items():
+        for word in WORDS:
+            text = template.format(k=word)
+            try:
+                expected = spark_relations(spark, text).normalised()
+            except Unparsed:
+                expected = None
+            try:
+                got = icefloe_relations(text).normalised()
+            except Unparsed:
+                got = None
+            if got == expected:
+                continue
+            outcome = "refused" if got is None else "spark refuses" if expected is None else "differs"
+            found[outcome].setdefault(form, []).append(word)
+    return found
+
+
+def test_one_part_keyword_names_name_the_relations_spark_names(spark: Any) -> None:
+    """``FROM select``, ``FROM t, fetch``, ``INSERT INTO values``, ``WITH from AS (...)``: every
+    keyword as a one-part name, in every place a relation is named, reads as Spark reads it."""
+    found = _outcomes(spark, ONE_PART_FORMS)
+    assert found["differs"] == {}
+    assert found["spark refuses"] == {}
+    assert found["refused"] == ONE_PART_REFUSALS
+
+
+def test_keyword_aliases_never_change_the_relations(spark: Any) -> None:
+    """icefloe refuses some keywords as aliases (``FROM t where``), but never reads other tables."""
+    found = _outcomes(spark, ALIAS_FORMS)
+    assert found["differs"] == {}
+    assert found["spark refuses"] == {"alias with as": SPARK_REFUSED_ALIASES}
+    assert 0 < len(found["refused"]["alias"]) < len(WORDS) // 4
+
+
+SPARK_REFUSED_ALIASES = [
+    "anti",
+    "cross",
+    "except",
+    "full",
+    "inner",
+    "intersect",
+    "join",
+    "lateral",
+    "left",
+    "minus",
+    "natural",
+    "on",
+    "right",
+    "semi",
+    "union",
+    "using",
+]

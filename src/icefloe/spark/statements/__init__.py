@@ -3,8 +3,10 @@
 Spark has no Python table-catalog API, so icefloe reads the statements itself (sqlglot's Spark
 dialect), runs those that touch icefloe tables through icefloe's own machinery (planned reads,
 ``write_table``, the row-level writers, schema/partition/ref evolution, maintenance) and hands
-everything else to ``spark.sql`` unchanged. Modules: ``parse`` (statements, tokens), ``names``
-(catalog / namespace / ref / metadata-table names), ``query`` (SELECT), ``metadata`` (metadata
+everything else to ``spark.sql`` unchanged. Modules: ``parse`` (statements, tokens),
+``keyword_names`` (keywords Spark reads as names), ``relations`` (which table nodes name
+relations: CTE scopes, hints, table functions), ``names`` (catalog / namespace / ref /
+metadata-table names; how a statement's names are found), ``query`` (SELECT), ``metadata`` (metadata
 tables, ``changes``), ``functions`` (Iceberg's ``system.*`` functions), ``views`` and
 ``view_expansion`` (Iceberg views), ``ddl``, ``drop_namespace``, ``alter``, ``dml``, ``truncate``,
 ``show``, ``procedures``, ``errors``.

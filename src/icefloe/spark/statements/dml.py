@@ -22,7 +22,8 @@ from icefloe.spark.statements.names import SqlContext
 from icefloe.spark.statements.parse import Statement, to_sql
 from icefloe.spark.statements.predicates import NotPushable, literal
 from icefloe.spark.statements.query import run_query
-from icefloe.spark.statements.results import counts, write_options, write_target
+from icefloe.spark.statements.relations import insert_source
+from icefloe.spark.statements.results import counts, refuse_statement_ctes, write_options, write_target
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -67,7 +68,7 @@ def insert(ctx: SqlContext, tree: exp.Insert) -> DataFrame | None:
         raise UnsupportedStatement("INSERT ... BY NAME")
     schema = ref.table.schema()
     static, dynamic = _partition_clause(target.args.get("partition"))
-    source = run_query(ctx, tree.args["expression"])
+    source = run_query(ctx, insert_source(tree))
     names = listed or [f.name for f in schema.fields if f.name.lower() not in static]
     if len(source.columns) != len(names):
         raise ValidationError(
@@ -143,6 +144,7 @@ def delete(ctx: SqlContext, tree: exp.Delete) -> DataFrame | None:
     ref = write_target(ctx, tree.this)
     if ref is None:
         return None
+    refuse_statement_ctes(tree, "DELETE")
     where = where_clause(ctx, ref, tree.this, tree.args.get("where"))
     try:
         with write_options(ctx, ref) as options:
@@ -164,6 +166,7 @@ def update(ctx: SqlContext, tree: exp.Update) -> DataFrame | None:
     ref = write_target(ctx, tree.this)
     if ref is None:
         return None
+    refuse_statement_ctes(tree, "UPDATE")
     if tree.args.get("from_") is not None:
         raise UnsupportedStatement("UPDATE ... FROM", "use MERGE INTO")
     aliases = target_names(ref, tree.this)

@@ -7,6 +7,27 @@ does when the current catalog is icefloe's (after ``USE icefloe`` or with
 ``branch_<b>`` / ``tag_<t>`` selects a ref and a metadata-table name (``snapshots``, ``files``,
 ...) selects that metadata table, when the part before it is a table. Everything else belongs to
 Spark.
+
+How a statement's names are found, and why they are the ones Spark finds. icefloe reads a
+statement with sqlglot, Spark with its own parser; where the two disagree on which relations a
+statement names, icefloe would read or write another table than the one written. So:
+
+1. Tokens: sqlglot reserves keywords Spark does not (``FROM select``, ``FROM t, fetch``,
+   ``icefloe.inner.t``); ``keyword_names`` retypes them as names where Spark reads names.
+2. ``IDENTIFIER('db.t')`` with a literal becomes the name ``db.t`` (``parse``), as Spark's parser
+   reads it, so that it resolves here like any other name.
+3. ``relations.relation_tables`` keeps the table nodes that name a relation: not table functions,
+   not hint arguments, not one-part names of a CTE in scope, with Spark's CTE scoping (a CTE is
+   not in scope in its own body, nor outside the query it is attached to).
+4. Each of those names resolves here (``SqlContext.resolve``); DML targets are their statement's
+   ``this``. A leading ``WITH`` of an INSERT is carried into its query; one of DELETE, UPDATE or
+   MERGE, whose parts run separately, is refused.
+5. A query or DML statement Spark's parser refuses is refused before anything runs
+   (``run.refuse_what_spark_refuses``): sqlglot accepts more than Spark, and reads it otherwise.
+
+``tests/spark/statements/test_relations_fuzz.py`` generates statements and checks, with Spark's
+parser as the oracle, that icefloe names the same tables Spark does or refuses the statement;
+``test_keyword_names.py`` does the same for every keyword as a name.
 """
 
 from __future__ import annotations

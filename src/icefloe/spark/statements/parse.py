@@ -21,6 +21,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
 from icefloe.spark.statements.errors import SqlSyntaxError
+from icefloe.spark.statements.keyword_names import lateral_table, retype_keyword_names
 
 DIALECT = "spark"
 _SPARK = Spark()
@@ -107,26 +108,80 @@ def parse_statement(text: str, line: int = 1, column: int = 1) -> Statement:
         abs_col = err_col + (column - 1 if err_line == 1 else 0)
         message = str(info.get("description") or exc).splitlines()[0]
         return Statement(text, line, column, None, SqlSyntaxError(message, abs_line, abs_col))
-    return Statement(text, line, column, tree, None)
+    return Statement(text, line, column, _identifier_clauses(tree), None)
 
 
-_NAME_TOKENS = frozenset({TokenType.VAR, TokenType.IDENTIFIER})
+def _identifier_clauses(tree: exp.Expr) -> exp.Expr:
+    """``IDENTIFIER('db.t')`` in table position becomes the name ``db.t``, as Spark's parser reads it.
+
+    Kept as a function call, the name would go to Spark unresolved: after ``USE icefloe.db`` Spark
+    would read its own ``t``, not icefloe's ``db.t`` that ``t`` names. Other arguments than one
+    string literal (a variable, a concatenation) stay as they are.
+    """
+    for insert in tree.find_all(exp.Insert):
+        target = insert.this  # sqlglot: INSERT INTO IDENTIFIER('t') is table IDENTIFIER, columns ('t')
+        if isinstance(target, exp.Schema) and isinstance(target.this, exp.Table):
+            named, columns = target.this.this, target.expressions
+            literal = len(columns) == 1 and isinstance(columns[0], exp.Literal) and columns[0].is_string
+            if literal and isinstance(named, exp.Identifier) and named.name.upper() == "IDENTIFIER":
+                call = exp.Anonymous(this="IDENTIFIER", expressions=target.expressions)
+                insert.set("this", exp.Table(this=call))
+    for node in list(tree.find_all(exp.Table)):
+        call = node.this
+        if not (isinstance(call, exp.Anonymous) and str(call.this).upper() == "IDENTIFIER"):
+            continue
+        args = call.expressions
+        if len(args) != 1 or not isinstance(args[0], exp.Literal) or not args[0].is_string:
+            continue
+        parts = _dotted_name(args[0].this)
+        if parts is None:
+            continue  # not a name: Spark refuses it as well
+        name = exp.Table(
+            this=parts[-1],
+            db=parts[-2] if len(parts) > 1 else None,
+            # sqlglot holds the leading parts of a name of four or more as one dotted catalog
+            catalog=(exp.Dot.build(parts[:-2]) if len(parts) > 3 else parts[0]) if len(parts) > 2 else None,
+        )
+        for key, value in node.args.items():
+            if key not in ("this", "db", "catalog") and value is not None:
+                name.set(key, value)
+        if node is tree:
+            return name
+        node.replace(name)
+    return tree
+
+
+def _dotted_name(text: str) -> list[exp.Identifier] | None:
+    """The parts of ``a.`b c`.d`` (None unless the text is exactly a dotted name)."""
+    try:
+        tokens = tokenize(text)
+    except SqlSyntaxError:
+        return None
+    parts: list[exp.Identifier] = []
+    for i, tok in enumerate(tokens):
+        if i % 2:
+            if tok.token_type is not TokenType.DOT:
+                return None
+        elif tok.token_type is TokenType.IDENTIFIER:
+            parts.append(exp.to_identifier(tok.text, quoted=True))
+        elif tok.text.replace("_", "a").isalnum() and not tok.text[0].isdigit():
+            parts.append(exp.to_identifier(tok.text))
+        else:
+            return None
+    return parts if tokens and len(tokens) % 2 else None
 
 
 def _parse_tokens(text: str) -> exp.Expr:
-    """sqlglot's tree of one statement, every word next to a dot read as a part of a name.
+    """sqlglot's tree of one statement, the keywords Spark reads as names read as names.
 
-    Spark, in its default keyword mode, reserves no keyword: every word is a name where a name may
-    stand, and a word next to a dot can only be a name part (``tests/spark/statements/
-    test_keyword_names.py`` checks every keyword of sqlglot's Spark tokenizer against Spark's own
-    parser). sqlglot reserves some. Most of those then fail to parse (``icefloe.inner.t``), but a
-    few parse as something else: ``FROM from.t`` as the subquery ``(FROM t)``, ``FROM lateral.t``
-    as a LATERAL view, ``FROM describe.t`` as DESCRIBE, each reading another table than named. So
-    the tokens are retyped before the first parse. Should a retyped statement fail, sqlglot's own
-    reading is tried, and its error is the one reported.
+    sqlglot reserves keywords Spark does not; ``keyword_names`` retypes those tokens before the
+    first parse. Should a retyped statement fail, sqlglot's own reading is tried, and its error is
+    the one reported.
     """
     tokens = tokenize(text)
-    if not _retype_keyword_names(tokens):
+    if lateral_table(tokens):
+        raise ParseError("LATERAL before a table name (sqlglot would read it as an expression)")
+    if not retype_keyword_names(tokens):
         return _parse_one(tokens, text)
     try:
         return _parse_one(tokens, text)
@@ -140,25 +195,6 @@ def _parse_one(tokens: list[Token], text: str) -> exp.Expr:
     if not trees or trees[0] is None:
         raise ParseError("No expression was parsed from the statement")
     return trees[0]
-
-
-def _retype_keyword_names(tokens: list[Token]) -> bool:
-    """Retype the keyword tokens next to a dot as plain names; whether there were any."""
-    retyped = False
-    for i, tok in enumerate(tokens):
-        if tok.token_type in _NAME_TOKENS or not tok.text.replace("_", "a").isalnum():
-            continue
-        after_dot = i > 0 and tokens[i - 1].token_type == TokenType.DOT
-        before_dot = (
-            i + 2 < len(tokens)
-            and tokens[i + 1].token_type == TokenType.DOT
-            and tokens[i + 1].start == tok.end + 1  # ``OR .5`` / ``OR.5`` stay a number
-            and tokens[i + 2].token_type is not TokenType.NUMBER
-        )
-        if after_dot or before_dot:
-            tok.token_type = TokenType.VAR
-            retyped = True
-    return retyped
 
 
 def _normalise_time_travel(text: str) -> str:

@@ -29,6 +29,7 @@ from icefloe.spark.statements.names import SqlContext, TableRef, wap_branch
 from icefloe.spark.statements.parse import to_sql
 from icefloe.spark.statements.predicates import NotPushable, conjuncts, to_filter
 from icefloe.spark.statements.read_cache import PlannedRead, planned_read, release
+from icefloe.spark.statements.relations import relation_tables, table_parts
 from icefloe.spark.statements.view_expansion import expand_views
 from icefloe.spec.snapshots import RefType
 
@@ -82,23 +83,14 @@ class RewrittenQuery:
             self.released = True
 
 
-def table_parts(node: exp.Table) -> list[str] | None:
-    """The dotted name of a table reference (None for table functions and the like)."""
-    parts = node.parts
-    if not parts or not all(isinstance(p, exp.Identifier) for p in parts):
-        return None
-    return [p.name for p in parts]
-
-
 def rewrite_reads(ctx: SqlContext, tree: exp.Expr, skip: set[int] | None = None) -> RewrittenQuery:
     """Replace every icefloe table reference in ``tree`` (except nodes whose id is in ``skip``)."""
     skip = skip or set()
     expand_views(ctx, tree, skip)
-    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     result = RewrittenQuery(tree)
     try:
-        for node in list(tree.find_all(exp.Table)):
-            _replace_reference(ctx, result, node, skip, ctes)
+        for node in relation_tables(tree):
+            _replace_reference(ctx, result, node, skip)
         rewrite_iceberg_functions(ctx, tree)  # after the tables: truncate asks Spark for its argument's type
     except BaseException:
         result.drop(ctx)  # the views made so far and the reads held so far
@@ -106,14 +98,10 @@ def rewrite_reads(ctx: SqlContext, tree: exp.Expr, skip: set[int] | None = None)
     return result
 
 
-def _replace_reference(
-    ctx: SqlContext, result: RewrittenQuery, node: exp.Table, skip: set[int], ctes: set[str]
-) -> None:
+def _replace_reference(ctx: SqlContext, result: RewrittenQuery, node: exp.Table, skip: set[int]) -> None:
     """Replace one table reference of ``result.tree`` when it names an icefloe table."""
-    if id(node) in skip:
-        return
     parts = table_parts(node)
-    if parts is None or (len(parts) == 1 and parts[0].lower() in ctes):
+    if id(node) in skip or parts is None:
         return
     ref = ctx.resolve(parts)
     if ref is None:
@@ -137,11 +125,14 @@ def _replace_reference(
     node.replace(replacement)
 
 
-def run_query(ctx: SqlContext, tree: exp.Expr) -> DataFrame:
-    """Run a query that may read icefloe tables (unchanged text when it reads none)."""
+def run_query(ctx: SqlContext, tree: exp.Expr, text: str | None = None) -> DataFrame:
+    """Run a query that may read icefloe tables; one that reads none runs as ``text`` when given
+    (the statement as written: sqlglot's rendering may drop hints and comments, or differ else)."""
+    original = tree.copy() if text is not None else None
     rewritten = rewrite_reads(ctx, tree)
     try:
-        return ctx.spark.sql(to_sql(rewritten.tree))
+        unchanged = original is not None and rewritten.tree == original
+        return ctx.spark.sql(text if unchanged and text is not None else to_sql(rewritten.tree))
     finally:
         rewritten.drop(ctx)
 

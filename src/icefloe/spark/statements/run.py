@@ -10,6 +10,7 @@ from icefloe.spark.statements.errors import UnsupportedStatement
 from icefloe.spark.statements.names import SqlContext
 from icefloe.spark.statements.parse import Statement, TokenCursor
 from icefloe.spark.statements.query import run_query, table_parts
+from icefloe.spark.statements.relations import relation_tables
 from icefloe.spark.statements.results import empty
 
 if TYPE_CHECKING:
@@ -33,8 +34,10 @@ def run_statement(ctx: SqlContext, stmt: Statement) -> DataFrame:
         if parts is not None and ctx.use(parts):
             return empty(ctx)
         return ctx.spark.sql(stmt.text)
+    if isinstance(tree, exp.Query | exp.Insert | exp.Delete | exp.Update | exp.Merge):
+        refuse_what_spark_refuses(ctx, stmt)
     if isinstance(tree, exp.Query):
-        return run_query(ctx, tree)
+        return run_query(ctx, tree, stmt.text)
     handlers = (views.handle, ddl.handle, dml.handle, show.handle, extensions.handle)
     for handler in handlers:
         result = handler(ctx, stmt, tree)
@@ -47,11 +50,34 @@ def run_statement(ctx: SqlContext, stmt: Statement) -> DataFrame:
     return ctx.spark.sql(stmt.text)
 
 
+def refuse_what_spark_refuses(ctx: SqlContext, stmt: Statement) -> None:
+    """Raise Spark's own ParseException for a query or DML statement Spark's parser refuses.
+
+    sqlglot is more lenient than Spark: it reads a hint out of place as a comment, for one. Run as
+    sqlglot reads it, such a statement would do something Spark never would; refused here, it does
+    nothing, as in Spark. (On Spark Connect there is no parser to ask; the check is skipped.)
+    """
+    jsession = getattr(ctx.spark, "_jsparkSession", None)
+    if jsession is None:
+        return
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors.exceptions.captured import convert_exception
+
+    try:
+        jsession.sessionState().sqlParser().parsePlan(stmt.text)
+    except Py4JJavaError as exc:
+        if not exc.java_exception.getClass().getName().endswith("ParseException"):
+            raise
+        raise convert_exception(exc.java_exception) from None
+
+
 def references_icefloe(ctx: SqlContext, tree: exp.Expr) -> bool:
-    """Whether any table name in the tree is an icefloe name."""
-    for node in tree.find_all(exp.Table):
-        parts = table_parts(node)
-        if parts is not None and ctx.icefloe_parts(parts) is not None and len(parts) > 1:
+    """Whether any table name in the tree is an icefloe name: one of two or more parts, or a one-part
+    name of an icefloe table after ``USE icefloe.ns`` (Spark, whose current catalog stays its own,
+    would read its own table of that name)."""
+    for node in relation_tables(tree):
+        rest = ctx.icefloe_parts(table_parts(node) or [])
+        if rest is not None and (len(node.parts) > 1 or ctx.load(tuple(rest)) is not None):
             return True
     return False
 

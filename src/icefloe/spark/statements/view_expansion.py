@@ -17,6 +17,7 @@ from icefloe.errors import NotFound, Unsupported, ValidationError
 from icefloe.spark.statements.errors import UnsupportedStatement
 from icefloe.spark.statements.names import SPARK_CATALOG, SqlContext
 from icefloe.spark.statements.parse import parse_statement
+from icefloe.spark.statements.relations import relation_tables, table_parts
 
 if TYPE_CHECKING:
     from icefloe.catalog.views import ViewStore
@@ -77,7 +78,7 @@ def expand_views(ctx: SqlContext, tree: exp.Expr, skip: set[int] | None = None, 
     the view's query."""
     if view_store(ctx) is None:
         return
-    for node in list(tree.find_all(exp.Table)):
+    for node in relation_tables(tree):
         if skip and id(node) in skip:
             continue
         ident = view_identifier(ctx, node)
@@ -109,20 +110,14 @@ def view_query(ctx: SqlContext, md: ViewMetadata, ident: tuple[str, ...]) -> exp
     if tree is None:
         raise ValidationError(f"the SQL of view {'.'.join(ident)} does not parse: {text}")
     catalog = version.default_catalog or ctx.name
-    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
-    for node in list(tree.find_all(exp.Table)):
-        _qualify(ctx, node, catalog, version.default_namespace, ctes)
+    for node in relation_tables(tree):
+        _qualify(ctx, node, catalog, version.default_namespace)
     return tree
 
 
-def _qualify(
-    ctx: SqlContext, node: exp.Table, catalog: str, namespace: tuple[str, ...], ctes: set[str]
-) -> None:
-    parts = node.parts
-    if not parts or not all(isinstance(p, exp.Identifier) for p in parts):
-        return
-    names = [p.name for p in parts]
-    if len(names) == 1 and names[0].lower() in ctes:
+def _qualify(ctx: SqlContext, node: exp.Table, catalog: str, namespace: tuple[str, ...]) -> None:
+    names = table_parts(node)
+    if names is None:
         return
     if len(names) > 1 and names[0].lower() in (ctx.name.lower(), SPARK_CATALOG):
         return  # already names its catalog

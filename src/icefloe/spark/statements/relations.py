@@ -1,0 +1,85 @@
+"""Which table nodes of a statement's tree name relations, as Spark's parser and analyzer decide.
+
+sqlglot makes an ``exp.Table`` of everything that looks like a table; only some of them name a
+table or view of a catalog. A node names a relation unless it is
+
+- a table-valued function (``range(3)``, ``explode(...)``): its parts are not all names;
+- inside a hint (``/*+ BROADCAST(t) */``): Spark reads the hint's argument as an alias or name of a
+  relation the query reads elsewhere, never as a read of its own;
+- a one-part name of a common table expression *in scope* at that node. Spark (CTE substitution,
+  its default ``CORRECTED`` precedence) resolves a one-part name against the ``WITH`` clauses of
+  the enclosing queries, innermost first. A CTE is in scope in the query it is attached to (its
+  main body and any subquery of it) and in the bodies of the CTEs defined *after* it in the same
+  ``WITH``; not in its own body (unless ``WITH RECURSIVE``), not in earlier CTEs, and not outside
+  the query it is attached to. So ``WITH t AS (SELECT * FROM t) SELECT * FROM t`` reads the table
+  ``t`` once, and ``SELECT * FROM (WITH t AS (...) SELECT * FROM t) JOIN t`` reads it too. Names
+  of two or more parts never name a CTE.
+
+``tests/spark/statements/test_relations_fuzz.py`` checks this against the relations Spark's own
+parser names for generated statements.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+
+def table_parts(node: exp.Table) -> list[str] | None:
+    """The dotted name of a table reference (None for table functions and the like)."""
+    parts = node.parts
+    if not parts or not all(isinstance(p, exp.Identifier) for p in parts):
+        return None
+    return [p.name for p in parts]
+
+
+def relation_tables(tree: exp.Expr) -> list[exp.Table]:
+    """The table nodes of ``tree`` that name a catalog's table or view, in tree order."""
+    out = []
+    for node in tree.find_all(exp.Table):
+        parts = table_parts(node)
+        if parts is None or node.find_ancestor(exp.Hint) is not None:
+            continue
+        if len(parts) == 1 and names_cte(node, parts[0]):
+            continue
+        out.append(node)
+    return out
+
+
+def names_cte(node: exp.Expr, name: str) -> bool:
+    """Whether the one-part ``name`` at ``node`` means a CTE in scope there (see the module doc)."""
+    lowered = name.lower()
+    child: exp.Expr = node
+    parent = node.parent
+    while parent is not None:
+        visible: list[exp.Expr] = []
+        if isinstance(parent, exp.With):
+            own = next(i for i, cte in enumerate(parent.expressions) if cte is child)
+            visible = parent.expressions[: own + 1 if parent.args.get("recursive") else own]
+        else:
+            with_ = parent.args.get("with_")
+            if isinstance(with_, exp.With) and with_ is not child:
+                visible = with_.expressions
+        if any(cte.alias_or_name.lower() == lowered for cte in visible):
+            return True
+        child, parent = parent, parent.parent
+    return False
+
+
+def insert_source(tree: exp.Insert) -> exp.Expr:
+    """The query an INSERT writes, with the statement's leading ``WITH`` (``WITH c AS (...) INSERT
+    INTO t SELECT * FROM c``, which sqlglot hangs on the INSERT) in scope of it.
+
+    A query without a ``WITH`` of its own takes the statement's; one with its own is wrapped
+    (``WITH c ... SELECT * FROM (WITH d ... query)``) so that its CTEs still shadow the outer ones.
+    """
+    query: exp.Expr = tree.args["expression"]
+    outer = tree.args.get("with_")
+    if not isinstance(outer, exp.With):
+        return query
+    if isinstance(query, exp.Query) and query.args.get("with_") is None:
+        query = query.copy()
+        query.set("with_", outer.copy())
+        return query
+    wrapped = exp.select("*").from_(exp.Subquery(this=query.copy()))
+    wrapped.set("with_", outer.copy())
+    return wrapped
