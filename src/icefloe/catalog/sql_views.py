@@ -95,20 +95,7 @@ class SqlViews:
         self._catalog._require_namespace(ns)
         self._check_owners(ns, name, metadata)
         location = self._write(metadata, None)
-        values = {
-            "catalog_name": self._catalog.name,
-            "table_namespace": namespace_to_string(ns),
-            "table_name": name,
-            "metadata_location": location,
-            "previous_metadata_location": None,
-            "iceberg_type": VIEW_TYPE,
-        }
-        try:
-            self._catalog._run(lambda conn: conn.execute(insert(self._t).values(**values)), write=True)
-        except IntegrityError:
-            raise AlreadyExists(
-                f"table or view {identifier_to_string((*ns, name))!r} already exists"
-            ) from None
+        self._insert_row(ns, name, location)
         return location
 
     def register(
@@ -121,6 +108,10 @@ class SqlViews:
         ns, name = _split(identifier)
         self._catalog._require_namespace(ns)
         self._check_owners(ns, name, self.read(location) if metadata is None else metadata, location)
+        self._insert_row(ns, name, location)
+
+    def _insert_row(self, ns: tuple[str, ...], name: str, location: str) -> None:
+        """The view's catalog row, pointing at ``location``; AlreadyExists when the name is taken."""
         values = {
             "catalog_name": self._catalog.name,
             "table_namespace": namespace_to_string(ns),
