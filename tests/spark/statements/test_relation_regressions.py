@@ -140,3 +140,35 @@ def test_a_statement_icefloe_leaves_to_spark_may_not_name_an_icefloe_table(spark
     with pytest.raises(UnsupportedStatement):
         sql(spark, "FROM c INSERT INTO t SELECT id")
     assert rows(sql(spark, "SELECT id FROM t")) == [(1,), (2,), (3,)]
+
+
+def test_a_temporary_view_comes_before_a_table_of_its_name(spark: Any, ns: str) -> None:
+    """Spark looks temporary views up before any catalog: after ``USE icefloe.<ns>`` a one-part
+    name of a session's temporary view, and ``global_temp.<name>``, are Spark's views, not the
+    icefloe tables of those names."""
+    spark.createDataFrame([(100,), (200,)], "id INT").createOrReplaceTempView("t")
+    try:
+        assert rows(sql(spark, "SELECT id FROM t")) == [(100,), (200,)]
+        assert rows(sql(spark, f"SELECT id FROM icefloe.{ns}.t")) == [(1,), (2,), (3,)]
+        assert rows(sql(spark, f"SELECT a.id FROM t a JOIN icefloe.{ns}.t b ON a.id = b.id * 100")) == [
+            (100,),
+            (200,),
+        ]
+    finally:
+        spark.catalog.dropTempView("t")
+    assert rows(sql(spark, "SELECT id FROM t")) == [(1,), (2,), (3,)]
+    sql(spark, "CREATE NAMESPACE IF NOT EXISTS icefloe.global_temp")
+    sql(spark, "CREATE TABLE icefloe.global_temp.c (id INT) USING iceberg")
+    try:
+        sql(spark, "INSERT INTO icefloe.global_temp.c VALUES (9)")
+        sql(spark, "USE icefloe")
+        assert rows(sql(spark, "SELECT id FROM global_temp.c")) == [(9,)]
+        spark.createDataFrame([(300,)], "id INT").createOrReplaceGlobalTempView("c")
+        try:
+            assert rows(sql(spark, "SELECT id FROM global_temp.c")) == [(300,)]
+        finally:
+            spark.catalog.dropGlobalTempView("c")
+    finally:
+        sql(spark, "DROP TABLE icefloe.global_temp.c")
+        sql(spark, "DROP NAMESPACE icefloe.global_temp")
+        sql(spark, f"USE icefloe.{ns}")

@@ -19,7 +19,9 @@ statement names, icefloe would read or write another table than the one written.
 3. ``relations.relation_tables`` keeps the table nodes that name a relation: not table functions,
    not hint arguments, not one-part names of a CTE in scope, with Spark's CTE scoping (a CTE is
    not in scope in its own body, nor outside the query it is attached to).
-4. Each of those names resolves here (``SqlContext.resolve``); DML targets are their statement's
+4. Each of those names resolves here (``SqlContext.resolve``), except a name Spark reads as one of
+   its temporary views (a session's, by a one-part name; a global one, as ``global_temp.<name>``),
+   which Spark looks up before any catalog; DML targets are their statement's
    ``this``. A leading ``WITH`` of an INSERT is carried into its query; one of DELETE, UPDATE or
    MERGE, whose parts run separately, is refused.
 5. A query or DML statement Spark's parser refuses is refused before anything runs
@@ -95,6 +97,7 @@ class SqlContext:
     name: str = DEFAULT_CATALOG_NAME
     _tables: dict[tuple[str, ...], Table | None] = field(default_factory=dict)
     _current: tuple[bool, tuple[str, ...]] | None = None
+    _temp_views: dict[tuple[str, ...], bool] = field(default_factory=dict)
 
     @classmethod
     def for_session(cls, spark: SparkSession, catalog: Catalog | None = None) -> SqlContext:
@@ -159,10 +162,21 @@ class SqlContext:
             return list(parts[1:])
         if not self.current_is_icefloe() or parts[0].lower() == SPARK_CATALOG:
             return None
+        if self.is_temp_view(parts):
+            return None
         if len(parts) == 1:
             ns = self.current_namespace()
             return [*ns, parts[0]] if ns else None
         return list(parts)
+
+    def is_temp_view(self, parts: list[str]) -> bool:
+        """Whether Spark reads ``parts`` as one of its temporary views: a one-part name of a
+        session's temporary view, or ``global_temp.<name>`` of a global one. Spark looks those up
+        before any catalog, whichever catalog is current, so such a name is never icefloe's."""
+        key = tuple(p.lower() for p in parts)
+        if key not in self._temp_views:
+            self._temp_views[key] = _spark_temp_view_exists(self.spark, parts)
+        return self._temp_views[key]
 
     def explicit(self, parts: list[str]) -> bool:
         """Whether the name starts with icefloe's catalog name."""
@@ -225,6 +239,19 @@ class _Session:
 
 
 _SESSIONS: dict[int, _Session] = {}
+
+
+def _spark_temp_view_exists(spark: SparkSession, parts: list[str]) -> bool:
+    """Whether Spark's session catalog holds a temporary view named ``parts`` (False on Spark
+    Connect, which has no JVM catalog to ask)."""
+    jsession = getattr(spark, "_jsparkSession", None)
+    if jsession is None or len(parts) > 2:
+        return False
+    catalog = jsession.sessionState().catalog()
+    if len(parts) == 1:
+        return bool(catalog.getTempView(parts[0]).isDefined())
+    global_db = _conf(spark, "spark.sql.globalTempDatabase", "global_temp")
+    return parts[0].lower() == global_db.lower() and bool(catalog.getGlobalTempView(parts[1]).isDefined())
 
 
 def _conf(spark: SparkSession, key: str, default: str) -> str:
