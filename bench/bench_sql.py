@@ -72,9 +72,10 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
 
     from icefloe.spark import merge_into, sql, write_table
     from icefloe.spark.read import plan_read
-    from icefloe.spark.runtime import resolve_catalog, spark_location
+    from icefloe.spark.runtime import resolve_catalog, session_conf, spark_location
     from icefloe.spark.statements.parse import parse_statement
     from icefloe.spark.views import create_table
+    from icefloe.spark.write_route import SMALL_INPUT_BYTES_CONF
 
     print(f"command:  {command_line('bench.bench_sql', argv)}")
     if spark is None:
@@ -106,7 +107,10 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
     )
     ddl = "id BIGINT, k STRING, x DOUBLE, ts TIMESTAMP"
     create_table(spark, "bench_sql.events", ddl)
-    write_table(source, "bench_sql.events")
+    # Spark's own writer, one file per input partition: (a) reads one file of ``files`` (a small
+    # input would otherwise take the one-task Arrow route and land in one file)
+    with session_conf(spark, {SMALL_INPUT_BYTES_CONF: "0"}):
+        write_table(source, "bench_sql.events")
     table = catalog.load_table("bench_sql.events")
     paths = [spark_location(p) for p in plan_read(table).files]
     native = spark.read.parquet(*paths)
@@ -162,7 +166,8 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
 
     # ---- (b) MERGE --------------------------------------------------------------------------
     create_table(spark, "bench_sql.merged", ddl)
-    write_table(source, "bench_sql.merged")
+    with session_conf(spark, {SMALL_INPUT_BYTES_CONF: "0"}):
+        write_table(source, "bench_sql.merged")
     merged = catalog.load_table("bench_sql.merged")
     base_snapshot = merged.current_snapshot()
     assert base_snapshot is not None
