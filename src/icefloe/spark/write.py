@@ -39,6 +39,7 @@ from icefloe.spark.partitioning import parse_partition_dirs, partition_column_na
 from icefloe.spark.runtime import delete_tree, executor_io, resolve_catalog, session_conf, spark_location
 from icefloe.spark.schema import native_writable, write_projection
 from icefloe.spark.storage import spark_native_storage
+from icefloe.spark.workers import workers_import_icefloe
 from icefloe.spark.write_route import ARROW, choose_route
 from icefloe.spec.content import DataFile
 from icefloe.spec.snapshots import MAIN_BRANCH, Snapshot
@@ -170,8 +171,11 @@ def stage_dataframe(df: DataFrame, table: Table) -> StagedFiles:
         with executor_errors("the write job"):
             if not (native_writable(schema.as_struct) and spark_native_storage(staging)):
                 _write_arrow(conformed, md, staged, table.io)
-            elif choose_route(conformed, md.properties) == ARROW:
-                # one task: each partition's rows land in one file, as the clustered native write
+            elif choose_route(conformed, md.properties) == ARROW and workers_import_icefloe(
+                conformed.sparkSession
+            ):
+                # one task: each partition's rows land in one file, as the clustered native write.
+                # Workers that cannot import icefloe write natively, as they always could.
                 _write_arrow(conformed.coalesce(1), md, staged, table.io)
             else:
                 _write_native(conformed, md, staged)

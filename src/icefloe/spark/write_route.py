@@ -13,6 +13,9 @@ file stream its files). An estimate Spark does not know (rows from a Python RDD,
 micro-batch) is ``Long.MAX_VALUE``, and that, like any estimate at or above the threshold, keeps
 the native route; so does a join whose estimate multiplies its sides.
 
+A session whose Python workers cannot import icefloe writes natively whatever the size
+(``workers.workers_import_icefloe``): an append there needs no Python on the executors, as before.
+
 The threshold is the Spark conf ``spark.icefloe.write.small-input-bytes``, else the table property
 ``write.spark.small-input-bytes``, else :data:`DEFAULT_SMALL_INPUT_BYTES`; ``0`` always writes
 natively.
