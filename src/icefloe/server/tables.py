@@ -329,16 +329,24 @@ def drop_table(state: ServerState, call: Call) -> Reply:
     return Reply(status=204)
 
 
-def register_table(state: ServerState, call: Call) -> Reply:
-    """POST /namespaces/{namespace}/register"""
+def register_request(state: ServerState, call: Call, endpoint: str) -> tuple[tuple[str, ...], str, str]:
+    """(namespace, name, metadata location) of a ``register`` or ``register-view`` request, which
+    the caller may write; the location inside the warehouse."""
     namespace = namespace_from_path(call.path["namespace"])
     call.principal.require(namespace, WRITE)
     body = _body(call)
     name, location = body.get("name"), body.get("metadata-location")
     if not isinstance(name, str) or not isinstance(location, str):
-        raise bad_request("register needs 'name' and 'metadata-location' strings")
+        raise bad_request(f"{endpoint} needs 'name' and 'metadata-location' strings")
     namespace, name = table_from_path(namespace, name)
     check_inside(location, state.catalog.warehouse)
+    return namespace, name, location
+
+
+def register_table(state: ServerState, call: Call) -> Reply:
+    """POST /namespaces/{namespace}/register"""
+    namespace, name, location = register_request(state, call, "register")
+    body = _body(call)
     md = read_table_metadata(state.catalog._file_io(None, location), location, confirm_exists=True)
     state.rules.check(md)  # the rules a create or commit of this metadata would meet
     overwrite = body.get("overwrite", False)

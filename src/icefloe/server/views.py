@@ -34,6 +34,7 @@ from icefloe.server.checks import (
 from icefloe.server.context import Call, Reply, ServerState
 from icefloe.server.errors import bad_request
 from icefloe.server.paging import identifiers_page
+from icefloe.server.tables import register_request
 from icefloe.spec.json_structures import schema_from_dict
 from icefloe.spec.view_changes import apply_view_updates, check_view_requirements
 from icefloe.spec.view_metadata import ViewMetadata, view_metadata_to_dict, view_version_from_dict
@@ -114,14 +115,7 @@ def create_view(state: ServerState, call: Call) -> Reply:
 def register_view(state: ServerState, call: Call) -> Reply:
     """POST /namespaces/{namespace}/register-view (``RegisterViewRequest``, Iceberg Java 1.11):
     name an existing view metadata file, inside the warehouse, as a view."""
-    namespace = namespace_from_path(call.path["namespace"])
-    call.principal.require(namespace, WRITE)
-    body = _body(call)
-    name, location = body.get("name"), body.get("metadata-location")
-    if not isinstance(name, str) or not isinstance(location, str):
-        raise bad_request("register-view needs 'name' and 'metadata-location' strings")
-    namespace, name = table_from_path(namespace, name)
-    check_inside(location, state.catalog.warehouse)
+    namespace, name, location = register_request(state, call, "register-view")
     views = _views(state)
     md = _parsed(views.read, location, "view metadata")  # a missing file: 404
     _check_locations(state, md)
