@@ -8,6 +8,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from icefloe.catalog.sql import SqlCatalog
+from icefloe.catalog.sql_views import SqlViews
 from icefloe.table.table import Table
 
 
@@ -58,3 +60,13 @@ def data_files(table: Table) -> list[str]:
 def dec(text: str) -> Decimal:
     """A Decimal literal."""
     return Decimal(text)
+
+
+def drop_namespace_with_contents(catalog: SqlCatalog, namespace: str) -> None:
+    """Drop a test's namespace after dropping its views and tables (without purge)."""
+    views = SqlViews(catalog)
+    for ident in views.names(namespace):
+        views.drop(ident)
+    for ident in catalog.list_tables(namespace):
+        catalog.drop_table(ident)
+    catalog.drop_namespace(namespace)

@@ -12,9 +12,9 @@ import pytest
 from pyspark.errors import ParseException
 
 from icefloe.catalog.sql import SqlCatalog
-from icefloe.catalog.sql_views import SqlViews
 from icefloe.spark import sql
 from icefloe.spark.statements import UnsupportedStatement
+from tests.spark.helpers import drop_namespace_with_contents
 
 
 def rows(df: Any) -> list[tuple[Any, ...]]:
@@ -37,12 +37,7 @@ def ns(spark: Any, catalog: SqlCatalog) -> Iterator[str]:
         yield name
     finally:
         sql(spark, "USE spark_catalog")
-        views = SqlViews(catalog)
-        for ident in views.names(name):
-            views.drop(ident)
-        for ident in catalog.list_tables(name):
-            catalog.drop_table(ident)
-        catalog.drop_namespace(name)
+        drop_namespace_with_contents(catalog, name)
 
 
 def test_a_cte_body_reads_the_table_its_cte_shadows(spark: Any, ns: str) -> None:

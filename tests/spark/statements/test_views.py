@@ -13,6 +13,7 @@ from icefloe.catalog.sql import SqlCatalog
 from icefloe.catalog.sql_views import SqlViews
 from icefloe.errors import AlreadyExists, NoSuchTable, NotFound
 from icefloe.spark import sql
+from tests.spark.helpers import drop_namespace_with_contents
 
 Row = tuple[Any, ...]
 
@@ -27,12 +28,7 @@ def ns(catalog: SqlCatalog) -> Iterator[str]:
     name = f"views_{uuid.uuid4().hex[:8]}"
     catalog.create_namespace(name)
     yield name
-    views = SqlViews(catalog)
-    for ident in views.names(name):
-        views.drop(ident)
-    for ident in catalog.list_tables(name):
-        catalog.drop_table(ident)
-    catalog.drop_namespace(name)
+    drop_namespace_with_contents(catalog, name)
 
 
 def make_table(spark: Any, ns: str) -> None:
