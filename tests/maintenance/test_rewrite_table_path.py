@@ -196,7 +196,7 @@ def test_end_version_copies_the_table_as_it_was(catalog: Catalog, tmp_path: Path
 
 def test_the_default_staging_location_is_in_the_metadata_directory(catalog: Catalog, tmp_path: Path) -> None:
     table = _table(catalog, 3)
-    result = rewrite_table_path(table, table.location(), f"file://{tmp_path}/dr/t")
+    result = table.maintenance.rewrite_table_path(table.location(), f"file://{tmp_path}/dr/t")
     assert result.staging_location.startswith(f"{table.location()}/metadata/copy-table-staging-")
     assert result.file_list_location == f"{result.staging_location}/file-list"
     assert table.io.exists(result.file_list_location)
