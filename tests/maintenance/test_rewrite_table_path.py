@@ -27,6 +27,7 @@ from icefloe.maintenance.table_path_prefix import PathOutsidePrefix, PrefixMap
 from icefloe.table.table import Table
 from tests.maintenance.helpers import BY_CAT, SCHEMA, batch, delete_ids
 from tests.support.interop import read_with_duckdb, read_with_pyiceberg
+from tests.support.s3server import S3Server
 
 pytestmark = [pytest.mark.catalog_namespaces("db")]
 
@@ -260,3 +261,26 @@ def test_a_copy_onto_another_tables_location_is_not_registered(catalog: Catalog,
         copies.register_table(
             "db.t", f"file://{target_root}/db/other/nested/metadata/{result.latest_version}"
         )
+
+
+def test_a_local_table_copied_to_s3_reads_the_same(
+    catalog: Catalog, tmp_path: Path, s3: S3Server, s3_warehouse: str
+) -> None:
+    table = _table(catalog, 3)
+    expected = _rows(table)
+    target = f"{s3_warehouse}/db/t"
+    result = rewrite_table_path(
+        table, table.location(), target, staging_location=f"file://{tmp_path}/staging"
+    )
+    plan = _copy(FileIO(s3.properties), result)
+    assert all(t.startswith(f"{target}/") for _, t in plan)
+    shutil.move(Path(table.location().removeprefix("file://")), tmp_path / "moved-away")
+    copies = SqlCatalog(
+        "s3copies", uri=f"sqlite:///{tmp_path / 's3.db'}", warehouse=s3_warehouse, **s3.properties
+    )
+    try:
+        copies.create_namespace("db")
+        copy = copies.register_table("db.t", f"{target}/metadata/{result.latest_version}")
+        assert _rows(copy) == expected
+    finally:
+        copies.close()
