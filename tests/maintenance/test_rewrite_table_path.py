@@ -237,6 +237,8 @@ def test_prefixes_match_whole_path_segments_in_any_local_spelling() -> None:
         == "s3://bucket/copy/metadata/v1.metadata.json"
     )
     assert prefixes.staged("/wh/db/t/metadata/m.avro") == "file:///tmp/stage/metadata/m.avro"
+    assert prefixes.target("file:///wh/db/t/data/../data//a.parquet") == "s3://bucket/copy/data/a.parquet"
+    assert prefixes.target("file:///wh/db/t") == "s3://bucket/copy"
     with pytest.raises(
         PathOutsidePrefix, match=re.escape("file:///wh/db/t2/data/a.parquet does not start with")
     ):

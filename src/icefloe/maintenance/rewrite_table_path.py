@@ -40,6 +40,7 @@ from typing import Any
 from icefloe.errors import Unsupported, ValidationError
 from icefloe.formats.metadata.files import metadata_directory
 from icefloe.formats.v4.content_entry_schema import has_scheme, resolve_location
+from icefloe.io.durability import durability_barrier
 from icefloe.io.fileio import FileIO, normalize_location
 from icefloe.maintenance.table_path_prefix import PathOutsidePrefix, PrefixMap
 from icefloe.maintenance.table_path_tree import TreeRewriter
@@ -125,12 +126,13 @@ def rewrite_table_path(
 
     plan = tree.copy_plan()
     plan += [(prefixes.staged(version), prefixes.target(version)) for version in staged_metadata]
-    for location, data in tree.staged.items():
-        fio.new_output(location).write_bytes(data, overwrite=True)
-    for version, data in staged_metadata.items():
-        fio.new_output(prefixes.staged(version)).write_bytes(data, overwrite=True)
     file_list = f"{prefixes.staging_location}/{FILE_LIST_NAME}"
-    fio.new_output(file_list).write_bytes(_csv(plan), overwrite=True)
+    staged = {**tree.staged, **{prefixes.staged(v): data for v, data in staged_metadata.items()}}
+    staged[file_list] = _csv(plan)
+    # one durability barrier: the files are fsynced (or uploaded) together, not one by one
+    with durability_barrier():
+        for location, data in staged.items():
+            fio.new_output(location, fresh_name=True).write_bytes(data, overwrite=True)
     return RewriteTablePathResult(
         latest_version=end_location.rstrip("/").rsplit("/", 1)[-1],
         file_list_location=file_list,

@@ -13,7 +13,8 @@ A path outside the source prefix cannot be copied with the table: it is refused 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
 from icefloe.errors import ValidationError
 from icefloe.io.fileio import normalize_location
@@ -30,21 +31,29 @@ class PrefixMap:
     source_prefix: str
     target_prefix: str
     staging_location: str
+    _prefix: str = field(init=False, repr=False, compare=False)
+    """The source prefix in ``normalize_location``'s spelling."""
+    _head: str = field(init=False, repr=False, compare=False)
+    """What every path under the source prefix starts with, in that spelling."""
 
     def __post_init__(self) -> None:
         if not self.source_prefix or not self.target_prefix:
             raise ValidationError("source_prefix and target_prefix must not be empty")
-        if normalize_location(self.source_prefix) == normalize_location(self.target_prefix):
+        prefix = normalize_location(self.source_prefix)
+        if prefix == normalize_location(self.target_prefix):
             raise ValidationError(f"source_prefix and target_prefix are the same: {self.source_prefix}")
+        object.__setattr__(self, "_prefix", prefix)
+        object.__setattr__(self, "_head", prefix if prefix.endswith("/") else prefix + "/")
 
     def relative(self, path: str) -> str:
         """``path`` relative to the source prefix ("" for the prefix itself); PathOutsidePrefix
         when it is not under it."""
-        prefix = normalize_location(self.source_prefix)
+        head = self._head
+        if path.startswith(head) and not _UNTIDY.search(path, len(head) - 1):
+            return path[len(head) :]  # already in the canonical spelling: most paths, and cheap
         normal = normalize_location(path)
-        if normal == prefix:
+        if normal == self._prefix:
             return ""
-        head = prefix if prefix.endswith("/") else prefix + "/"
         if not normal.startswith(head):
             raise PathOutsidePrefix(
                 f"path {path} does not start with the source prefix {self.source_prefix}: "
@@ -67,6 +76,11 @@ class PrefixMap:
     def staged(self, path: str) -> str:
         """Where the rewritten bytes of ``path`` are written before the user copies them."""
         return _join(self.staging_location, self.relative(path))
+
+
+_UNTIDY = re.compile(r"//|/\.\.?(/|$)|/$")
+"""What normalisation would change after the prefix: doubled slashes, ``.`` / ``..`` segments,
+a trailing slash."""
 
 
 def _join(base: str, relative: str) -> str:
