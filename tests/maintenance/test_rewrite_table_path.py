@@ -22,8 +22,10 @@ from icefloe.catalog.sql import SqlCatalog
 from icefloe.errors import ValidationError
 from icefloe.formats.puffin.files import read_puffin_footer
 from icefloe.io.fileio import FileIO
+from icefloe.maintenance.partition_stats import compute_partition_stats
 from icefloe.maintenance.rewrite_table_path import RewriteTablePathResult, rewrite_table_path
 from icefloe.maintenance.table_path_prefix import PathOutsidePrefix, PrefixMap
+from icefloe.maintenance.table_stats import compute_table_stats
 from icefloe.table.table import Table
 from tests.maintenance.helpers import BY_CAT, SCHEMA, batch, delete_ids
 from tests.support.interop import read_with_duckdb, read_with_pyiceberg
@@ -100,6 +102,9 @@ def _target_catalog(tmp_path: Path, warehouse: Path) -> SqlCatalog:
 @pytest.mark.parametrize("fv", [2, 3, 4])
 def test_a_copy_reads_every_snapshot_like_the_source(catalog: Catalog, tmp_path: Path, fv: int) -> None:
     table = _table(catalog, fv)
+    compute_table_stats(table)  # a statistics and a partition statistics file: copied as they are
+    compute_partition_stats(table)
+    table = table.refresh()
     source_dir = Path(table.location().removeprefix("file://"))
     source = f"file://{source_dir}"
     target_root = tmp_path / "dr"
@@ -132,6 +137,10 @@ def test_a_copy_reads_every_snapshot_like_the_source(catalog: Catalog, tmp_path:
         "db.t", f"{target}/metadata/{result.latest_version}"
     )
     assert copy.location() == target
+    assert _relative(list(copy.metadata.statistics_paths()), target) == _relative(
+        list(table.metadata.statistics_paths()), source
+    )
+    assert len(copy.metadata.statistics_paths()) == 2
     assert _rows(copy) == expected
     if fv <= 3:  # independent readers
         for snapshot_id, rows in expected.items():

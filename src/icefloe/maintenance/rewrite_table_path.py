@@ -84,26 +84,17 @@ def rewrite_table_path(
 ) -> RewriteTablePathResult:
     """Stage a copy of ``table`` with every path moved from ``source_prefix`` to ``target_prefix``."""
     fio = table.io
-    current_location = table.metadata_location
-    current = _read_document(fio, current_location)
-    end_location = _find_version(end_version, current_location, current) if end_version else current_location
-    end = current if end_location == current_location else _read_document(fio, end_location)
-    versions = _versions(end_location, end)
-    start_snapshots: set[int] = set()
-    if start_version is not None:
-        start_location = _find_version(start_version, end_location, end)
-        if start_location == end_location:
-            raise ValidationError(f"start_version {start_version} is end_version: nothing to copy")
-        start_snapshots = _snapshot_ids(_read_document(fio, start_location))
-        versions = versions[versions.index(start_location) + 1 :]
+    current = _read_document(fio, table.metadata_location)
+    span = _version_span(fio, table.metadata_location, current, start_version, end_version)
+    end_location, end = span.end_location, span.end
     staging = staging_location or (
         f"{metadata_directory(current['location'], current.get('properties') or {})}"
         f"/copy-table-staging-{uuid.uuid4()}"
     )
     prefixes = PrefixMap(source_prefix, target_prefix, staging.rstrip("/"))
-    copied = _snapshot_ids(end) - start_snapshots
+    copied = _snapshot_ids(end) - span.start_snapshot_ids
 
-    documents = {v: (end if v == end_location else _read_document(fio, v)) for v in versions}
+    documents = {v: (end if v == end_location else _read_document(fio, v)) for v in span.versions}
     staged_metadata = {v: _moved_document(doc, prefixes, v) for v, doc in documents.items()}
 
     tree = TreeRewriter(fio, prefixes, end["location"], copied)
@@ -111,7 +102,7 @@ def rewrite_table_path(
         if snapshot["snapshot-id"] not in copied:
             continue
         if "manifest-list" in snapshot:
-            tree.manifest_list(snapshot["manifest-list"], snapshot["snapshot-id"])
+            tree.manifest_list(snapshot["manifest-list"])
         elif "root-manifest" in snapshot:
             tree.root(snapshot["root-manifest"], snapshot["snapshot-id"])
         else:
@@ -140,6 +131,32 @@ def rewrite_table_path(
         rewritten_files=len(tree.staged) + len(staged_metadata),
         copied_files=len(plan) - len(tree.staged) - len(staged_metadata),
     )
+
+
+@dataclass(frozen=True)
+class _VersionSpan:
+    """The metadata files a copy covers and the snapshots already copied before them."""
+
+    end_location: str
+    end: dict[str, Any]
+    versions: list[str]
+    """The metadata files to copy, oldest first: after ``start_version``, up to ``end_version``."""
+    start_snapshot_ids: set[int]
+
+
+def _version_span(
+    fio: FileIO, current_location: str, current: dict[str, Any], start: str | None, end: str | None
+) -> _VersionSpan:
+    end_location = _find_version(end, current_location, current) if end else current_location
+    end_doc = current if end_location == current_location else _read_document(fio, end_location)
+    versions = _versions(end_location, end_doc)
+    if start is None:
+        return _VersionSpan(end_location, end_doc, versions, set())
+    start_location = _find_version(start, end_location, end_doc)
+    if start_location == end_location:
+        raise ValidationError(f"start_version {start} is end_version: nothing to copy")
+    start_ids = _snapshot_ids(_read_document(fio, start_location))
+    return _VersionSpan(end_location, end_doc, versions[versions.index(start_location) + 1 :], start_ids)
 
 
 def _read_document(fio: FileIO, location: str) -> dict[str, Any]:

@@ -111,9 +111,11 @@ class TreeRewriter:
         if fmt == "puffin":
             return self._rewrite(location, listed, self._puffin, metadata=False)
         if fmt == "parquet":
-            change = self._moved
             return self._rewrite(
-                location, listed, lambda data, src: with_deleted_file_paths(data, src, change), metadata=False
+                location,
+                listed,
+                lambda data, src: with_deleted_file_paths(data, src, self._moved),
+                metadata=False,
             )
         raise Unsupported(
             f"position delete file {location} is {file_format}: only Parquet position delete files "
@@ -133,7 +135,7 @@ class TreeRewriter:
 
     # -- v1–v3 -------------------------------------------------------------------------------
 
-    def manifest_list(self, location: str, snapshot_id: int) -> None:
+    def manifest_list(self, location: str) -> None:
         """Rewrite a v1–v3 snapshot's manifest list and the manifests it references."""
         self._rewrite(location, True, self._manifest_list_bytes, metadata=True)
 
