@@ -64,6 +64,9 @@ class TreeRewriter:
         """Copy source (a staged file or an original) -> target, content files first."""
         self._metadata_copies: dict[str, str] = {}
         self._lengths: dict[str, int] = {}
+        self._moved_manifests: dict[str, tuple[str, int]] = {}
+        """Manifest path -> (its target, its rewritten length): a full copy meets each manifest
+        in every later snapshot's manifest list (n²/2 times for n unmerged appends)."""
 
     def copy_plan(self) -> list[tuple[str, str]]:
         """(source, target) pairs: content files first, then the metadata that points at them."""
@@ -147,12 +150,15 @@ class TreeRewriter:
 
             def change(record: Record) -> Record:
                 manifest = record[path_name]
-                added = record.get(added_name) if added_name else None
-                listed = added is None or added in self.copied_snapshot_ids
-                length = self._rewrite(
-                    manifest, listed, lambda d, s: self._manifest_bytes(d, s, added), metadata=True
-                )
-                return {**record, path_name: self.prefixes.target(manifest), length_name: length}
+                moved = self._moved_manifests.get(manifest)
+                if moved is None:  # whether it is staged depends on the manifest alone: once
+                    added = record.get(added_name) if added_name else None
+                    listed = added is None or added in self.copied_snapshot_ids
+                    length = self._rewrite(
+                        manifest, listed, lambda d, s: self._manifest_bytes(d, s, added), metadata=True
+                    )
+                    moved = self._moved_manifests[manifest] = (self.prefixes.target(manifest), length)
+                return {**record, path_name: moved[0], length_name: moved[1]}
 
             return change
 
