@@ -48,7 +48,9 @@ from icefloe.txn.producers import AppendFiles
 
 def many_manifests(catalog: Any, version: int, manifests: int) -> Any:
     """A table of ``manifests`` one-file appends, none merged."""
-    ident = f"{NAMESPACE}.t_v{version}"
+    ident = f"{NAMESPACE}.t_v{version}_{manifests}"
+    if catalog.table_exists(ident):  # --dir keeps the work directory: build afresh
+        catalog.drop_table(ident, purge=True)
     table = catalog.create_table(
         ident,
         SCHEMA,
