@@ -480,6 +480,34 @@ def test_remove_orphan_files_dry_run_reports_then_deletes(catalog: Catalog, icef
     assert rows_by_id(table) == rows
 
 
+def test_rewrite_table_path_prints_the_version_and_the_file_list(
+    catalog: Catalog, icefloe: Icefloe, tmp_path: Path
+) -> None:
+    table = make_table(catalog, "db.t", 2, batches=2, rows=3)  # 2 appends of 3 files each
+    staging = f"file://{tmp_path}/staging"
+    result = icefloe(
+        "rewrite-table-path",
+        "db.t",
+        "--source-prefix",
+        table.location(),
+        "--target-prefix",
+        f"file://{tmp_path}/copy",
+        "--staging-location",
+        staging,
+    )
+    latest = table.metadata_location.rsplit("/", 1)[-1]
+    assert result.status == 0, result.err
+    # staged: 3 metadata files, 2 manifest lists, 2 manifests; copied: 6 data files
+    assert result.words == [
+        ["latest", "version", latest],
+        ["file", "list", f"{staging}/file-list"],
+        ["staged", "files", "7", "(paths", "rewritten)"],
+        ["copied", "files", "6", "(as", "they", "are)"],
+    ]
+    outside = icefloe("rewrite-table-path", "db.t", "--source-prefix", "/nowhere", "--target-prefix", "/x")
+    assert outside.status == 1 and "does not start with the source prefix /nowhere" in outside.err
+
+
 # -- errors, parsing, entry points ------------------------------------------------------------------
 
 

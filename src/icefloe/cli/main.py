@@ -27,6 +27,7 @@ from icefloe.cli import describe, serve
 from icefloe.errors import IcefloeError, ValidationError
 from icefloe.maintenance.expire_snapshots import ExpireResult, expire_snapshots
 from icefloe.maintenance.remove_orphan_files import OrphanResult, remove_orphan_files
+from icefloe.maintenance.rewrite_table_path import rewrite_table_path
 
 Handler = Callable[[Catalog, argparse.Namespace], list[str]]
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -139,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_tree(commands)
     _add_expire_snapshots(commands)
     _add_remove_orphan_files(commands)
+    _add_rewrite_table_path(commands)
     serve.add_serve(commands, serve.cmd_serve)
     commands.add_parser(
         "pipeline",
@@ -211,6 +213,31 @@ def _add_remove_orphan_files(commands: Commands) -> None:
     sub.add_argument("--dry-run", action="store_true", help="only list the orphans")
 
 
+def _add_rewrite_table_path(commands: Commands) -> None:
+    sub = _command(
+        commands,
+        "rewrite-table-path",
+        "stage a copy of a table under another location prefix, with the list of files to copy",
+        cmd_rewrite_table_path,
+    )
+    sub.add_argument("table", help="table identifier, e.g. db.trips")
+    sub.add_argument("--source-prefix", required=True, metavar="PREFIX", help="the prefix paths have now")
+    sub.add_argument(
+        "--target-prefix", required=True, metavar="PREFIX", help="the prefix the copy's paths get"
+    )
+    sub.add_argument(
+        "--start-version", metavar="FILE", help="metadata file already copied: copy only what came after it"
+    )
+    sub.add_argument(
+        "--end-version", metavar="FILE", help="last metadata file to copy (default: the current)"
+    )
+    sub.add_argument(
+        "--staging-location",
+        metavar="LOCATION",
+        help="where rewritten files go (default: <metadata dir>/copy-table-staging-<uuid>)",
+    )
+
+
 def _add_older_than(sub: argparse.ArgumentParser, meaning: str, default: str) -> None:
     """The ``--older-than WHEN`` option of the maintenance commands."""
     sub.add_argument(
@@ -275,6 +302,26 @@ def cmd_orphans(catalog: Catalog, args: argparse.Namespace) -> list[str]:
         catalog.load_table(args.table), older_than=args.older_than, dry_run=args.dry_run
     )
     return orphan_report(result)
+
+
+def cmd_rewrite_table_path(catalog: Catalog, args: argparse.Namespace) -> list[str]:
+    """``icefloe rewrite-table-path TABLE --source-prefix P --target-prefix Q ...``."""
+    result = rewrite_table_path(
+        catalog.load_table(args.table),
+        args.source_prefix,
+        args.target_prefix,
+        start_version=args.start_version,
+        end_version=args.end_version,
+        staging_location=args.staging_location,
+    )
+    return describe.aligned(
+        [
+            ("latest version", result.latest_version, ""),
+            ("file list", result.file_list_location, ""),
+            ("staged files", str(result.rewritten_files), "(paths rewritten)"),
+            ("copied files", str(result.copied_files), "(as they are)"),
+        ]
+    )
 
 
 def run_pipeline(uri: str | None, warehouse: str | None, pipeline_args: list[str]) -> int:

@@ -1,4 +1,5 @@
-"""``table.inspect`` (metadata tables as Arrow) and ``table.maintenance`` (expiry, orphans, compaction)."""
+"""``table.inspect`` (metadata tables as Arrow) and ``table.maintenance`` (expiry, orphans, compaction,
+copies to another location)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from icefloe.deprecation import forwards_keywords
 from icefloe.maintenance import expire_snapshots as expiry
 from icefloe.maintenance import remove_orphan_files as orphans
 from icefloe.maintenance import rewrite_data_files as compaction
+from icefloe.maintenance import rewrite_table_path as copying
 from icefloe.scan.metadata_tables import metadata_table
 from icefloe.txn.handle import TableHandle
 
@@ -97,3 +99,4 @@ class TableMaintenance:
     expire_snapshots = _on_the_table(expiry.expire_snapshots)
     remove_orphan_files = _on_the_table(orphans.remove_orphan_files)
     rewrite_data_files = _on_the_table(compaction.rewrite_data_files)
+    rewrite_table_path = _on_the_table(copying.rewrite_table_path)

@@ -378,3 +378,38 @@ def test_rewrite_data_files_sort_strategy(spark: Any, catalog: Catalog, table_na
     sql(spark, f"CALL icefloe.system.rewrite_data_files(table => '{table_name}', strategy => 'sort')")
     ((path,),) = sql(spark, f"SELECT file_path FROM {t}.data_files").collect()
     assert [r[1] for r in spark.read.parquet(path).collect()] == ["a", "a", "b", "c", "z", None, None]
+
+
+def test_rewrite_table_path_stages_a_copy_that_registers(
+    spark: Any, catalog: Catalog, table_name: str, tmp_path: Path
+) -> None:
+    t = f"icefloe.{table_name}"
+    sql(
+        spark,
+        f"CREATE TABLE {t} (id BIGINT, cat STRING) USING iceberg PARTITIONED BY (cat) "
+        "TBLPROPERTIES ('format-version' = '2', 'write.delete.mode' = 'merge-on-read')",
+    )
+    sql(spark, f"INSERT INTO {t} VALUES (1, 'a'), (2, 'a'), (3, 'b')")
+    sql(spark, f"DELETE FROM {t} WHERE id = 2")
+    expected = rows(sql(spark, f"SELECT id, cat FROM {t}"))
+    assert expected == [(1, "a"), (3, "b")]
+    table = catalog.load_table(table_name)
+    source, target, staging = table.location(), f"{table.location()}_copy", f"file://{tmp_path}/staging"
+    out = sql(
+        spark,
+        f"CALL icefloe.system.rewrite_table_path(table => '{table_name}', source_prefix => '{source}', "
+        f"target_prefix => '{target}', staging_location => '{staging}')",
+    )
+    assert out.columns == ["latest_version", "file_list_location"]
+    latest = table.metadata_location.rsplit("/", 1)[-1]
+    assert rows(out) == [(latest, f"{staging}/file-list")]
+    listed = Path(f"{tmp_path}/staging/file-list").read_text().splitlines()
+    for line in listed:
+        src, dst = line.split(",")
+        table.io.new_output(dst).write_bytes(table.io.new_input(src).read())
+    assert sum(1 for line in listed if "/data/" in line.split(",")[1]) == 3  # two data files, one delete
+    sql(spark, f"DROP TABLE {t} PURGE")  # the copy must not need a single source file
+    sql(spark, f"CALL icefloe.system.register_table('{table_name}_copy', '{target}/metadata/{latest}')")
+    assert rows(sql(spark, f"SELECT id, cat FROM {t}_copy")) == expected
+    with pytest.raises(ValidationError, match="source_prefix"):
+        sql(spark, f"CALL icefloe.system.rewrite_table_path('{table_name}_copy', target_prefix => '/x')")

@@ -553,6 +553,11 @@ def _parse_header(data: bytes, location: str) -> tuple[dict[str, bytes], int]:
     return meta, pos
 
 
+def parse_header(data: bytes, location: str) -> tuple[dict[str, bytes], int]:
+    """The raw metadata map of an Avro container file and the offset of its sync marker."""
+    return _parse_header(data, location)
+
+
 SYNC_SIZE = 16
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "read_deletion_vector",
     "read_deletion_vectors",
     "read_puffin_footer",
+    "with_footer",
     "write_deletion_vectors",
 ]
 
@@ -270,14 +271,7 @@ class PuffinWriter:
         if self._result is not None:
             return self._result
         metadata = FileMetadata(blobs=tuple(self._blobs), properties=self._properties)
-        payload = json.dumps(metadata.to_json(), separators=(",", ":"), ensure_ascii=False).encode()
-        flags = 0
-        if self._compress_footer:
-            payload = _compress("lz4", payload)
-            flags |= _FLAG_FOOTER_LZ4
-        footer = (
-            PUFFIN_MAGIC + payload + _FOOTER_STRUCT.pack(len(payload), bytes([flags, 0, 0, 0]), PUFFIN_MAGIC)
-        )
+        footer = _footer_bytes(metadata, self._compress_footer)
         self._write(footer)
         self._result = PuffinWriteResult(list(self._blobs), self._pos, len(footer))
         return self._result
@@ -288,6 +282,30 @@ class PuffinWriter:
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if exc_type is None:
             self.finish()
+
+
+def _footer_bytes(metadata: FileMetadata, compress: bool) -> bytes:
+    payload = json.dumps(metadata.to_json(), separators=(",", ":"), ensure_ascii=False).encode()
+    flags = 0
+    if compress:
+        payload = _compress("lz4", payload)
+        flags |= _FLAG_FOOTER_LZ4
+    return PUFFIN_MAGIC + payload + _FOOTER_STRUCT.pack(len(payload), bytes([flags, 0, 0, 0]), PUFFIN_MAGIC)
+
+
+def with_footer(data: bytes, metadata: FileMetadata, source: str = "<puffin file>") -> bytes:
+    """The Puffin file ``data`` with its footer replaced by ``metadata``'s (compressed as before).
+
+    The blobs are kept byte for byte, so every blob keeps its offset: the footer follows them.
+    Used to rewrite the ``referenced-data-file`` property of deletion-vector blobs when a table is
+    copied to another location; ``metadata`` must describe the same blobs.
+    """
+    old = read_puffin_footer(data, len(data), source)
+    if [(b.offset, b.length) for b in old.blobs] != [(b.offset, b.length) for b in metadata.blobs]:
+        raise ValidationError(f"{source}: a new Puffin footer must describe the same blobs")
+    payload_size, flags, _ = _FOOTER_STRUCT.unpack(data[-_FOOTER_STRUCT.size :])
+    blob_area = data[: len(data) - _FOOTER_OVERHEAD - payload_size]
+    return bytes(blob_area) + _footer_bytes(metadata, bool(flags[0] & _FLAG_FOOTER_LZ4))
 
 
 # -- reading ----------------------------------------------------------------------------

@@ -451,6 +451,23 @@ def _rewrite_position_delete_files(ctx: SqlContext, args: dict[str, Any]) -> Dat
     )
 
 
+def _rewrite_table_path(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
+    from icefloe.maintenance.rewrite_table_path import rewrite_table_path
+
+    missing = [k for k in ("source_prefix", "target_prefix") if args.get(k) is None]
+    if missing:
+        raise ValidationError(f"CALL system.rewrite_table_path: the argument {missing[0]!r} is required")
+    optional = {k: str(args[k]) for k in ("start_version", "end_version", "staging_location") if args.get(k)}
+    result = rewrite_table_path(
+        _table(ctx, args), str(args["source_prefix"]), str(args["target_prefix"]), **optional
+    )
+    return _frame(
+        ctx,
+        "latest_version string, file_list_location string",
+        [(result.latest_version, result.file_list_location)],
+    )
+
+
 def _create_changelog_view(ctx: SqlContext, args: dict[str, Any]) -> DataFrame:
     from icefloe.spark.changes import create_changelog_view
 
@@ -581,6 +598,10 @@ PROCEDURES: dict[str, tuple[tuple[str, ...], Procedure]] = {
     "register_table": (("table", "metadata_file"), _register_table),
     "rewrite_manifests": (("table", "use_caching", "spec_id", "sort_by"), _rewrite_manifests),
     "rewrite_position_delete_files": (("table", "options", "where"), _rewrite_position_delete_files),
+    "rewrite_table_path": (
+        ("table", "source_prefix", "target_prefix", "start_version", "end_version", "staging_location"),
+        _rewrite_table_path,
+    ),
     "create_changelog_view": (
         ("table", "changelog_view", "options", "compute_updates", "identifier_columns", "net_changes"),
         _create_changelog_view,
