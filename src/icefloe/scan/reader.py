@@ -19,6 +19,7 @@ from icefloe.formats.arrow_schema import schema_to_arrow
 from icefloe.formats.data_files import read_data_file
 from icefloe.io.fileio import FileIO, normalize_location
 from icefloe.scan.column_files import overlay_column_files
+from icefloe.scan.delete_readers import drop_equality_deleted, read_equality_delete_keys
 from icefloe.scan.shared_deletes import SharedDeletes
 from icefloe.scan.tasks import DeleteFileRef, FileScanTask
 from icefloe.spec.content import DataFile, FileContent
@@ -245,7 +246,7 @@ def read_task(
             keep[deleted[(deleted >= 0) & (deleted < table.num_rows)]] = False
             table = table.filter(pa.array(keep))
     for d in eq_deletes:
-        table = _apply_equality_delete(io, table, d, request.table_schema)
+        table = _apply_equality_delete(io, table, d, request.table_schema, shared_deletes)
     if not isinstance(residual, AlwaysTrue):
         expr = to_arrow_expression(residual, request.table_schema)
         table = table.filter(expr)
@@ -342,11 +343,13 @@ def _deleted_positions(
     return np.unique(np.concatenate(chunks))
 
 
-def _apply_equality_delete(io: FileIO, table: pa.Table, ref: DeleteFileRef, schema: Schema) -> pa.Table:
-    from icefloe.scan.delete_readers import apply_equality_deletes
-
-    with reading(ref.delete_file.file_path, "read the equality delete file"):
-        return apply_equality_deletes(io, table, ref.delete_file, schema)
+def _apply_equality_delete(
+    io: FileIO, table: pa.Table, ref: DeleteFileRef, schema: Schema, shared: SharedDeletes | None
+) -> pa.Table:
+    f = ref.delete_file
+    with reading(f.file_path, "read the equality delete file"):
+        keys = read_equality_delete_keys(io, f, schema) if shared is None else shared.equality_keys(f, schema)
+        return drop_equality_deleted(table, keys, f, schema)
 
 
 def _check_against_manifest(table: pa.Table, task: FileScanTask, read_schema: Schema) -> None:
