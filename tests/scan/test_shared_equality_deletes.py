@@ -18,7 +18,7 @@ from icefloe.errors import IcefloeError
 from icefloe.io.fileio import FileIO
 from icefloe.scan import table_scan
 from icefloe.scan.delete_readers import read_equality_delete_keys
-from icefloe.scan.reader import read_task, read_tasks
+from icefloe.scan.reader import read_each_task, read_task, read_tasks
 from icefloe.scan.shared_deletes import SharedDeletes
 from icefloe.scan.tasks import DeleteFileRef, FileScanTask
 from icefloe.spec.content import DataFile, FileContent
@@ -118,6 +118,20 @@ def test_the_stream_reads_an_equality_delete_file_once(catalog: Catalog) -> None
     streamed = scan.to_arrow_batch_reader(batch_size=4).read_all()
     assert _pairs(streamed) == [(i, f"t{i}") for i in range(FILES * ROWS) if i not in KEYS]
     assert io.opened[eq_path] == 1
+
+
+def test_a_spark_tasks_share_of_the_plan_reads_an_equality_delete_file_once(catalog: Catalog) -> None:
+    """What a Spark task reads (``read_each_task`` over its own scan tasks, one after another)."""
+    table = _table(catalog, 3)
+    scan = table.scan()
+    tasks, request = scan.plan_files(), scan.read_request()
+    (eq_path,) = _delete_files(tasks, FileContent.EQUALITY_DELETES)
+    io = CountingIO()
+    mine, theirs = tasks[:3], tasks[3:]
+    rows = pa.concat_tables([*read_each_task(io, mine, request), *read_each_task(io, theirs, request)])
+    assert _pairs(rows) == [(i, f"t{i}") for i in range(FILES * ROWS) if i not in KEYS]
+    assert io.opened[eq_path] == 2  # once per share
+    assert sorted(io.opened.values()) == [1] * FILES + [2]
 
 
 def test_the_stream_reads_deletes_task_by_task_past_its_bound(

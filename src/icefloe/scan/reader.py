@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +20,7 @@ from icefloe.formats.data_files import read_data_file
 from icefloe.io.fileio import FileIO, normalize_location
 from icefloe.scan.column_files import overlay_column_files
 from icefloe.scan.delete_readers import drop_equality_deleted, read_equality_delete_keys
-from icefloe.scan.shared_deletes import SharedDeletes
+from icefloe.scan.shared_deletes import STREAM_MAX_HELD_BYTES, SharedDeletes
 from icefloe.scan.tasks import DeleteFileRef, FileScanTask
 from icefloe.spec.content import DataFile, FileContent
 from icefloe.spec.partitioning import PartitionSpec
@@ -184,6 +184,15 @@ def _read_in_order(
         return
     with ThreadPoolExecutor(max_workers=threads) as pool:
         yield from pool.map(lambda t: read_task(io, t, request, shared_deletes=shared), tasks)
+
+
+def read_each_task(io: FileIO, tasks: Sequence[FileScanTask], request: ReadRequest) -> Iterator[pa.Table]:
+    """Each task read in turn, for a caller holding one task's rows at a time (a Spark task's
+    share of a scan): delete files these tasks share are read once, keeping no more of them than
+    a streaming read does (:data:`~icefloe.scan.shared_deletes.STREAM_MAX_HELD_BYTES`)."""
+    shared = SharedDeletes(io, tasks, max_held_bytes=STREAM_MAX_HELD_BYTES)
+    for task in tasks:
+        yield read_task(io, task, request, shared_deletes=shared)
 
 
 def read_task(

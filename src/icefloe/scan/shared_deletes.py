@@ -22,8 +22,10 @@ decoded file only while tasks for it remain (Iceberg Java's executor cache keeps
 by size instead, for a process's later scans too), and at most ``max_held_bytes`` at once: the
 streaming reader sets it, so its memory stays bounded whatever the order of its tasks. A file no
 other task uses (or too large to keep) is read as before, narrowly: positions for one data file,
-one deletion vector by its range. Spark executors read their own task with no ``SharedDeletes``:
-each reads only what its data file needs.
+one deletion vector by its range. A Spark task shares the delete files of the scan tasks it was
+given (``reader.read_each_task``), bounded as a stream is; nothing is kept across Spark tasks in
+a reused Python worker (the worker cannot know which later tasks need a file, so it could only
+keep files by size, for as long as the worker lives, as Java's executor cache does).
 """
 
 from __future__ import annotations
