@@ -17,7 +17,7 @@ from icefloe.catalog.base import Catalog
 from icefloe.errors import IcefloeError
 from icefloe.io.fileio import FileIO
 from icefloe.scan import table_scan
-from icefloe.scan.delete_readers import read_equality_delete_keys
+from icefloe.scan.delete_readers import drop_equality_deleted, read_equality_delete_keys
 from icefloe.scan.reader import read_each_task, read_task, read_tasks
 from icefloe.scan.shared_deletes import SharedDeletes
 from icefloe.scan.tasks import DeleteFileRef, FileScanTask
@@ -235,3 +235,24 @@ def test_position_equality_and_dv_deletes_shared_keep_the_sequence_number_rules(
     uses = Counter(d.delete_file.file_path for t in tasks for d in t.deletes)
     for path in (*equality, *positional):
         assert io.opened[path] == 1, (path, uses[path])
+
+
+@pytest.mark.parametrize(
+    "extra_keys",
+    [0, 4],  # 2 keys for 5 rows: hashed keys probed by rows; 6 keys: hashed rows probed by keys
+)
+def test_either_join_side_drops_exactly_the_equal_rows_null_equal_to_null(
+    catalog: Catalog, extra_keys: int
+) -> None:
+    schema = Schema(NestedField(1, "id", LongType(), False), NestedField(2, "cat", StringType(), False))
+    table = catalog.create_table("db.t", schema, properties={"format-version": "2"})
+    rows = pa.table({"id": pa.array([None, None, 1, 1, 2], pa.int64()), "cat": [None, "a", None, "a", "b"]})
+    more = list(range(3, 3 + extra_keys))
+    keys = pa.table(
+        {"id": pa.array([None, 1, *more], pa.int64()), "cat": ["a", None, *(f"x{i}" for i in more)]}
+    )
+    (delete_file,) = write_equality_delete_files(table.io, table.metadata, keys, [1, 2])
+    kept_keys = read_equality_delete_keys(table.io, delete_file, table.schema())
+    assert kept_keys.num_rows == 2 + extra_keys
+    kept = drop_equality_deleted(rows, kept_keys, delete_file, table.schema())
+    assert kept.to_pylist() == [{"id": None, "cat": None}, {"id": 1, "cat": "a"}, {"id": 2, "cat": "b"}]

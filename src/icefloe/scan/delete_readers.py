@@ -205,7 +205,12 @@ def drop_equality_deleted(table: pa.Table, keys: pa.Table, delete_file: DataFile
     key_names = with_keys.column_names[-2 * len(names) :]
     left = with_keys.select(key_names)
     left = left.append_column(f"{_KEY_PREFIX}row", pa.array(np.arange(table.num_rows, dtype=np.int64)))
-    kept = left.join(keys, keys=key_names, join_type="left anti")
+    # Acero builds its hash table on the right input: over the smaller side, so a task's rows are
+    # probed against a large shared key set without hashing all of it again for every task.
+    if keys.num_rows <= table.num_rows:
+        kept = left.join(keys, keys=key_names, join_type="left anti")
+    else:
+        kept = keys.join(left, keys=key_names, join_type="right anti")
     rows = np.sort(np.asarray(kept.column(f"{_KEY_PREFIX}row").to_numpy(), dtype=np.int64))
     return table.take(pa.array(rows))
 
