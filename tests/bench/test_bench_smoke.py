@@ -11,6 +11,7 @@ from bench import (
     bench_column_updates,
     bench_core,
     bench_deletes,
+    bench_equality_deletes,
     bench_fsync,
     bench_maintenance,
     bench_rest,
@@ -47,6 +48,15 @@ def test_bench_deletes_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     # a second run reuses both tables
     assert bench_deletes.main(argv) == 0
     assert "(!)" not in capsys.readouterr().out
+
+
+def test_bench_equality_deletes_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--files", "4", "--rows", "10", "--keys", "15", "--runs", "1", "--dir", str(tmp_path)]
+    assert bench_equality_deletes.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "one scan of 4 files x 10 rows under one equality delete file of 15 keys" in out
+    routes = [line.split() for line in out.splitlines() if line.startswith(("to_arrow ", "stream "))]
+    assert [(r[0], r[-1]) for r in routes] == [("to_arrow", "1"), ("stream", "1")]  # one read each
 
 
 def test_bench_row_changes_tiny(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

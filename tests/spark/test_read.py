@@ -98,3 +98,28 @@ def test_empty_table_reads_as_empty_dataframe(spark, catalog: Catalog, table_nam
     assert df.count() == 0
     assert [(f.name, f.dataType.simpleString()) for f in df.schema.fields] == [("a", "int"), ("b", "string")]
     assert read_table(spark, table_name, columns=["b"]).columns == ["b"]
+
+
+@pytest.mark.parametrize("fv", [2, 3])
+def test_equality_and_position_deletes_shared_within_a_task_give_exact_rows(  # type: ignore[no-untyped-def]
+    spark, catalog: Catalog, table_name: str, fv: int
+) -> None:
+    """One global equality delete file and one position delete file (v2) or Puffin file (v3) over
+    every data file: each Spark task reads them once for its files (``read_each_task``), through
+    ``read_table`` and through the data source, with exactly the rows they delete."""
+    import pyarrow as pa
+
+    from icefloe.spec.schema import Schema
+    from icefloe.spec.types import LongType, NestedField, StringType
+
+    schema = Schema(NestedField(1, "id", LongType(), True), NestedField(2, "tag", StringType(), False))
+    props = {"format-version": str(fv), "write.delete.granularity": "partition"}
+    table = catalog.create_table(table_name, schema, properties=props)
+    for f in range(6):
+        ids = list(range(f * 5, f * 5 + 5))
+        table.append(pa.table({"id": pa.array(ids, pa.int64()), "tag": [f"t{i}" for i in ids]}))
+    table.delete_by_key(pa.table({"id": pa.array([2, 7, 13, 29], pa.int64())}), on="id")
+    table.delete("id in (0, 11, 24)", mode="merge-on-read")
+    want = [(i, f"t{i}") for i in range(30) if i not in (2, 7, 13, 29, 0, 11, 24)]
+    assert df_rows(read_table(spark, table_name)) == want
+    assert df_rows(spark.read.format("icefloe").load(table_name)) == want

@@ -169,29 +169,61 @@ def _position_columns(table: pa.Table, source: str) -> tuple[str, str]:
 
 def apply_equality_deletes(io: FileIO, table: pa.Table, delete_file: DataFile, schema: Schema) -> pa.Table:
     """Drop rows of ``table`` whose equality columns equal a row of the delete file (null = null)."""
-    ids = list(delete_file.equality_ids or ())
-    if not ids:
-        raise CorruptMetadata(f"equality delete file {delete_file.file_path} has no equality ids")
-    key_schema = prune_columns(schema, set(ids))
+    return drop_equality_deleted(
+        table, read_equality_delete_keys(io, delete_file, schema), delete_file, schema
+    )
+
+
+def read_equality_delete_keys(io: FileIO, delete_file: DataFile, schema: Schema) -> pa.Table:
+    """The distinct keys of an equality delete file, as the null-safe key columns
+    :func:`drop_equality_deleted` joins on: what a scan keeps of the file, whatever its other columns.
+
+    The keys are the file's ``equality_ids`` columns read with ``schema`` (the scan's table schema).
+    """
+    ids = _equality_ids(delete_file)
     deletes = read_data_file(
         io,
         delete_file.file_path,
-        key_schema,
+        prune_columns(schema, set(ids)),
         delete_file.file_format,
         file_size=delete_file.file_size_in_bytes,
     )
-    if deletes.num_rows == 0 or table.num_rows == 0:
+    names = _key_names(schema, ids)
+    with_keys = _null_safe_keys(deletes, names)
+    keys = with_keys.column_names[-2 * len(names) :]
+    return with_keys.select(keys).group_by(keys).aggregate([])
+
+
+def drop_equality_deleted(table: pa.Table, keys: pa.Table, delete_file: DataFile, schema: Schema) -> pa.Table:
+    """Drop rows of ``table`` whose equality columns equal a row of ``keys`` (what
+    :func:`read_equality_delete_keys` read of ``delete_file``), keeping the others in order."""
+    if keys.num_rows == 0 or table.num_rows == 0:
         return table
-    names = [schema.find_column_name(i) or str(i) for i in ids]
+    names = _key_names(schema, _equality_ids(delete_file))
     # Join the key columns and a row index only: Acero joins cannot carry struct/list/map columns.
     with_keys = _null_safe_keys(table, names)
-    keys = with_keys.column_names[-2 * len(names) :]
-    left = with_keys.select(keys)
+    key_names = with_keys.column_names[-2 * len(names) :]
+    left = with_keys.select(key_names)
     left = left.append_column(f"{_KEY_PREFIX}row", pa.array(np.arange(table.num_rows, dtype=np.int64)))
-    right = _null_safe_keys(deletes, names).select(keys).group_by(keys).aggregate([])
-    kept = left.join(right, keys=keys, join_type="left anti")
+    # Acero builds its hash table on the right input: over the smaller side, so a task's rows are
+    # probed against a large shared key set without hashing all of it again for every task.
+    if keys.num_rows <= table.num_rows:
+        kept = left.join(keys, keys=key_names, join_type="left anti")
+    else:
+        kept = keys.join(left, keys=key_names, join_type="right anti")
     rows = np.sort(np.asarray(kept.column(f"{_KEY_PREFIX}row").to_numpy(), dtype=np.int64))
     return table.take(pa.array(rows))
+
+
+def _equality_ids(delete_file: DataFile) -> list[int]:
+    ids = list(delete_file.equality_ids or ())
+    if not ids:
+        raise CorruptMetadata(f"equality delete file {delete_file.file_path} has no equality ids")
+    return ids
+
+
+def _key_names(schema: Schema, ids: list[int]) -> list[str]:
+    return [schema.find_column_name(i) or str(i) for i in ids]
 
 
 def _null_safe_keys(table: pa.Table, names: list[str]) -> pa.Table:

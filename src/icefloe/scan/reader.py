@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +19,8 @@ from icefloe.formats.arrow_schema import schema_to_arrow
 from icefloe.formats.data_files import read_data_file
 from icefloe.io.fileio import FileIO, normalize_location
 from icefloe.scan.column_files import overlay_column_files
-from icefloe.scan.shared_deletes import SharedDeletes
+from icefloe.scan.delete_readers import drop_equality_deleted, read_equality_delete_keys
+from icefloe.scan.shared_deletes import STREAM_MAX_HELD_BYTES, SharedDeletes
 from icefloe.scan.tasks import DeleteFileRef, FileScanTask
 from icefloe.spec.content import DataFile, FileContent
 from icefloe.spec.partitioning import PartitionSpec
@@ -185,6 +186,15 @@ def _read_in_order(
         yield from pool.map(lambda t: read_task(io, t, request, shared_deletes=shared), tasks)
 
 
+def read_each_task(io: FileIO, tasks: Sequence[FileScanTask], request: ReadRequest) -> Iterator[pa.Table]:
+    """Each task read in turn, for a caller holding one task's rows at a time (a Spark task's
+    share of a scan): delete files these tasks share are read once, keeping no more of them than
+    a streaming read does (:data:`~icefloe.scan.shared_deletes.STREAM_MAX_HELD_BYTES`)."""
+    shared = SharedDeletes(io, tasks, max_held_bytes=STREAM_MAX_HELD_BYTES)
+    for task in tasks:
+        yield read_task(io, task, request, shared_deletes=shared)
+
+
 def read_task(
     io: FileIO,
     task: FileScanTask,
@@ -245,7 +255,7 @@ def read_task(
             keep[deleted[(deleted >= 0) & (deleted < table.num_rows)]] = False
             table = table.filter(pa.array(keep))
     for d in eq_deletes:
-        table = _apply_equality_delete(io, table, d, request.table_schema)
+        table = _apply_equality_delete(io, table, d, request.table_schema, shared_deletes)
     if not isinstance(residual, AlwaysTrue):
         expr = to_arrow_expression(residual, request.table_schema)
         table = table.filter(expr)
@@ -342,11 +352,13 @@ def _deleted_positions(
     return np.unique(np.concatenate(chunks))
 
 
-def _apply_equality_delete(io: FileIO, table: pa.Table, ref: DeleteFileRef, schema: Schema) -> pa.Table:
-    from icefloe.scan.delete_readers import apply_equality_deletes
-
-    with reading(ref.delete_file.file_path, "read the equality delete file"):
-        return apply_equality_deletes(io, table, ref.delete_file, schema)
+def _apply_equality_delete(
+    io: FileIO, table: pa.Table, ref: DeleteFileRef, schema: Schema, shared: SharedDeletes | None
+) -> pa.Table:
+    f = ref.delete_file
+    with reading(f.file_path, "read the equality delete file"):
+        keys = read_equality_delete_keys(io, f, schema) if shared is None else shared.equality_keys(f, schema)
+        return drop_equality_deleted(table, keys, f, schema)
 
 
 def _check_against_manifest(table: pa.Table, task: FileScanTask, read_schema: Schema) -> None:

@@ -34,6 +34,7 @@ from icefloe.scan.error_context import with_scan_context
 from icefloe.scan.incremental import SnapshotRange, plan_appended, resolve_range
 from icefloe.scan.planner import PlanStats, plan_files
 from icefloe.scan.reader import METADATA_COLUMNS, ReadRequest, read_task, read_tasks
+from icefloe.scan.shared_deletes import STREAM_MAX_HELD_BYTES, SharedDeletes
 from icefloe.scan.tasks import FileScanTask
 from icefloe.spec.schema import Schema
 from icefloe.spec.snapshots import RefType, Snapshot
@@ -200,18 +201,24 @@ class TableScan:
     def to_arrow_batch_reader(
         self, batch_size: int = DEFAULT_BATCH_SIZE, prefetch: int = DEFAULT_PREFETCH
     ) -> pa.RecordBatchReader:
-        """Plan the scan and stream its rows file by file (at most ``prefetch + 1`` files in memory)."""
+        """Plan the scan and stream its rows file by file (at most ``prefetch + 1`` files in memory).
+
+        A delete file several tasks use is read once and kept until its last task is read, up to
+        :data:`STREAM_MAX_HELD_BYTES` at once (``scan.shared_deletes``).
+        """
         request = self.read_request()
         full = request.output_schema()
         columns = self._output_columns(full.names)
         schema = pa.schema([full.field(name) for name in columns])
         io = self.io
+        tasks = self.plan_files()
+        shared = SharedDeletes(io, tasks, max_held_bytes=STREAM_MAX_HELD_BYTES)
 
         def read(task: FileScanTask) -> pa.Table:
-            return read_task(io, task, request).select(columns)
+            return read_task(io, task, request, shared_deletes=shared).select(columns)
 
         return record_batch_reader(
-            schema, self.plan_files(), read, batch_size=batch_size, prefetch=prefetch, limit=self.limit
+            schema, tasks, read, batch_size=batch_size, prefetch=prefetch, limit=self.limit
         )
 
     def changelog(

@@ -374,11 +374,11 @@ def _execution_id() -> str | None:
 
 
 def _read_tasks(io: Any, tasks: Iterable[Any], request: Any, fields: list[Any], target: Any) -> Iterator[Any]:
-    """Read scan tasks (deletes and the ``filter`` option applied) as Arrow batches on Spark's schema."""
-    from icefloe.scan.reader import read_task
+    """Read scan tasks (deletes and the ``filter`` option applied) as Arrow batches on Spark's schema;
+    a delete file several of them need is read once (``read_each_task``)."""
+    from icefloe.scan.reader import read_each_task
 
-    for task in tasks:
-        table = read_task(io, task, request)
+    for table in read_each_task(io, list(tasks), request):  # delete files shared within this task
         if table.num_rows:
             yield from to_spark_arrow(table, fields, target).to_batches(max_chunksize=65536)
 

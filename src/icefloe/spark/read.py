@@ -312,13 +312,13 @@ def _python_frame(spark: SparkSession, plan: ReadPlan) -> DataFrame:
         tasks: list[FileScanTask] = pickle.loads(payload.value)
         target = spark_arrow_schema(T.StructType.fromJson(json.loads(schema_json)))
         io = executor_io(io_props, location)
-        from icefloe.scan.reader import read_task
+        from icefloe.scan.reader import read_each_task
 
-        for batch in batches:
-            for idx in batch.column(0).to_pylist():
-                table = read_task(io, tasks[idx], job_request)
-                if table.num_rows:
-                    yield from to_spark_arrow(table, fields, target).to_batches(max_chunksize=65536)
+        # this Spark task's share of the plan, known before reading so it can share delete files
+        mine = [tasks[idx] for batch in batches for idx in batch.column(0).to_pylist()]
+        for table in read_each_task(io, mine, job_request):
+            if table.num_rows:
+                yield from to_spark_arrow(table, fields, target).to_batches(max_chunksize=65536)
 
     n = len(plan.python)
     parallel = max(1, min(n, spark.sparkContext.defaultParallelism * 4))

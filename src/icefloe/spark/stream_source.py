@@ -106,11 +106,10 @@ class IcefloeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self.options.changelog:
             yield from self._read_changes(partition)
             return
-        from icefloe.scan.reader import read_task
+        from icefloe.scan.reader import read_each_task
 
-        io = self.setup.io()
-        for _, task in pickle.loads(partition.value):
-            table = read_task(io, task, self.request)
+        tasks = [task for _, task in pickle.loads(partition.value)]
+        for table in read_each_task(self.setup.io(), tasks, self.request):  # deletes shared within
             if table.num_rows:
                 yield from to_spark_arrow(table, self.fields, self.target).to_batches(max_chunksize=65536)
 
