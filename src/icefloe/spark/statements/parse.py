@@ -97,7 +97,7 @@ def parse_statement(text: str, line: int = 1, column: int = 1) -> Statement:
     """Parse one statement; a syntax error is kept (with its absolute position), not raised."""
     prepared = _normalise_time_travel(text)
     try:
-        tree = _parse_tokens(prepared)
+        tree = _parse_retrying(prepared)
     except SqlSyntaxError as exc:  # an unterminated string or comment (split_statements finds them first)
         return Statement(text, line, column, None, exc)
     except ParseError as exc:
@@ -108,10 +108,10 @@ def parse_statement(text: str, line: int = 1, column: int = 1) -> Statement:
         abs_col = err_col + (column - 1 if err_line == 1 else 0)
         message = str(info.get("description") or exc).splitlines()[0]
         return Statement(text, line, column, None, SqlSyntaxError(message, abs_line, abs_col))
-    return Statement(text, line, column, _identifier_clauses(tree), None)
+    return Statement(text, line, column, identifier_clauses(tree), None)
 
 
-def _identifier_clauses(tree: exp.Expr) -> exp.Expr:
+def identifier_clauses(tree: exp.Expr) -> exp.Expr:
     """``IDENTIFIER('db.t')`` in table position becomes the name ``db.t``, as Spark's parser reads it.
 
     Kept as a function call, the name would go to Spark unresolved: after ``USE icefloe.db`` Spark
@@ -169,6 +169,52 @@ def _dotted_name(text: str) -> list[exp.Identifier] | None:
         else:
             return None
     return parts if tokens and len(tokens) % 2 else None
+
+
+def _parse_retrying(text: str) -> exp.Expr:
+    """The tree of ``text``; when sqlglot refuses it and it holds Spark's ``TABLE t`` query, the tree
+    of the text with ``SELECT * FROM t`` in its place (sqlglot's error if that fails too).
+
+    Only a statement sqlglot refuses is looked at again, so the usual statement pays nothing.
+    """
+    try:
+        return _parse_tokens(text)
+    except ParseError:
+        spelled = _table_queries(text)
+        if spelled is None:
+            raise
+        try:
+            return _parse_tokens(spelled)
+        except ParseError:
+            pass
+        raise
+
+
+# a query ``TABLE t`` starts a statement or follows one of these tokens (``)``: a CTE, a column list)
+_BEFORE_TABLE_QUERY = frozenset(
+    {TokenType.L_PAREN, TokenType.R_PAREN, TokenType.UNION, TokenType.INTERSECT, TokenType.EXCEPT}
+)
+_SET_QUANTIFIERS = frozenset({"ALL", "DISTINCT"})
+
+
+def _table_queries(text: str) -> str | None:
+    """``text`` with each query ``TABLE t`` spelled ``SELECT * FROM t``, as Spark's grammar defines
+    it (``queryPrimary: TABLE multipartIdentifier``); None when it holds none."""
+    tokens = tokenize(text)
+    edits = []
+    for i, tok in enumerate(tokens):
+        if tok.token_type is not TokenType.TABLE:
+            continue
+        before = tokens[i - 1] if i else None
+        if before is not None and before.text.upper() in _SET_QUANTIFIERS and i > 1:
+            before = tokens[i - 2]
+        if before is None or before.token_type in _BEFORE_TABLE_QUERY or before.text.upper() == "AS":
+            edits.append(tok)
+    if not edits:
+        return None
+    for tok in reversed(edits):
+        text = text[: tok.start] + "SELECT * FROM" + text[tok.end + 1 :]
+    return text
 
 
 def _parse_tokens(text: str) -> exp.Expr:

@@ -69,10 +69,11 @@ def insert_source(tree: exp.Insert) -> exp.Expr:
     """The query an INSERT writes, with the statement's leading ``WITH`` (``WITH c AS (...) INSERT
     INTO t SELECT * FROM c``, which sqlglot hangs on the INSERT) in scope of it.
 
-    A query without a ``WITH`` of its own takes the statement's; one with its own is wrapped
-    (``WITH c ... SELECT * FROM (WITH d ... query)``) so that its CTEs still shadow the outer ones.
+    ``INSERT INTO a TABLE b`` writes ``SELECT * FROM b``. A query without a ``WITH`` of its own
+    takes the statement's; one with its own is wrapped (``WITH c ... SELECT * FROM (WITH d ...
+    query)``) so that its CTEs still shadow the outer ones.
     """
-    query: exp.Expr = tree.args["expression"]
+    query: exp.Expr = tree.args.get("expression") or _table_query(tree.args["source"])
     outer = tree.args.get("with_")
     if not isinstance(outer, exp.With):
         return query
@@ -83,3 +84,10 @@ def insert_source(tree: exp.Insert) -> exp.Expr:
     wrapped = exp.select("*").from_(exp.Subquery(this=query.copy()))
     wrapped.set("with_", outer.copy())
     return wrapped
+
+
+def _table_query(source: exp.Expr) -> exp.Expr:
+    """``TABLE b`` as the query it stands for (sqlglot keeps INSERT's ``TABLE b`` as a bare table)."""
+    if not isinstance(source, exp.Table):
+        raise TypeError(f"an INSERT without a query writes a table, not {type(source).__name__}")
+    return exp.select("*").from_(source.copy())
