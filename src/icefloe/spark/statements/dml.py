@@ -22,8 +22,8 @@ from icefloe.spark.statements.names import SqlContext, TableRef
 from icefloe.spark.statements.parse import Statement, to_sql
 from icefloe.spark.statements.predicates import NotPushable, literal
 from icefloe.spark.statements.query import run_query
-from icefloe.spark.statements.relations import insert_source
-from icefloe.spark.statements.results import counts, refuse_statement_ctes, write_options, write_target
+from icefloe.spark.statements.relations import insert_source, push_statement_ctes
+from icefloe.spark.statements.results import counts, write_options, write_target
 from icefloe.spec.schema import Schema
 
 if TYPE_CHECKING:
@@ -185,7 +185,7 @@ def delete(ctx: SqlContext, tree: exp.Delete) -> DataFrame | None:
     ref = write_target(ctx, tree.this)
     if ref is None:
         return None
-    refuse_statement_ctes(tree, "DELETE")
+    push_statement_ctes(tree)
     where = where_clause(ctx, ref, tree.this, tree.args.get("where"))
     try:
         with write_options(ctx, ref) as options:
@@ -207,7 +207,7 @@ def update(ctx: SqlContext, tree: exp.Update) -> DataFrame | None:
     ref = write_target(ctx, tree.this)
     if ref is None:
         return None
-    refuse_statement_ctes(tree, "UPDATE")
+    push_statement_ctes(tree)
     if tree.args.get("from_") is not None:
         raise UnsupportedStatement("UPDATE ... FROM", "use MERGE INTO")
     aliases = target_names(ref, tree.this)

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from icefloe.errors import ValidationError
-from icefloe.spark.statements.errors import UnsupportedStatement
 from icefloe.spark.statements.names import WAP_ENABLED, SqlContext, TableRef, wap_branch
 from icefloe.spark.statements.query import table_parts
 from icefloe.spec.snapshots import MAIN_BRANCH
@@ -47,16 +46,6 @@ def write_target(ctx: SqlContext, node: exp.Expr) -> TableRef | None:
     if node.args.get("version") is not None:
         raise ValidationError(f"cannot write to {ref.name} AS OF a version")
     return ref
-
-
-def refuse_statement_ctes(tree: exp.Expr, verb: str) -> None:
-    """Refuse ``WITH c AS (...) DELETE / UPDATE / MERGE ...`` on an icefloe table.
-
-    Their conditions and sources are run piecewise (a WHERE's subqueries, a MERGE source), outside
-    the statement's ``WITH``: a name ``c`` there would be read as a table, not as the CTE.
-    """
-    if tree.args.get("with_") is not None:
-        raise UnsupportedStatement(f"WITH ... {verb}", "move the common table expressions into a subquery")
 
 
 @contextmanager
