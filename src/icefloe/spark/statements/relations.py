@@ -123,10 +123,10 @@ def push_statement_ctes(tree: exp.Delete | exp.Update | exp.Merge) -> None:
         if parts is not None and len(parts) == 1 and parts[0].lower() in names:
             alias = using.alias or parts[0]
             plain = exp.Table(this=exp.to_identifier(parts[0]))
-            query = exp.Subquery(
+            source = exp.Subquery(
                 this=exp.select("*").from_(plain), alias=exp.TableAlias(this=exp.to_identifier(alias))
             )
-            using.replace(query)
+            using.replace(source)
     outermost = [
         node
         for node in tree.find_all(exp.Select, exp.SetOperation)
