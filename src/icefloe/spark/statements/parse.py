@@ -22,6 +22,7 @@ from sqlglot.tokens import Token, TokenType
 
 from icefloe.spark.statements.errors import SqlSyntaxError
 from icefloe.spark.statements.keyword_names import lateral_table, retype_keyword_names
+from icefloe.spark.statements.table_options import attach_table_options, blank_table_options
 
 DIALECT = "spark"
 _SPARK = Spark()
@@ -172,19 +173,23 @@ def _dotted_name(text: str) -> list[exp.Identifier] | None:
 
 
 def _parse_retrying(text: str) -> exp.Expr:
-    """The tree of ``text``; when sqlglot refuses it and it holds Spark's ``TABLE t`` query, the tree
-    of the text with ``SELECT * FROM t`` in its place (sqlglot's error if that fails too).
+    """The tree of ``text``. When sqlglot refuses it, the Spark forms sqlglot lacks are spelled as
+    it reads them and parsing is tried once more: the query ``TABLE t`` as ``SELECT * FROM t``,
+    and table options ``t WITH ('k' = 'v')`` blanked out and hung on their table
+    (``table_options``). sqlglot's first error stands if that fails too.
 
     Only a statement sqlglot refuses is looked at again, so the usual statement pays nothing.
     """
     try:
         return _parse_tokens(text)
     except ParseError:
-        spelled = _table_queries(text)
-        if spelled is None:
+        spelled = _table_queries(text) or text
+        blanked = blank_table_options(spelled, tokenize(spelled))
+        if spelled is text and blanked is None:
             raise
         try:
-            return _parse_tokens(spelled)
+            tree = _parse_tokens(spelled if blanked is None else blanked[0])
+            return tree if blanked is None else attach_table_options(tree, blanked[1])
         except ParseError:
             pass
         raise

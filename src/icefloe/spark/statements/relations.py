@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from icefloe.spark.statements.errors import UnsupportedStatement
+
 
 def table_parts(node: exp.Table) -> list[str] | None:
     """The dotted name of a table reference (None for table functions and the like)."""
@@ -110,13 +112,19 @@ def push_statement_ctes(tree: exp.Delete | exp.Update | exp.Merge) -> None:
     icefloe runs these statements piecewise (the WHERE's subqueries, the SET's scalar subqueries,
     the MERGE source, each through Spark on its own), so each piece must carry the CTEs it may
     name. A MERGE source that is a CTE's name becomes the query ``SELECT * FROM c`` under its alias.
-    The target is never a CTE: Spark writes the table of that name.
+    A target named like one of the CTEs is refused (Spark would substitute the CTE for it).
     """
     outer = tree.args.get("with_")
     if not isinstance(outer, exp.With):
         return
-    tree.set("with_", None)
     names = {cte.alias_or_name.lower() for cte in outer.expressions}
+    target = table_parts(tree.this) if isinstance(tree.this, exp.Table) else None
+    if target is not None and len(target) == 1 and target[0].lower() in names:
+        raise UnsupportedStatement(
+            f"WITH {target[0]} AS (...) before a statement that writes {target[0]}",
+            "a common table expression is not a table to write; rename it",
+        )
+    tree.set("with_", None)
     using = tree.args.get("using")
     if isinstance(tree, exp.Merge) and isinstance(using, exp.Table):
         parts = table_parts(using)
