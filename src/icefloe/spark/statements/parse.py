@@ -173,15 +173,17 @@ def _dotted_name(text: str) -> list[exp.Identifier] | None:
 
 
 def _parse_retrying(text: str) -> exp.Expr:
-    """The tree of ``text``. When sqlglot refuses it, the Spark forms sqlglot lacks are spelled as
-    it reads them and parsing is tried once more: the query ``TABLE t`` as ``SELECT * FROM t``,
-    and table options ``t WITH ('k' = 'v')`` blanked out and hung on their table
-    (``table_options``). sqlglot's first error stands if that fails too.
+    """The tree of ``text``, Spark's forms that sqlglot lacks spelled as sqlglot reads them: the
+    query ``TABLE t`` as ``SELECT * FROM t``, and table options ``t WITH ('k' = 'v')`` blanked out
+    and hung on their table (``table_options``).
 
-    Only a statement sqlglot refuses is looked at again, so the usual statement pays nothing.
+    sqlglot refuses most such statements, and only those are read again, so the usual statement
+    pays nothing; but it reads ``TABLE t`` before a set operation or in parentheses as the column
+    ``TABLE`` aliased ``t``, which :func:`_misread_table_query` finds. sqlglot's first reading
+    (tree or error) stands when the second fails.
     """
     try:
-        return _parse_tokens(text)
+        tree = _parse_tokens(text)
     except ParseError:
         spelled = _table_queries(text) or text
         blanked = blank_table_options(spelled, tokenize(spelled))
@@ -193,6 +195,31 @@ def _parse_retrying(text: str) -> exp.Expr:
         except ParseError:
             pass
         raise
+    if "table" in text.lower() and _misread_table_query(tree):
+        spelled = _table_queries(text)
+        if spelled is not None:
+            try:
+                return _parse_tokens(spelled)
+            except ParseError:
+                pass
+    return tree
+
+
+def _misread_table_query(tree: exp.Expr) -> bool:
+    """Whether sqlglot read a query ``TABLE t`` as the column ``TABLE`` aliased ``t`` (an alias that
+    stands anywhere but in a select list, where ``SELECT table t`` is a column in Spark too)."""
+    for alias in tree.find_all(exp.Alias):
+        column = alias.this
+        if (
+            isinstance(column, exp.Column)
+            and not column.table
+            and isinstance(column.this, exp.Identifier)
+            and not column.this.quoted
+            and column.name.upper() == "TABLE"
+            and not isinstance(alias.parent, exp.Select)
+        ):
+            return True
+    return False
 
 
 # a query ``TABLE t`` starts a statement or follows one of these tokens (``)``: a CTE, a column list)
