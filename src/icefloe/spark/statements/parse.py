@@ -196,10 +196,10 @@ def _parse_retrying(text: str) -> exp.Expr:
             pass
         raise
     if "table" in text.lower() and _misread_table_query(tree):
-        spelled = _table_queries(text)
-        if spelled is not None:
+        respelled = _table_queries(text)
+        if respelled is not None:
             try:
-                return _parse_tokens(spelled)
+                return _parse_tokens(respelled)
             except ParseError:
                 pass
     return tree
