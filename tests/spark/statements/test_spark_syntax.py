@@ -111,3 +111,19 @@ def test_identifier_with_an_expression_names_the_icefloe_table(spark: Any, table
     finally:
         sql(spark, "USE spark_catalog")
         spark.sql(f"DROP TABLE spark_catalog.default.{short}")
+
+
+def test_table_query_of_a_one_part_name(spark: Any, table_name: str) -> None:
+    # sqlglot parses ``TABLE t UNION ...`` without an error, as the column TABLE aliased t
+    t = create(spark, table_name, 2)
+    sql(spark, f"INSERT INTO {t} VALUES (1, 'a', 10)")
+    namespace, short = table_name.split(".")
+    try:
+        sql(spark, f"USE icefloe.{namespace}")
+        assert rows(sql(spark, f"TABLE {short} UNION ALL TABLE {short}")) == [(1, "a", 10), (1, "a", 10)]
+        assert rows(sql(spark, f"WITH c AS (TABLE {short} UNION SELECT 2, 'b', 20) SELECT id FROM c")) == [
+            (1,),
+            (2,),
+        ]
+    finally:
+        sql(spark, "USE spark_catalog")
