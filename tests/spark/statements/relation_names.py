@@ -5,7 +5,7 @@ run): every ``UnresolvedRelation`` is a read, except a one-part name of a CTE in
 Spark's CTE substitution does), and the table a DML command writes is its target. icefloe's side
 follows what ``run_statement``'s handlers hand to ``relations.relation_tables``: the query of a
 SELECT, the target and the source query of INSERT, the target and the WHERE of DELETE / UPDATE,
-the target, source and conditions of MERGE.
+the target, source and conditions of MERGE (a leading ``WITH`` moved into their queries first).
 """
 
 from __future__ import annotations
@@ -15,8 +15,14 @@ from typing import Any
 
 from sqlglot import exp
 
+from icefloe.spark.statements import UnsupportedStatement
 from icefloe.spark.statements.parse import parse_statement
-from icefloe.spark.statements.relations import insert_source, relation_tables, table_parts
+from icefloe.spark.statements.relations import (
+    insert_source,
+    push_statement_ctes,
+    relation_tables,
+    table_parts,
+)
 
 Name = tuple[str, ...]
 
@@ -138,9 +144,11 @@ def icefloe_relations(text: str) -> Relations:
             raise Unparsed(f"no table target: {type(target).__name__}")
         if isinstance(tree, exp.Insert):
             reads = relation_tables(insert_source(tree))
-        elif tree.args.get("with_") is not None:
-            raise Unparsed("refused: WITH before DELETE / UPDATE / MERGE")
         else:
+            try:
+                push_statement_ctes(tree)  # as the handlers do before running the pieces
+            except UnsupportedStatement as exc:
+                raise Unparsed(str(exc)) from None
             reads = [t for t in relation_tables(tree) if t is not target]
         found.targets = [tuple(p.lower() for p in parts)]
         found.reads = _names(reads)

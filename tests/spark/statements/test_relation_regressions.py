@@ -71,18 +71,32 @@ def test_insert_after_with_reads_the_cte_not_the_table_of_its_name(spark: Any, n
 
 
 @pytest.mark.parametrize(
-    "statement",
+    ("statement", "left"),
     [
-        "WITH c AS (SELECT 1 AS id) DELETE FROM t WHERE id IN (SELECT id FROM c)",
-        "WITH c AS (SELECT 1 AS id) UPDATE t SET id = 0 WHERE id IN (SELECT id FROM c)",
-        "WITH c AS (SELECT 1 AS id) MERGE INTO t USING c ON t.id = c.id WHEN MATCHED THEN DELETE",
+        ("WITH c AS (SELECT 1 AS id) DELETE FROM t WHERE id IN (SELECT id FROM c)", [2, 3]),
+        ("WITH c AS (SELECT 1 AS id) UPDATE t SET id = 0 WHERE id IN (SELECT id FROM c)", [0, 2, 3]),
+        ("WITH c AS (SELECT 9 AS v) UPDATE t SET id = (SELECT v FROM c) WHERE id = 3", [1, 2, 9]),
+        ("WITH c AS (SELECT 1 AS id) DELETE FROM t WHERE EXISTS (SELECT 1 FROM c WHERE c.id = t.id)", [2, 3]),
+        ("WITH c AS (SELECT 1 AS id) MERGE INTO t USING c ON t.id = c.id WHEN MATCHED THEN DELETE", [2, 3]),
+        (
+            "WITH c AS (SELECT 2 AS id), d AS (SELECT id + 2 AS id FROM c) MERGE INTO t USING d AS s "
+            "ON t.id = s.id WHEN NOT MATCHED THEN INSERT *",
+            [1, 2, 3, 4],
+        ),
+        (
+            "WITH c AS (SELECT 3 AS id) MERGE INTO t USING (WITH d AS (SELECT id FROM c) SELECT id FROM d) s "
+            "ON t.id = s.id WHEN MATCHED THEN UPDATE SET t.id = 30",
+            [1, 2, 30],
+        ),
     ],
 )
-def test_with_before_delete_update_merge_is_refused(spark: Any, ns: str, statement: str) -> None:
-    # run piecewise, the WHERE's or the source's ``c`` would be the table ``c``, not the CTE
-    with pytest.raises(UnsupportedStatement, match="WITH"):
-        sql(spark, statement)
-    assert rows(sql(spark, "SELECT id FROM t")) == [(1,), (2,), (3,)]
+def test_with_before_delete_update_merge_reads_the_cte(
+    spark: Any, ns: str, statement: str, left: list[int]
+) -> None:
+    # run piecewise, the WHERE's or the source's ``c`` would be the table ``c`` (id 7), not the CTE
+    sql(spark, statement)
+    assert rows(sql(spark, "SELECT id FROM t")) == [(i,) for i in left]
+    assert rows(sql(spark, "SELECT id FROM c")) == [(7,)]
 
 
 def test_a_comma_join_with_a_keyword_named_table_is_kept(spark: Any, ns: str) -> None:

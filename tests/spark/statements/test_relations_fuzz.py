@@ -1,7 +1,8 @@
 """Differential fuzzing: icefloe's SQL front-end names the tables Spark's parser names.
 
 Generated statements (SELECT with joins, subqueries, CTEs that shadow tables, set operations,
-LATERAL VIEW, table functions, VALUES, time travel, INSERT, DELETE, UPDATE, MERGE; names that are
+LATERAL VIEW, table functions, VALUES, time travel, table options ``WITH (...)``, ``TABLE t``,
+FROM-first queries, INSERT [BY NAME], DELETE, UPDATE, MERGE, each maybe after a WITH; names that are
 keywords, back-quoted names with dots and spaces, comments and strings holding SQL, hints, mixed
 case) go to both parsers (``relation_names``). Whenever both accept a statement, the tables it
 writes and reads must be the same; when Spark refuses one, icefloe must not run it as another
@@ -52,6 +53,8 @@ TIME_TRAVEL = st.sampled_from(
         " FOR SYSTEM_TIME AS OF '2024-01-01'",
     ]
 )
+# Spark's table options go after the name and its time travel, before the alias
+OPTIONS = st.sampled_from(["", "", "", " WITH ('split-size' = '1024')", " WITH (`snapshot-id` = 1, k 'v')"])
 STRING = st.sampled_from(["1", "'FROM t JOIN s'", "'; DELETE FROM t'", "c", "upper('x')"])
 
 
@@ -70,7 +73,7 @@ def relation(draw: st.DrawFn, depth: int) -> str:
     if kind == "table":
         if draw(st.integers(0, 9)) == 9:  # Spark takes LATERAL before a table (sqlglot does not)
             return "LATERAL " + draw(aliased(draw(TABLE_NAME)))
-        return draw(aliased(draw(TABLE_NAME) + draw(TIME_TRAVEL)))
+        return draw(aliased(draw(TABLE_NAME) + draw(TIME_TRAVEL) + draw(OPTIONS)))
     if kind == "lateral":
         return draw(aliased(f"LATERAL ({draw(select(depth - 1))})"))
     if kind == "function":
@@ -111,12 +114,24 @@ def select(draw: st.DrawFn, depth: int) -> str:
 
 
 @st.composite
+def primary(draw: st.DrawFn, depth: int) -> str:
+    """A select, mostly; sometimes Spark's ``TABLE t`` or a FROM-first ``FROM t SELECT ...``."""
+    kind = draw(st.integers(0, 9))
+    if kind == 0:
+        return f"TABLE {draw(TABLE_NAME)}"
+    if kind == 1:
+        where = f" WHERE {draw(condition(depth))}" if draw(st.booleans()) else ""
+        return f"FROM {draw(relation(depth))} SELECT {draw(STRING)}, *{where}"
+    return draw(select(depth))
+
+
+@st.composite
 def query(draw: st.DrawFn, depth: int = 2) -> str:
-    """[WITH ...] select [UNION / EXCEPT / INTERSECT select]."""
-    text = draw(select(depth))
+    """[WITH ...] primary [UNION / EXCEPT / INTERSECT primary]."""
+    text = draw(primary(depth))
     if draw(st.integers(0, 3)) == 0:
         op = draw(st.sampled_from(["UNION", "UNION ALL", "EXCEPT", "INTERSECT"]))
-        text += f" {op} {draw(select(depth))}"
+        text += f" {op} {draw(primary(depth))}"
     return draw(with_clause(depth)) + text
 
 
@@ -133,13 +148,14 @@ def with_clause(draw: st.DrawFn, depth: int) -> str:
 @st.composite
 def dml(draw: st.DrawFn) -> str:
     """INSERT INTO / OVERWRITE, DELETE, UPDATE or MERGE, maybe after a WITH."""
-    target = draw(TABLE_NAME)
+    target = draw(TABLE_NAME) + draw(OPTIONS)
     kind = draw(st.sampled_from(["insert", "overwrite", "delete", "update", "merge"]))
     if kind in ("insert", "overwrite"):
         verb = "INSERT INTO" if kind == "insert" else "INSERT OVERWRITE"
         table = draw(st.sampled_from(["", "TABLE "]))
-        source = draw(st.one_of(query(1), st.just("VALUES (1, 2)")))
-        text = f"{verb} {table}{target} {source}"
+        by_name = draw(st.sampled_from(["", "", "BY NAME "]))
+        source = draw(st.one_of(query(1), st.just("VALUES (1, 2)"), TABLE_NAME.map(lambda n: f"TABLE {n}")))
+        text = f"{verb} {table}{target} {by_name}{source}"
     elif kind == "delete":
         text = f"DELETE FROM {draw(aliased(target))}"
         if draw(st.booleans()):
@@ -154,7 +170,7 @@ def dml(draw: st.DrawFn) -> str:
             f"MERGE INTO {target} AS tgt USING {source} AS src ON tgt.c = src.c "
             "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
         )
-    with_ = draw(with_clause(1)) if draw(st.integers(0, 3)) == 3 else ""  # icefloe refuses most
+    with_ = draw(with_clause(1)) if draw(st.integers(0, 3)) == 3 else ""
     return with_ + text
 
 
@@ -203,6 +219,11 @@ FOUND = [
     "SELECT * FROM t VERSION AS OF 1",  # Spark's time travel node holds its relation
     "SELECT 1, * FROM lateral a",  # Spark: the table ``a``; sqlglot: a lateral expression
     "WITH c AS (SELECT 1) INSERT INTO db.t SELECT * FROM c",
+    "WITH c AS (SELECT 1 AS c) MERGE INTO t USING c ON t.c = c.c WHEN MATCHED THEN DELETE",
+    "WITH s AS (SELECT 1 AS c) DELETE FROM t WHERE c IN (SELECT c FROM s JOIN s2 ON true)",
+    "SELECT * FROM t WITH ('split-size' = '1') AS a JOIN s VERSION AS OF 1 WITH (k 'v') ON true",
+    "INSERT INTO t WITH ('snapshot-property.k' = 'v') BY NAME TABLE s",
+    "WITH c AS (TABLE t) FROM c SELECT * UNION TABLE s",
 ]
 
 

@@ -4,7 +4,8 @@ Spark has no Python table-catalog API, so icefloe reads the statements itself (s
 dialect), runs those that touch icefloe tables through icefloe's own machinery (planned reads,
 ``write_table``, the row-level writers, schema/partition/ref evolution, maintenance) and hands
 everything else to ``spark.sql`` unchanged. Modules: ``parse`` (statements, tokens),
-``keyword_names`` (keywords Spark reads as names), ``relations`` (which table nodes name
+``keyword_names`` (keywords Spark reads as names), ``table_options`` (``t WITH ('k' = 'v')``),
+``identifier_calls`` (``IDENTIFIER(<expression>)``), ``relations`` (which table nodes name
 relations: CTE scopes, hints, table functions), ``names`` (catalog / namespace / ref /
 metadata-table names; how a statement's names are found), ``query`` (SELECT), ``metadata`` (metadata
 tables, ``changes``), ``functions`` (Iceberg's ``system.*`` functions), ``views`` and

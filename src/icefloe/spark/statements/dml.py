@@ -18,12 +18,13 @@ from icefloe.errors import ValidationError
 from icefloe.expressions.ast import And, EqualTo, Expression
 from icefloe.spark.statements.conditions import scalar_values, target_names, unqualified, where_clause
 from icefloe.spark.statements.errors import UnsupportedStatement
-from icefloe.spark.statements.names import SqlContext
+from icefloe.spark.statements.names import SqlContext, TableRef
 from icefloe.spark.statements.parse import Statement, to_sql
 from icefloe.spark.statements.predicates import NotPushable, literal
 from icefloe.spark.statements.query import run_query
-from icefloe.spark.statements.relations import insert_source
-from icefloe.spark.statements.results import counts, refuse_statement_ctes, write_options, write_target
+from icefloe.spark.statements.relations import insert_source, push_statement_ctes
+from icefloe.spark.statements.results import counts, write_options, write_target
+from icefloe.spec.schema import Schema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -64,12 +65,13 @@ def insert(ctx: SqlContext, tree: exp.Insert) -> DataFrame | None:
     ref = write_target(ctx, target)
     if ref is None:
         return None
-    if tree.args.get("by_name"):
-        raise UnsupportedStatement("INSERT ... BY NAME")
     schema = ref.table.schema()
     static, dynamic = _partition_clause(target.args.get("partition"))
     source = run_query(ctx, insert_source(tree))
-    names = listed or [f.name for f in schema.fields if f.name.lower() not in static]
+    if tree.args.get("by_name"):
+        names, source = _by_name(ref, schema, source, static)
+    else:
+        names = listed or [f.name for f in schema.fields if f.name.lower() not in static]
     if len(source.columns) != len(names):
         raise ValidationError(
             f"INSERT into {ref.name}: the query gives {len(source.columns)} columns, "
@@ -116,6 +118,45 @@ def insert(ctx: SqlContext, tree: exp.Insert) -> DataFrame | None:
     return counts(ctx, num_affected_rows=added, num_inserted_rows=added)
 
 
+def _by_name(
+    ref: TableRef, schema: Schema, source: DataFrame, static: dict[str, Any]
+) -> tuple[list[str], DataFrame]:
+    """``INSERT ... BY NAME``: the table columns the query's columns go to, matched by name (case
+    aside, as Spark's default ``spark.sql.caseSensitive``), with a null column added for each
+    optional table column the query lacks, as Spark fills them for a v2 table.
+
+    A query column the table lacks, a column named twice, or a missing required column is refused
+    before anything is written, with the error Spark gives the same statement.
+    """
+    from pyspark.sql import functions as F
+
+    wanted = [f for f in schema.fields if f.name.lower() not in static]
+    fields = {f.name.lower(): f for f in wanted}
+    seen: set[str] = set()
+    for column in source.columns:
+        key = column.lower()
+        if key in seen:
+            raise ValidationError(f"INSERT into {ref.name} BY NAME: the query gives column {column!r} twice")
+        seen.add(key)
+        if key not in fields:
+            raise ValidationError(
+                f"INSERT into {ref.name} BY NAME: the table has no column {column!r} "
+                f"(its columns: {', '.join(f.name for f in wanted)})"
+            )
+    names = [fields[c.lower()].name for c in source.columns]
+    missing = [f for f in wanted if f.name.lower() not in seen]
+    required = [f.name for f in missing if f.required]
+    if required:
+        raise ValidationError(
+            f"INSERT into {ref.name} BY NAME: the query gives no value for the required column(s) "
+            f"{', '.join(required)}"
+        )
+    if missing:
+        source = source.select("*", *[F.lit(None).alias(f"__icefloe_null_{i}") for i in range(len(missing))])
+        names += [f.name for f in missing]
+    return names, source
+
+
 def _partition_clause(node: exp.Expr | None) -> tuple[dict[str, Any], list[str]]:
     static: dict[str, Any] = {}
     dynamic: list[str] = []
@@ -144,7 +185,7 @@ def delete(ctx: SqlContext, tree: exp.Delete) -> DataFrame | None:
     ref = write_target(ctx, tree.this)
     if ref is None:
         return None
-    refuse_statement_ctes(tree, "DELETE")
+    push_statement_ctes(tree)
     where = where_clause(ctx, ref, tree.this, tree.args.get("where"))
     try:
         with write_options(ctx, ref) as options:
@@ -166,7 +207,7 @@ def update(ctx: SqlContext, tree: exp.Update) -> DataFrame | None:
     ref = write_target(ctx, tree.this)
     if ref is None:
         return None
-    refuse_statement_ctes(tree, "UPDATE")
+    push_statement_ctes(tree)
     if tree.args.get("from_") is not None:
         raise UnsupportedStatement("UPDATE ... FROM", "use MERGE INTO")
     aliases = target_names(ref, tree.this)

@@ -30,7 +30,8 @@ from icefloe.spark.statements.names import SqlContext
 from icefloe.spark.statements.parse import to_sql
 from icefloe.spark.statements.predicates import conjuncts
 from icefloe.spark.statements.query import run_query, table_parts
-from icefloe.spark.statements.results import counts, refuse_statement_ctes, write_options, write_target
+from icefloe.spark.statements.relations import push_statement_ctes
+from icefloe.spark.statements.results import counts, write_options, write_target
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -50,7 +51,7 @@ def merge(ctx: SqlContext, tree: exp.Merge) -> DataFrame | None:
     ref = write_target(ctx, target_node)
     if ref is None:
         return None
-    refuse_statement_ctes(tree, "MERGE")
+    push_statement_ctes(tree)
     schema = ref.table.schema()
     target_alias = (target_node.alias or ref.identifier[-1]).lower()
     using = tree.args["using"]

@@ -81,6 +81,8 @@ class TableRef:
     branch: str | None = None
     tag: str | None = None
     metadata_table: str | None = None
+    # ``snapshot-property.<key>`` options of a write: (key, value) pairs for the snapshot summary
+    snapshot_properties: tuple[tuple[str, str], ...] = ()
 
     @property
     def name(self) -> str:

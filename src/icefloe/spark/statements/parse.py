@@ -22,6 +22,7 @@ from sqlglot.tokens import Token, TokenType
 
 from icefloe.spark.statements.errors import SqlSyntaxError
 from icefloe.spark.statements.keyword_names import lateral_table, retype_keyword_names
+from icefloe.spark.statements.table_options import attach_table_options, blank_table_options
 
 DIALECT = "spark"
 _SPARK = Spark()
@@ -97,7 +98,7 @@ def parse_statement(text: str, line: int = 1, column: int = 1) -> Statement:
     """Parse one statement; a syntax error is kept (with its absolute position), not raised."""
     prepared = _normalise_time_travel(text)
     try:
-        tree = _parse_tokens(prepared)
+        tree = _parse_retrying(prepared)
     except SqlSyntaxError as exc:  # an unterminated string or comment (split_statements finds them first)
         return Statement(text, line, column, None, exc)
     except ParseError as exc:
@@ -108,10 +109,10 @@ def parse_statement(text: str, line: int = 1, column: int = 1) -> Statement:
         abs_col = err_col + (column - 1 if err_line == 1 else 0)
         message = str(info.get("description") or exc).splitlines()[0]
         return Statement(text, line, column, None, SqlSyntaxError(message, abs_line, abs_col))
-    return Statement(text, line, column, _identifier_clauses(tree), None)
+    return Statement(text, line, column, identifier_clauses(tree), None)
 
 
-def _identifier_clauses(tree: exp.Expr) -> exp.Expr:
+def identifier_clauses(tree: exp.Expr) -> exp.Expr:
     """``IDENTIFIER('db.t')`` in table position becomes the name ``db.t``, as Spark's parser reads it.
 
     Kept as a function call, the name would go to Spark unresolved: after ``USE icefloe.db`` Spark
@@ -169,6 +170,83 @@ def _dotted_name(text: str) -> list[exp.Identifier] | None:
         else:
             return None
     return parts if tokens and len(tokens) % 2 else None
+
+
+def _parse_retrying(text: str) -> exp.Expr:
+    """The tree of ``text``, Spark's forms that sqlglot lacks spelled as sqlglot reads them: the
+    query ``TABLE t`` as ``SELECT * FROM t``, and table options ``t WITH ('k' = 'v')`` blanked out
+    and hung on their table (``table_options``).
+
+    sqlglot refuses most such statements, and only those are read again, so the usual statement
+    pays nothing; but it reads ``TABLE t`` before a set operation or in parentheses as the column
+    ``TABLE`` aliased ``t``, which :func:`_misread_table_query` finds. sqlglot's first reading
+    (tree or error) stands when the second fails.
+    """
+    try:
+        tree = _parse_tokens(text)
+    except ParseError:
+        spelled = _table_queries(text) or text
+        blanked = blank_table_options(spelled, tokenize(spelled))
+        if spelled is text and blanked is None:
+            raise
+        try:
+            tree = _parse_tokens(spelled if blanked is None else blanked[0])
+            return tree if blanked is None else attach_table_options(tree, blanked[1])
+        except ParseError:
+            pass
+        raise
+    if "table" in text.lower() and _misread_table_query(tree):
+        respelled = _table_queries(text)
+        if respelled is not None:
+            try:
+                return _parse_tokens(respelled)
+            except ParseError:
+                pass
+    return tree
+
+
+def _misread_table_query(tree: exp.Expr) -> bool:
+    """Whether sqlglot read a query ``TABLE t`` as the column ``TABLE`` aliased ``t`` (an alias that
+    stands anywhere but in a select list, where ``SELECT table t`` is a column in Spark too)."""
+    for alias in tree.find_all(exp.Alias):
+        column = alias.this
+        if (
+            isinstance(column, exp.Column)
+            and not column.table
+            and isinstance(column.this, exp.Identifier)
+            and not column.this.quoted
+            and column.name.upper() == "TABLE"
+            and not isinstance(alias.parent, exp.Select)
+        ):
+            return True
+    return False
+
+
+# a query ``TABLE t`` starts a statement or follows one of these tokens (``)``: a CTE, a column list)
+_BEFORE_TABLE_QUERY = frozenset(
+    {TokenType.L_PAREN, TokenType.R_PAREN, TokenType.UNION, TokenType.INTERSECT, TokenType.EXCEPT}
+)
+_SET_QUANTIFIERS = frozenset({"ALL", "DISTINCT"})
+
+
+def _table_queries(text: str) -> str | None:
+    """``text`` with each query ``TABLE t`` spelled ``SELECT * FROM t``, as Spark's grammar defines
+    it (``queryPrimary: TABLE multipartIdentifier``); None when it holds none."""
+    tokens = tokenize(text)
+    edits = []
+    for i, tok in enumerate(tokens):
+        if tok.token_type is not TokenType.TABLE:
+            continue
+        before = tokens[i - 1] if i else None
+        if before is not None and before.text.upper() in _SET_QUANTIFIERS and i > 1:
+            before = tokens[i - 2]
+        if before is None or before.token_type in _BEFORE_TABLE_QUERY or before.text.upper() == "AS":
+            edits.append(tok)
+    if not edits:
+        return None
+    for tok in reversed(edits):
+        text = text[: tok.start] + "SELECT * FROM" + text[tok.end + 1 :]
+    return text
 
 
 def _parse_tokens(text: str) -> exp.Expr:

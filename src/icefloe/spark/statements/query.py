@@ -23,6 +23,7 @@ from icefloe.errors import ValidationError
 from icefloe.expressions.ast import AlwaysTrue, And, Expression
 from icefloe.expressions.binding import bind
 from icefloe.spark.read import ReadPlan, plan_read
+from icefloe.spark.statements.errors import UnsupportedStatement
 from icefloe.spark.statements.functions import rewrite_iceberg_functions
 from icefloe.spark.statements.metadata import CHANGES, changes_frame, metadata_frame
 from icefloe.spark.statements.names import SqlContext, TableRef, wap_branch
@@ -30,6 +31,16 @@ from icefloe.spark.statements.parse import to_sql
 from icefloe.spark.statements.predicates import NotPushable, conjuncts, to_filter
 from icefloe.spark.statements.read_cache import PlannedRead, planned_read, release
 from icefloe.spark.statements.relations import relation_tables, table_parts
+from icefloe.spark.statements.table_options import (
+    AS_OF_TIMESTAMP,
+    BRANCH,
+    END_SNAPSHOT_ID,
+    SNAPSHOT_ID,
+    START_SNAPSHOT_ID,
+    TAG,
+    read_options,
+    table_options,
+)
 from icefloe.spark.statements.view_expansion import expand_views
 from icefloe.spec.snapshots import RefType
 
@@ -48,6 +59,7 @@ class TimeTravel:
     branch: str | None = None
     tag: str | None = None
     as_of_ms: int | None = None
+    start_snapshot_id: int | None = None  # an incremental read: the rows appended after it
 
 
 @dataclass
@@ -89,8 +101,13 @@ def rewrite_reads(ctx: SqlContext, tree: exp.Expr, skip: set[int] | None = None)
     expand_views(ctx, tree, skip)
     result = RewrittenQuery(tree)
     try:
-        for node in relation_tables(tree):
-            _replace_reference(ctx, result, node, skip)
+        kept = [
+            node
+            for node in relation_tables(tree)
+            if id(node) not in skip and not _replace_reference(ctx, result, node, skip)
+        ]
+        if result.views or result.reads:
+            _refuse_lost_options(kept)
         rewrite_iceberg_functions(ctx, tree)  # after the tables: truncate asks Spark for its argument's type
     except BaseException:
         result.drop(ctx)  # the views made so far and the reads held so far
@@ -98,17 +115,25 @@ def rewrite_reads(ctx: SqlContext, tree: exp.Expr, skip: set[int] | None = None)
     return result
 
 
-def _replace_reference(ctx: SqlContext, result: RewrittenQuery, node: exp.Table, skip: set[int]) -> None:
-    """Replace one table reference of ``result.tree`` when it names an icefloe table."""
+def _replace_reference(ctx: SqlContext, result: RewrittenQuery, node: exp.Table, skip: set[int]) -> bool:
+    """Replace one table reference of ``result.tree`` when it names an icefloe table (True if so)."""
     parts = table_parts(node)
     if id(node) in skip or parts is None:
-        return
+        return False
     ref = ctx.resolve(parts)
     if ref is None:
-        return
+        return False
     travel = time_travel(ctx, ref, node.args.get("version"))
+    options = read_options(ref.name, table_options(node))
+    if options:
+        explicit = node.args.get("version") is not None or ref.branch is not None or ref.tag is not None
+        travel = option_travel(ref, options, None if explicit else travel)
     alias = node.alias or ref.identifier[-1]
     if ref.metadata_table is not None:
+        if travel.start_snapshot_id is not None:
+            raise ValidationError(
+                f"{ref.name}.{ref.metadata_table}: start-snapshot-id reads data tables only"
+            )
         view = f"__icefloe_{next(_COUNTER)}_{uuid.uuid4().hex[:8]}"
         if ref.metadata_table == CHANGES:
             df = changes_frame(ctx, ref, time_travel=node.args.get("version") is not None)
@@ -123,6 +148,50 @@ def _replace_reference(ctx: SqlContext, result: RewrittenQuery, node: exp.Table,
         replacement = exp.Table(this=exp.to_identifier(read.name), db=exp.to_identifier(read.database))
     replacement.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
     node.replace(replacement)
+    return True
+
+
+def _refuse_lost_options(kept: list[exp.Table]) -> None:
+    """Spark's generator does not write table options: a statement rewritten to read icefloe tables
+    would read a Spark table (one of ``kept``) given ``WITH (...)`` without them, so it is refused."""
+    for node in kept:
+        if table_options(node):
+            raise UnsupportedStatement(
+                f"WITH (options) on the Spark table {to_sql(node)} in a statement reading icefloe tables"
+            )
+
+
+def option_travel(ref: TableRef, options: dict[str, str], travel: TimeTravel | None) -> TimeTravel:
+    """The snapshot Iceberg's read options select (``snapshot-id``, ``as-of-timestamp`` in ms,
+    ``branch``, ``tag``, ``start-snapshot-id`` [``end-snapshot-id``]); ``travel`` is what the name
+    or the session chose when nothing was written in the statement, None when the statement chose
+    (``AS OF``, ``branch_x``): options may not choose as well, as Iceberg refuses both."""
+
+    def number(key: str) -> int | None:
+        value = options.get(key)
+        if value is None:
+            return None
+        try:
+            return int(value)
+        except ValueError:
+            raise ValidationError(f"{ref.name}: read option {key} takes a number, not {value!r}") from None
+
+    chosen = sorted(k for k in options if k in (SNAPSHOT_ID, AS_OF_TIMESTAMP, BRANCH, TAG, START_SNAPSHOT_ID))
+    if END_SNAPSHOT_ID in options and START_SNAPSHOT_ID not in options:
+        raise ValidationError(f"{ref.name}: end-snapshot-id needs start-snapshot-id (an incremental read)")
+    if len(chosen) > 1:
+        raise ValidationError(f"{ref.name}: the read options {', '.join(chosen)} select different snapshots")
+    if chosen and travel is None:
+        raise ValidationError(
+            f"{ref.name}: read option {chosen[0]} cannot select a snapshot chosen in the name or AS OF"
+        )
+    if not chosen:
+        return travel or TimeTravel()
+    if START_SNAPSHOT_ID in options:
+        return TimeTravel(snapshot_id=number(END_SNAPSHOT_ID), start_snapshot_id=number(START_SNAPSHOT_ID))
+    if BRANCH in options or TAG in options:
+        return TimeTravel(branch=options.get(BRANCH), tag=options.get(TAG))
+    return TimeTravel(snapshot_id=number(SNAPSHOT_ID), as_of_ms=number(AS_OF_TIMESTAMP))
 
 
 def run_query(ctx: SqlContext, tree: exp.Expr, text: str | None = None) -> DataFrame:
@@ -153,6 +222,7 @@ def _read(ctx: SqlContext, ref: TableRef, travel: TimeTravel, row_filter: Expres
             branch=travel.branch,
             tag=travel.tag,
             row_filter=row_filter,
+            start_snapshot_id=travel.start_snapshot_id,
         )
 
     return planned_read(ctx.spark, ref.table, travel, row_filter, plan)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -10,9 +11,9 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from icefloe.errors import ValidationError
-from icefloe.spark.statements.errors import UnsupportedStatement
 from icefloe.spark.statements.names import WAP_ENABLED, SqlContext, TableRef, wap_branch
 from icefloe.spark.statements.query import table_parts
+from icefloe.spark.statements.table_options import table_options, write_properties
 from icefloe.spec.snapshots import MAIN_BRANCH
 from icefloe.txn.commit_options import CommitOptions
 
@@ -46,17 +47,8 @@ def write_target(ctx: SqlContext, node: exp.Expr) -> TableRef | None:
         raise ValidationError(f"cannot write to tag {ref.tag!r} of {ref.name}: tags are read-only")
     if node.args.get("version") is not None:
         raise ValidationError(f"cannot write to {ref.name} AS OF a version")
-    return ref
-
-
-def refuse_statement_ctes(tree: exp.Expr, verb: str) -> None:
-    """Refuse ``WITH c AS (...) DELETE / UPDATE / MERGE ...`` on an icefloe table.
-
-    Their conditions and sources are run piecewise (a WHERE's subqueries, a MERGE source), outside
-    the statement's ``WITH``: a name ``c`` there would be read as a table, not as the CTE.
-    """
-    if tree.args.get("with_") is not None:
-        raise UnsupportedStatement(f"WITH ... {verb}", "move the common table expressions into a subquery")
+    properties = write_properties(ref.name, table_options(node))
+    return dataclasses.replace(ref, snapshot_properties=properties) if properties else ref
 
 
 @contextmanager
@@ -70,7 +62,9 @@ def write_options(ctx: SqlContext, ref: TableRef) -> Iterator[CommitOptions]:
     commits a staged snapshot without any ref in one step; icefloe's writers always move a branch).
     Every snapshot records the Spark application in its summary (``spark.app.id``), as Iceberg's.
     """
-    summary = {APP_ID_SUMMARY: app_id} if (app_id := ctx.spark.conf.get(APP_ID_SUMMARY, None)) else {}
+    summary = dict(ref.snapshot_properties)  # ``snapshot-property.<key>`` options, as Iceberg's writes
+    if app_id := ctx.spark.conf.get(APP_ID_SUMMARY, None):
+        summary[APP_ID_SUMMARY] = app_id
     branch = ref.branch or MAIN_BRANCH
     enabled = ref.table.metadata.properties.get(WAP_ENABLED, "false").lower() == "true"
     wap_id = (ctx.spark.conf.get(WAP_ID_CONF, None) or None) if enabled else None

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
 from icefloe.spark.statements.errors import UnsupportedStatement
+from icefloe.spark.statements.identifier_calls import resolve_identifier_calls
 from icefloe.spark.statements.names import SqlContext
 from icefloe.spark.statements.parse import Statement, TokenCursor
 from icefloe.spark.statements.query import run_query, table_parts
@@ -29,6 +31,14 @@ def run_statement(ctx: SqlContext, stmt: Statement) -> DataFrame:
                 return handled
             raise stmt.error
         return ctx.spark.sql(stmt.text)  # Spark's own syntax error (or a statement sqlglot lacks)
+    if "identifier" in stmt.text.lower():  # IDENTIFIER(<expression>) naming a table
+        tree = resolve_identifier_calls(ctx, tree)
+        stmt = replace(stmt, tree=tree)
+    if isinstance(tree, exp.MultitableInserts) and references_icefloe(ctx, tree):
+        raise UnsupportedStatement(
+            "multi-insert (FROM src INSERT INTO a ... INSERT INTO b ...) on icefloe tables",
+            "its inserts would commit one after the other, not as one change; run one INSERT per table",
+        )
     if isinstance(tree, exp.Use):
         parts = table_parts(tree.this) if isinstance(tree.this, exp.Table) else None
         if parts is not None and ctx.use(parts):
