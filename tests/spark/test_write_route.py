@@ -222,7 +222,8 @@ def test_inputs_whose_rows_spark_counts_take_the_arrow_route(spark: Any, small_t
 def test_an_explode_is_written_natively_with_every_row(spark: Any, catalog: Catalog, table_name: str) -> None:
     create_table(spark, table_name, "id BIGINT NOT NULL, name STRING")
     df = spark.range(1).select(
-        F.explode(F.sequence(F.lit(1), F.lit(50_000))).cast("bigint").alias("id"), F.lit("e").alias("name")
+        F.explode(F.sequence(F.lit(1).cast("bigint"), F.lit(50_000).cast("bigint"))).alias("id"),
+        F.lit("e").alias("name"),
     )
     table = catalog.load_table(table_name)
     assert _route_of(spark, df, table) == NATIVE
