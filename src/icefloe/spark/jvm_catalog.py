@@ -35,7 +35,18 @@ class CatalogFollower:
         implements: ClassVar[list[str]] = ["icefloe.CatalogFollower"]
 
 
-def register_follower(spark: SparkSession) -> None:
-    """Have ``icefloe.DefaultSource`` ask ``spark``'s follower before each read or write."""
+def register_follower(spark: SparkSession) -> bool:
+    """Have ``icefloe.DefaultSource`` ask ``spark``'s follower before each read or write.
+
+    False when the jar predates the follower (``scripts/build_jar.py`` rebuilds it when its
+    sources change): the data source then follows the conf at the next icefloe call, as without
+    the jar, rather than the session failing to start.
+    """
+    from py4j.java_gateway import JavaClass
+
     jvm: Any = spark.sparkContext._jvm
-    jvm.icefloe.CatalogFollowers.register(spark._jsparkSession, CatalogFollower(spark))
+    followers = jvm.icefloe.CatalogFollowers
+    if not isinstance(followers, JavaClass):  # py4j's stand-in for a class it cannot find
+        return False
+    followers.register(spark._jsparkSession, CatalogFollower(spark))
+    return True
