@@ -3,8 +3,9 @@
 Spark's Parquet writer wins at scale, but a small append pays its fixed costs: a shuffle that
 clusters rows by partition, ~15-20 ms per file it opens, and the driver reading every footer back
 for metrics. icefloe's own writer on one ``mapInArrow`` task writes one file per partition with its
-metrics already known, so for a small append whose rows Spark can count (``INSERT ... VALUES``,
-rows built on the driver, ``spark.range``) it is the faster route (``bench/bench_spark_small_append.py``).
+metrics already known, so for a small append whose rows Spark can count (``INSERT ... VALUES``, a
+``VALUES`` relation, ``spark.range``) it is the faster route (``bench/bench_spark_small_append.py``).
+(``createDataFrame`` of a Python list is an RDD to Spark's plan in PySpark 4.3: no estimate.)
 
 The choice must not cost a Spark job, so it reads what Spark knows of the input without running
 anything: the optimized logical plan, its node classes and its size estimate. The estimate alone
@@ -57,7 +58,7 @@ estimates them (30 bytes a row), ~3.5x faster there, and one task writes it in w
 Only plans that bound their size are compared with it (:func:`untrusted_nodes`)."""
 
 COUNTED_LEAVES = frozenset({"LocalRelation", "Range", "OneRowRelation"})
-"""Leaves whose rows Spark counts exactly: rows held by the driver, ``spark.range``, ``SELECT 1``.
+"""Leaves whose rows Spark counts exactly: ``VALUES`` rows, ``spark.range``, ``SELECT 1``.
 
 Not here: file scans (``LogicalRelation``: the compressed size of the files), RDDs (no estimate),
 data source relations, and cached relations (``InMemoryRelation``: before the cache is filled its
