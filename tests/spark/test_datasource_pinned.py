@@ -1,6 +1,7 @@
-"""Data source reads of one snapshot id: planned once in the planning worker, tasks given only
-their own files (``datasource.PinnedSnapshotReader``); reads of the current state or a branch
-still plan in their tasks, so a view over them sees later commits."""
+"""Data source reads of one snapshot id, or of a timestamp the table's history has passed: planned
+once in the planning worker, tasks given only their own files (``datasource.PinnedSnapshotReader``);
+reads of the current state, a branch, a tag or a timestamp not yet passed still plan in their
+tasks, so a view over them sees later commits."""
 
 from __future__ import annotations
 
@@ -113,6 +114,70 @@ def test_an_incremental_read_up_to_a_snapshot_id_is_pinned(local: tuple[dict[str
     partitions = list(reader.partitions())
     _append(catalog, "db.t", range(6, 9))
     assert _ids(reader, partitions) == [3, 4, 5]
+
+
+def _committed_at(catalog: Catalog, snapshot_id: int) -> int:
+    """When a snapshot was committed (its snapshot-log entry's time, in ms)."""
+    log = catalog.load_table("db.t").metadata.snapshot_log
+    return next(entry.timestamp_ms for entry in log if entry.snapshot_id == snapshot_id)
+
+
+def test_a_timestamp_read_followed_by_a_commit_is_pinned(local: tuple[dict[str, str], Catalog]) -> None:
+    props, catalog = local
+    _append(catalog, "db.t", range(3))
+    second = _append(catalog, "db.t", range(3, 5))
+    _append(catalog, "db.t", range(5, 6))
+    # a time between the second and the third commit reads the second snapshot, whatever comes
+    source = _source(props, **{"as-of-timestamp": str(_committed_at(catalog, second))})
+    reader = source.reader(source.schema())
+    assert isinstance(reader, PinnedSnapshotReader)
+    assert (reader.setup.snapshot_id, reader.setup.as_of_ms) == (second, None)
+    partitions = list(reader.partitions())
+    _append(catalog, "db.t", range(6, 9))
+    assert _ids(reader, partitions) == [0, 1, 2, 3, 4]
+
+
+def test_an_incremental_read_up_to_a_passed_timestamp_is_pinned(
+    local: tuple[dict[str, str], Catalog],
+) -> None:
+    props, catalog = local
+    first = _append(catalog, "db.t", range(3))
+    end = _append(catalog, "db.t", range(3, 5))
+    _append(catalog, "db.t", range(5, 6))
+    options = {"start-snapshot-id": str(first), "end-timestamp": str(_committed_at(catalog, end))}
+    source = _source(props, **options)
+    reader = source.reader(source.schema())
+    assert isinstance(reader, PinnedSnapshotReader)
+    assert reader.setup.snapshot_id == end
+    partitions = list(reader.partitions())
+    _append(catalog, "db.t", range(6, 9))
+    assert _ids(reader, partitions) == [3, 4]
+
+
+def test_a_timestamp_not_yet_passed_or_a_tag_still_plans_in_the_tasks(
+    local: tuple[dict[str, str], Catalog],
+) -> None:
+    """A commit can still land before a time at or after the newest commit, and a tag can move:
+    the tasks see what the time or the tag names when they run."""
+    props, catalog = local
+    first = _append(catalog, "db.t", range(3))
+    catalog.load_table("db.t").manage_snapshots().create_tag("t", first).commit()
+    newest = _committed_at(catalog, first)
+    sources = [
+        _source(props, **{"as-of-timestamp": str(newest)}),
+        _source(props, **{"as-of-timestamp": str(newest + 3_600_000)}),
+        _source(props, tag="t"),
+    ]
+    readers = [s.reader(s.schema()) for s in sources]
+    assert [type(r) for r in readers] == [IcefloePushdownReader] * 3
+    partitions = [list(r.partitions()) for r in readers]
+    later = _append(catalog, "db.t", range(3, 5))  # committed within the hour
+    catalog.load_table("db.t").manage_snapshots().replace_tag("t", later).commit()
+    assert [_ids(r, p) for r, p in zip(readers, partitions, strict=True)] == [
+        [0, 1, 2],
+        [0, 1, 2, 3, 4],
+        [0, 1, 2, 3, 4],
+    ]
 
 
 def _none_partition() -> Any:

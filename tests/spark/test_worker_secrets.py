@@ -180,15 +180,22 @@ def test_batch_read_tasks_of_a_sql_catalog_carry_its_uri_and_nothing_else(sql_lo
     assert _leaked(_read_function_bytes(source, reader, schema), sql_login) == []
 
 
-def test_batch_reads_of_a_snapshot_id_ship_no_catalog(login: Login, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("option", ["snapshot-id", "as-of-timestamp"])
+def test_batch_reads_of_a_fixed_snapshot_ship_no_catalog(
+    login: Login, monkeypatch: pytest.MonkeyPatch, option: str
+) -> None:
     """Planned in the planning worker: the read function and partitions hold no login and no
     access token (a REST table's FileIO properties name the server's address, as on every route),
-    and the tasks read the snapshot's rows, later rows left out, without opening a catalog."""
+    and the tasks read the snapshot's rows, later rows left out, without opening a catalog. A
+    timestamp followed by a commit names a fixed snapshot as an id does."""
     catalog = catalog_from_properties(login.properties)
-    pinned = catalog.load_table(login.identifier).metadata.current_snapshot_id
+    metadata = catalog.load_table(login.identifier).metadata
+    pinned = metadata.current_snapshot_id
+    assert pinned is not None
     catalog.load_table(login.identifier).append(_rows(range(3, 5)))
+    value = str(pinned if option == "snapshot-id" else metadata.snapshot_by_id(pinned).timestamp_ms)
     source = datasource_class(login.properties, pushdown=True)(
-        options={"table": login.identifier, "snapshot-id": str(pinned)}
+        options={"table": login.identifier, option: value}
     )
     schema = source.schema()
     reader = source.reader(schema)

@@ -30,6 +30,7 @@ from icefloe.spark.write_route import (
     SMALL_INPUT_BYTES_PROPERTY,
     choose_route,
     estimated_input_bytes,
+    untrusted_nodes,
 )
 from icefloe.table.table import Table
 from icefloe.tree.locations import LocationProvider
@@ -138,6 +139,98 @@ def test_a_large_or_unknown_estimate_stays_native(spark: Any, small_table: Table
     unknown = spark.createDataFrame(rdd, "id BIGINT NOT NULL, name STRING")
     assert estimated_input_bytes(unknown) is None
     assert _route_of(spark, unknown, small_table) == NATIVE
+
+
+ROW_MULTIPLYING_INPUTS = {
+    # a plan Spark estimates as tiny that makes many rows: (input, the nodes that keep it native)
+    "explode over one row": (
+        lambda spark: spark.range(1).select(F.explode(F.sequence(F.lit(1), F.lit(10_000_000))).alias("id")),
+        ["Generate"],
+    ),
+    "cross join with a small side": (lambda spark: spark.range(1000).crossJoin(spark.range(3)), ["Join"]),
+    "rollup": (lambda spark: spark.range(1000).rollup((F.col("id") % 3).alias("k")).count(), ["Expand"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ROW_MULTIPLYING_INPUTS))
+def test_an_operator_that_multiplies_rows_keeps_the_native_route(
+    spark: Any, small_table: Table, case: str
+) -> None:
+    make, nodes = ROW_MULTIPLYING_INPUTS[case]
+    df = make(spark)
+    size = estimated_input_bytes(df)
+    assert size is not None and size < DEFAULT_SMALL_INPUT_BYTES  # the estimate alone would say Arrow
+    assert untrusted_nodes(df) == nodes
+    assert choose_route(df, small_table.metadata.properties) == NATIVE
+
+
+def test_a_compressed_file_scan_keeps_the_native_route(
+    spark: Any, catalog: Catalog, table_name: str, tmp_path: Any
+) -> None:
+    # 200,000 rows of two repetitive columns are a few kB of Parquet: Spark's estimate of the scan
+    source = str(tmp_path / "repetitive")
+    spark.range(0, 200_000, 1, 1).select(
+        (F.col("id") % 3).alias("id"), F.lit("same").alias("name")
+    ).write.parquet(source)
+    df = spark.read.parquet(source)
+    size = estimated_input_bytes(df)
+    assert size is not None and size < 100_000  # 2 bytes a row
+    assert untrusted_nodes(df) == ["LogicalRelation"]
+    create_table(spark, table_name, "id BIGINT NOT NULL, name STRING", partitioned_by=["id"])
+    table = catalog.load_table(table_name)
+    assert _route_of(spark, df, table) == NATIVE
+    write_table(df, table_name)
+    counts = (
+        catalog.load_table(table_name).scan().to_arrow().group_by(["id", "name"]).aggregate([("id", "count")])
+    )
+    assert sorted(counts.to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 0, "name": "same", "id_count": 66_667},
+        {"id": 1, "name": "same", "id_count": 66_667},
+        {"id": 2, "name": "same", "id_count": 66_666},
+    ]
+
+
+def test_a_cached_input_keeps_the_native_route(spark: Any, small_table: Table) -> None:
+    df = _rows(spark, 1_000).cache()
+    try:
+        assert df.count() == 1_000  # filled: its estimate is now the compressed column buffers'
+        assert untrusted_nodes(df) == ["InMemoryRelation"]
+        assert choose_route(df, small_table.metadata.properties) == NATIVE
+    finally:
+        df.unpersist()
+
+
+def test_inputs_whose_rows_spark_counts_take_the_arrow_route(spark: Any, small_table: Table) -> None:
+    # VALUES rows (as INSERT ... VALUES has them) are a LocalRelation; createDataFrame's are an RDD
+    values = ", ".join(f"({i}L, 'n{i}')" for i in range(20))
+    local = spark.sql(f"SELECT * FROM VALUES {values} AS t(id, name)")
+    ranged = _rows(spark, 500)
+    squared = F.udf(lambda v: v * v, "bigint")
+    bounded = {
+        "local rows": local,
+        "a range, filtered and re-projected": ranged.where(F.col("id") % 2 == 0).select("id", "name"),
+        "a union": ranged.select("id", "name").union(local),
+        "an aggregate": ranged.groupBy("name").agg(F.max("id").alias("id")),
+        "a scalar Python UDF": ranged.select(squared("id").alias("id"), "name"),
+        "a literal row": spark.sql("SELECT 7L AS id, 'seven' AS name"),
+    }
+    for case, df in bounded.items():
+        assert untrusted_nodes(df) == [], case
+        assert choose_route(df, small_table.metadata.properties) == ARROW, case
+
+
+def test_an_explode_is_written_natively_with_every_row(spark: Any, catalog: Catalog, table_name: str) -> None:
+    create_table(spark, table_name, "id BIGINT NOT NULL, name STRING")
+    df = spark.range(1).select(
+        F.explode(F.sequence(F.lit(1).cast("bigint"), F.lit(50_000).cast("bigint"))).alias("id"),
+        F.lit("e").alias("name"),
+    )
+    table = catalog.load_table(table_name)
+    assert _route_of(spark, df, table) == NATIVE
+    write_table(df, table_name)
+    got = catalog.load_table(table_name).scan().to_arrow().sort_by("id")
+    assert got.column("id").to_pylist() == list(range(1, 50_001))
+    assert set(got.column("name").to_pylist()) == {"e"}
 
 
 def test_the_threshold_comes_from_the_conf_then_the_table_property(

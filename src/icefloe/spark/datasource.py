@@ -16,8 +16,9 @@ and why no executor task gets its login but the batch read's of a table's curren
 ``icefloe.spark.worker_catalog``.
 
 Reads of the current state, a branch or a tag plan the files when the query runs (from the
-table's current metadata; see ``IcefloeReader`` for why); reads of one snapshot id are planned
-once, in the planning worker (``PinnedSnapshotReader``). Both read the files with
+table's current metadata; see ``IcefloeReader`` for why); reads of one snapshot id, or of a
+timestamp the table's history has already passed (``_ReadSetup.pinned``), are planned once, in the
+planning worker (``PinnedSnapshotReader``). Both read the files with
 ``icefloe.scan.reader.read_task`` (deletes applied) as Arrow batches; the query's own filters are
 applied by Spark. Writes go through icefloe's Parquet writer on the executors (one file per
 partition per task, in a job-unique directory) and one commit on the driver.
@@ -31,7 +32,7 @@ import pickle
 import uuid
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from pyspark.sql.datasource import (
@@ -121,7 +122,7 @@ class IcefloeDataSource(DataSource):
         opts = self._opts()
         props = self._catalog().properties()
         catalog = catalog_from_properties(props)
-        setup = _ReadSetup.create(opts, catalog.load_table(_identifier(opts)), self.catalog)
+        setup = _ReadSetup.create(opts, catalog.load_table(_identifier(opts)), self.catalog).pinned()
         if setup.snapshot_id is not None:
             return PinnedSnapshotReader(setup)
         kind = IcefloePushdownReader if self.pushdown else IcefloeReader
@@ -198,6 +199,27 @@ class _ReadSetup:
             start_snapshot_id=num("start-snapshot-id"),
             start_timestamp_ms=num("start-timestamp"),
         )
+
+    def pinned(self) -> _ReadSetup:
+        """This read with ``as-of-timestamp`` resolved to its snapshot id when that can no longer
+        change (then ``PinnedSnapshotReader`` reads it), else itself.
+
+        The snapshot current on main at a time is the last snapshot-log entry at or before it.
+        Once the log holds an entry *after* that time, later commits append entries later still,
+        so the answer is fixed (only a rollback rewriting history or an expiry removing the
+        snapshot could change it, as they could for a ``snapshot-id`` read). A time at or after
+        the newest entry stays on the current-state path: a commit can still land before it.
+
+        A ``tag`` is not pinned: a tag can be replaced or dropped, and a read naming it means
+        what it names when the query runs, as a branch does (and ``VERSION AS OF 'tag'`` in SQL,
+        resolved by each statement).
+        """
+        if self.snapshot_id is not None or self.ref is not None or self.as_of_ms is None:
+            return self
+        as_of = self.as_of_ms
+        if not any(entry.timestamp_ms > as_of for entry in self.metadata.snapshot_log):
+            return self
+        return replace(self, snapshot_id=self.metadata.snapshot_as_of(as_of).snapshot_id, as_of_ms=None)
 
     def scan(self, io: Any, metadata: Any = None) -> Any:
         from icefloe.scan.table_scan import TableScan
@@ -283,8 +305,9 @@ class IcefloeReader(DataSourceReader):
 
     Loading the current metadata is why these tasks, alone among executor tasks, get catalog
     properties: ``task_catalog``, as little of the login as reaches the table's pointer
-    (``worker_catalog.task_catalog_properties``). A read of one snapshot id has nothing to
-    replay stale and goes to ``PinnedSnapshotReader`` instead, whose tasks get no catalog.
+    (``worker_catalog.task_catalog_properties``). A read of one snapshot id, or of a timestamp
+    with a later commit, has nothing to replay stale and goes to ``PinnedSnapshotReader``
+    instead, whose tasks get no catalog.
     """
 
     def __init__(self, setup: _ReadSetup, task_catalog: dict[str, str] | None = None) -> None:
@@ -394,7 +417,9 @@ class IcefloePushdownReader(IcefloeReader):
 
 class PinnedSnapshotReader(DataSourceReader):
     """Reads the one snapshot a read names by id (``snapshot-id``, or ``end-snapshot-id`` of an
-    incremental read), planned once, in the planning worker; its tasks get no catalog.
+    incremental read) or by a timestamp already followed by a commit (``as-of-timestamp`` /
+    ``end-timestamp``, see ``_ReadSetup.pinned``), planned once, in the planning worker; its tasks
+    get no catalog.
 
     A snapshot id names the same files for as long as the snapshot exists, so Spark keeping the
     relation's reader and partitions (see ``IcefloeReader``) replays nothing stale here: every
@@ -505,8 +530,6 @@ class _WriteSetup:
         return self.job.staging if batch_id is None else f"{self.job.staging}/batch-{batch_id}"
 
     def write(self, batches: Iterator[Any], batch_id: str | None = None) -> _FilesMessage:
-        from dataclasses import replace
-
         from icefloe.spark.write import write_arrow_batches
 
         job = replace(self.job, staging=self.staging(batch_id))

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from icefloe.errors import ValidationError
 from icefloe.expressions.ast import AlwaysTrue
 from icefloe.formats.parquet.data_files import NAME_MAPPING_PROPERTY
+from icefloe.spark.jvm_catalog import register_follower
 from icefloe.spark.read import has_defaults
 from icefloe.spark.runtime import spark_location
 from icefloe.spark.schema import native_readable, to_spark_schema
@@ -84,7 +85,8 @@ def loaded(spark: SparkSession) -> bool:
 
 
 def register(spark: SparkSession, source: type[DataSource], catalog: CatalogRef) -> None:
-    """Register the Python data source beside ``icefloe.DefaultSource`` and the planning factory.
+    """Register the Python data source beside ``icefloe.DefaultSource``, the planning factory and
+    the catalog follower (``jvm_catalog``).
 
     ``spark.dataSource.register`` refuses a name that a JVM class already answers to
     (DATA_SOURCE_ALREADY_EXISTS), and ``icefloe.DefaultSource`` does: it *is* that Python source
@@ -103,6 +105,7 @@ def register(spark: SparkSession, source: type[DataSource], catalog: CatalogRef)
     manager.registerDataSource(source.name(), python_source)
     ensure_callback_server_started(context._gateway)
     jvm.icefloe.stream.StreamPlanners.register(PlanningFactory(catalog))
+    register_follower(spark)
 
 
 class PlanningFactory:

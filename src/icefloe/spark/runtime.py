@@ -157,6 +157,11 @@ def note_registered(
         _REGISTRATIONS[id(spark)] = _Registration(spark, dict(properties), register)
 
 
+def follow_catalog_conf(spark: SparkSession) -> None:
+    """Register ``spark``'s data source again if the session's catalog conf changed since."""
+    _follow_registration(spark, catalog_properties(spark))
+
+
 def _follow_registration(spark: SparkSession, properties: dict[str, str]) -> None:
     with _CATALOG_LOCK:
         known = _REGISTRATIONS.get(id(spark))

@@ -19,11 +19,14 @@ catalog. Per route, what the task functions carry:
   write job and a ``CatalogRef`` (no login).
 - data source streaming read: the stream reader and the data source instance (PySpark's read
   function holds both): the read setup, FileIO properties, a ``CatalogRef``.
-- data source batch read of one snapshot id (``snapshot-id``, or ``end-snapshot-id``): the
-  reader (read setup, FileIO properties) and the data source instance; each input partition
-  carries its own planned tasks (``datasource.PinnedSnapshotReader``). No catalog at all.
-- data source batch read of the current state, a branch or a tag: the reader and the data
-  source instance, **and ``task_catalog_properties``** (below).
+- data source batch read of one snapshot id (``snapshot-id``, or ``end-snapshot-id``), or of a
+  timestamp a later commit has passed (``as-of-timestamp`` / ``end-timestamp``, resolved to the
+  id by ``datasource._ReadSetup.pinned``): the reader (read setup, FileIO properties) and the data
+  source instance; each input partition carries its own planned tasks
+  (``datasource.PinnedSnapshotReader``). No catalog at all.
+- data source batch read of the current state, a branch, a tag, or a timestamp at or after the
+  newest commit: the reader and the data source instance, **and ``task_catalog_properties``**
+  (below).
 - JVM streaming read (``jvm_stream``): no Python on executors (Spark's Parquet reader); its
   planning runs in the driver's own process through py4j.
 - ``workers.require_icefloe_on_workers``: a probe function, nothing of the catalog.

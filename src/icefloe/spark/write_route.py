@@ -3,15 +3,22 @@
 Spark's Parquet writer wins at scale, but a small append pays its fixed costs: a shuffle that
 clusters rows by partition, ~15-20 ms per file it opens, and the driver reading every footer back
 for metrics. icefloe's own writer on one ``mapInArrow`` task writes one file per partition with its
-metrics already known, so for a streaming micro-batch or a small ``INSERT`` it is the faster route
-(``bench/bench_spark_small_append.py``).
+metrics already known, so for a small append whose rows Spark can count (``INSERT ... VALUES``, a
+``VALUES`` relation, ``spark.range``) it is the faster route (``bench/bench_spark_small_append.py``).
+(``createDataFrame`` of a Python list is an RDD to Spark's plan in PySpark 4.3: no estimate.)
 
-The choice must not cost a Spark job, so it reads Spark's own estimate of the input's size: the
-statistics of the optimized logical plan, which Spark computes without running anything (a local
-relation knows its rows, a file scan its files' sizes, ``range`` its row count, a micro-batch of a
-file stream its files). An estimate Spark does not know (rows from a Python RDD, a rate or Kafka
-micro-batch) is ``Long.MAX_VALUE``, and that, like any estimate at or above the threshold, keeps
-the native route; so does a join whose estimate multiplies its sides.
+The choice must not cost a Spark job, so it reads what Spark knows of the input without running
+anything: the optimized logical plan, its node classes and its size estimate. The estimate alone
+cannot be trusted: a file scan's is the *compressed* size of its files (a few MB of repetitive
+Parquet can hold a hundred million rows), and without cost-based optimization a ``Generate``
+(``explode``), an ``Expand``, a join or a Python UDTF keeps the estimate of its input however many
+rows it makes. One task writing such an input would be orders of magnitude slower than the native
+route on a cluster (``bench/bench_spark_write_route.py``). So the Arrow route is taken only when the
+plan *bounds* its size (:func:`untrusted_nodes` is empty): every leaf holds rows whose count Spark
+knows exactly (:data:`COUNTED_LEAVES`) and every operator above them makes at most as many rows as
+its estimate says (:data:`BOUNDED_OPERATORS`), and then only when the estimate is below the
+threshold. Anything else, including an operator this list does not name, writes natively: the
+native route is always correct and scales, the Arrow route only wins for small inputs.
 
 A session whose Python workers cannot import icefloe writes natively whatever the size
 (``workers.workers_import_icefloe``): an append there needs no Python on the executors, as before.
@@ -23,7 +30,7 @@ natively.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from icefloe.errors import ValidationError
@@ -48,7 +55,44 @@ On 2 cores the one Arrow task stayed ahead up to millions of rows (a partitioned
 shared the cores with other jobs; with many executors its share of the rows shrinks and the one
 task falls behind sooner. 8 MiB is ~280,000 rows of the benchmark's six columns as ``range``
 estimates them (30 bytes a row), ~3.5x faster there, and one task writes it in well under a second.
-A file scan's estimate is its compressed size, so the same bytes mean more rows there."""
+Only plans that bound their size are compared with it (:func:`untrusted_nodes`)."""
+
+COUNTED_LEAVES = frozenset({"LocalRelation", "Range", "OneRowRelation"})
+"""Leaves whose rows Spark counts exactly: ``VALUES`` rows, ``spark.range``, ``SELECT 1``.
+
+Not here: file scans (``LogicalRelation``: the compressed size of the files), RDDs (no estimate),
+data source relations, and cached relations (``InMemoryRelation``: before the cache is filled its
+estimate is the cached plan's, after it the size of its compressed column buffers, which
+run-length and dictionary encoding shrink as Parquet does)."""
+
+BOUNDED_OPERATORS = frozenset(
+    {
+        "Project",
+        "Filter",
+        "Sample",
+        "Sort",
+        "GlobalLimit",
+        "LocalLimit",
+        "Offset",
+        "Tail",
+        "Union",
+        "Aggregate",
+        "Distinct",
+        "Deduplicate",
+        "Window",
+        "Repartition",
+        "RepartitionByExpression",
+        "RebalancePartitions",
+        "SubqueryAlias",
+        "ResolvedHint",
+        "BatchEvalPython",
+        "ArrowEvalPython",
+    }
+)
+"""Operators that make at most as many rows as Spark estimates from their children: one row per
+input row or fewer (a scalar Python UDF is one row per row), a union the sum of its children, a
+sample its fraction of them. Not here: ``Generate``, ``Expand``, joins, Python UDTFs and
+``mapInPandas`` / ``mapInArrow`` (any number of rows per input row)."""
 
 
 def estimated_input_bytes(df: DataFrame) -> int | None:
@@ -65,6 +109,34 @@ def estimated_input_bytes(df: DataFrame) -> int | None:
     return None if size >= 2**63 - 1 else size
 
 
+def untrusted_nodes(df: DataFrame) -> list[str]:
+    """The nodes of ``df``'s optimized plan (class names, top first, left to right) that keep its
+    size estimate from bounding it: leaves not in :data:`COUNTED_LEAVES`, operators not in
+    :data:`BOUNDED_OPERATORS`. Empty when the estimate is a bound."""
+    return list(_untrusted_nodes(df))
+
+
+def _untrusted_nodes(df: DataFrame) -> Iterator[str]:
+    """:func:`untrusted_nodes`, lazily: the route stops at the first.
+
+    The walk asks py4j for each node's class and children (a few calls a node, ~1 ms for a
+    small plan). ``TreeNode.toJSON`` would be one call but renders every expression, and the
+    optimizer folds ``sequence(1, n)`` into a literal array of ``n`` values: ~100 ms at n = 2M.
+    """
+    try:
+        pending = [df._jdf.queryExecution().optimizedPlan()]
+        while pending:
+            node = pending.pop()
+            children = node.children()
+            count = int(children.size())
+            name = str(node.getClass().getSimpleName())
+            if name not in (BOUNDED_OPERATORS if count else COUNTED_LEAVES):
+                yield name
+            pending.extend(children.apply(i) for i in reversed(range(count)))
+    except Exception:  # Spark Connect, or a plan py4j cannot walk: nothing is known
+        yield "<unknown plan>"
+
+
 def small_input_bytes(df: DataFrame, table_properties: Mapping[str, str]) -> int:
     """The threshold below which this write takes the Arrow route (session conf over table)."""
     override = get_conf(df.sparkSession, SMALL_INPUT_BYTES_CONF, "").strip()
@@ -79,9 +151,12 @@ def small_input_bytes(df: DataFrame, table_properties: Mapping[str, str]) -> int
 
 
 def choose_route(df: DataFrame, table_properties: Mapping[str, str]) -> str:
-    """:data:`ARROW` when Spark estimates ``df`` below the threshold, else :data:`NATIVE`."""
+    """:data:`ARROW` when ``df``'s plan bounds its size and Spark estimates it below the threshold,
+    else :data:`NATIVE`."""
     threshold = small_input_bytes(df, table_properties)
     if threshold <= 0:
         return NATIVE
     size = estimated_input_bytes(df)
-    return ARROW if size is not None and size < threshold else NATIVE
+    if size is None or size >= threshold:
+        return NATIVE
+    return NATIVE if next(_untrusted_nodes(df), None) is not None else ARROW

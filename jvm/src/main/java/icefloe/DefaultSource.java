@@ -5,6 +5,7 @@ import java.util.Map;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
+import org.apache.spark.sql.execution.datasources.v2.python.UserDefinedPythonDataSource;
 import org.apache.spark.sql.types.StructType;
 
 /**
@@ -17,14 +18,28 @@ import org.apache.spark.sql.types.StructType;
  * everything (it extends Spark's own {@code PythonDataSourceV2}, which calls the registered Python
  * class): batch reads and writes, streaming writes, SQL. Only streaming reads may go elsewhere:
  * see {@link IcefloeScan#toMicroBatchStream}.
+ *
+ * <p>Spark makes one instance per read or write and looks the Python class up once per instance
+ * ({@link #source}); before that, {@link CatalogFollowers} has it registered again when the
+ * session's catalog settings changed.
  */
 public class DefaultSource extends PythonDataSourceV2 {
   private String name = "icefloe";
+  private boolean followed;
 
   @Override
   public void setShortName(String shortName) {
     super.setShortName(shortName);
     this.name = shortName;
+  }
+
+  @Override
+  public synchronized UserDefinedPythonDataSource source() {
+    if (!followed) {
+      followed = true;
+      CatalogFollowers.follow();
+    }
+    return super.source();
   }
 
   @Override
