@@ -378,7 +378,10 @@ class TableMachine(RuleBasedStateMachine):
         location = self.table.metadata_location
         assert location is not None
         columns = [c.name for c in self.model.columns]
-        assert_same_rows(read_with_pyiceberg(location), expected, columns, ("pyiceberg", "model"))
+        snapshot = self.table.current_snapshot()
+        equality_deletes = snapshot is not None and snapshot.summary.get("total-equality-deletes", "0") != "0"
+        if not equality_deletes:  # PyIceberg 0.12 refuses them (apache/iceberg#6568 upstream)
+            assert_same_rows(read_with_pyiceberg(location), expected, columns, ("pyiceberg", "model"))
         assert_same_rows(read_with_duckdb(location), expected, columns, ("duckdb", "model"))
 
 
