@@ -138,6 +138,7 @@ class TableMachine(RuleBasedStateMachine):
         }  # current partition fields: (source, transform) -> name
         self.snapshots: dict[int, tuple[list[str], list[dict[str, Any]]]] = {}
         self.upgraded = False
+        self.null_keyed_deletes = False  # an equality delete with a null key was committed
 
     def teardown(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
@@ -240,6 +241,7 @@ class TableMachine(RuleBasedStateMachine):
                 chosen[row[1]] = {c.field_id: row[c.field_id] for c in keys}
             else:  # a key no row has
                 chosen[10_000 + p] = {1: 10_000 + p}
+        self.null_keyed_deletes |= any(v is None for key in chosen.values() for v in key.values())
         names = [c.name for c in keys]
         self.table.delete_by_key(self.model.arrow_rows(chosen).select(names), on=names)
         for key in chosen.values():
@@ -382,7 +384,11 @@ class TableMachine(RuleBasedStateMachine):
         equality_deletes = snapshot is not None and snapshot.summary.get("total-equality-deletes", "0") != "0"
         if not equality_deletes:  # PyIceberg 0.12 refuses them (apache/iceberg#6568 upstream)
             assert_same_rows(read_with_pyiceberg(location), expected, columns, ("pyiceberg", "model"))
-        assert_same_rows(read_with_duckdb(location), expected, columns, ("duckdb", "model"))
+        # DuckDB 1.5.5 fails on an equality delete file holding a null key ("INTERNAL Error:
+        # Comparison on NULL values", which also invalidates the connection; no upstream issue
+        # found). The spec says a null delete value matches null, as icefloe and the model do.
+        if not (equality_deletes and self.null_keyed_deletes):
+            assert_same_rows(read_with_duckdb(location), expected, columns, ("duckdb", "model"))
 
 
 def _case(version: int) -> Any:
