@@ -12,7 +12,9 @@ and an expired one must be refused with an icefloe error. v2 and v3 tables are a
 PyIceberg and DuckDB, which must agree.
 
 Derandomised so CI runs the same sequences each time; ``ICEFLOE_PROPERTY_EXAMPLES`` (sequences
-per format version) and ``ICEFLOE_PROPERTY_STEPS`` (steps per sequence) search further locally.
+per format version) and ``ICEFLOE_PROPERTY_STEPS`` (steps per sequence) search further locally,
+``ICEFLOE_PROPERTY_RANDOM=1`` with ``pytest --hypothesis-seed=N`` searches other sequences, and
+``ICEFLOE_PROPERTY_SHRINK=0`` reports a failure without spending minutes shrinking it.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from icefloe.spec.schema import Schema
 from icefloe.spec.transforms import IdentityTransform
 from icefloe.spec.types import DecimalType, FloatType, IntegerType, LongType, NestedField, StringType
 from icefloe.table.table import Table
-from tests.support.interop import assert_same_rows, read_with_duckdb, read_with_pyiceberg
+from tests.support.interop import read_with_duckdb, read_with_pyiceberg
 from tests.support.table_model import (
     STRINGS,
     WIDER,
@@ -138,7 +140,6 @@ class TableMachine(RuleBasedStateMachine):
         }  # current partition fields: (source, transform) -> name
         self.snapshots: dict[int, tuple[list[str], list[dict[str, Any]]]] = {}
         self.upgraded = False
-        self.null_keyed_deletes = False  # an equality delete with a null key was committed
 
     def teardown(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
@@ -241,7 +242,6 @@ class TableMachine(RuleBasedStateMachine):
                 chosen[row[1]] = {c.field_id: row[c.field_id] for c in keys}
             else:  # a key no row has
                 chosen[10_000 + p] = {1: 10_000 + p}
-        self.null_keyed_deletes |= any(v is None for key in chosen.values() for v in key.values())
         names = [c.name for c in keys]
         self.table.delete_by_key(self.model.arrow_rows(chosen).select(names), on=names)
         for key in chosen.values():
@@ -375,20 +375,29 @@ class TableMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.table.format_version <= 3)
     @rule()
     def other_readers_agree(self) -> None:
-        """PyIceberg and DuckDB read the current snapshot as the model says."""
-        expected = self.model.arrow_rows(self.model.rows)
+        """PyIceberg and DuckDB read the newest snapshot without equality deletes as the model did.
+
+        Neither can check equality deletes: PyIceberg 0.12 refuses them (pointing to
+        apache/iceberg#6568), and DuckDB 1.5.5 fails on the (id, grp) keys this test writes with
+        "INTERNAL Error: Expected unified vector format of type INT32, but found type INT64" (or
+        "Comparison on NULL values" when a key column holds nulls in the data) and then
+        invalidates its connection; no upstream issue found. Their snapshots are skipped.
+        """
         location = self.table.metadata_location
         assert location is not None
-        columns = [c.name for c in self.model.columns]
-        snapshot = self.table.current_snapshot()
-        equality_deletes = snapshot is not None and snapshot.summary.get("total-equality-deletes", "0") != "0"
-        if not equality_deletes:  # PyIceberg 0.12 refuses them (apache/iceberg#6568 upstream)
-            assert_same_rows(read_with_pyiceberg(location), expected, columns, ("pyiceberg", "model"))
-        # DuckDB 1.5.5 fails on an equality delete file holding a null key ("INTERNAL Error:
-        # Comparison on NULL values", which also invalidates the connection; no upstream issue
-        # found). The spec says a null delete value matches null, as icefloe and the model do.
-        if not (equality_deletes and self.null_keyed_deletes):
-            assert_same_rows(read_with_duckdb(location), expected, columns, ("duckdb", "model"))
+        readable = [
+            s.snapshot_id
+            for s in self.table.snapshots()
+            if s.snapshot_id in self.snapshots and s.summary.get("total-equality-deletes", "0") == "0"
+        ]
+        if not readable:
+            return
+        snapshot_id = readable[-1]
+        columns, rows = self.snapshots[snapshot_id]
+        for reader in (read_with_pyiceberg, read_with_duckdb):
+            result = reader(location, snapshot_id=snapshot_id)
+            assert result.column_names == columns, reader.__name__
+            assert sorted(result.to_pylist(), key=lambda r: r["id"]) == rows, reader.__name__
 
 
 def _case(version: int) -> Any:
@@ -398,7 +407,7 @@ def _case(version: int) -> Any:
         max_examples=EXAMPLES,
         stateful_step_count=STEPS,
         deadline=None,
-        derandomize=True,
+        derandomize=os.environ.get("ICEFLOE_PROPERTY_RANDOM") != "1",  # 1: pytest --hypothesis-seed=N
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
         report_multiple_bugs=False,
         phases=PHASES,
