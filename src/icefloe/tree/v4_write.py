@@ -87,7 +87,7 @@ class _Commit:
     """The state of one v4 commit attempt while the new root is assembled."""
 
     files: TreeFiles
-    removed: dict[str, ManifestEntry]
+    removed: dict[str, ManifestEntry]  # by path: where to look (v3 DVs of one Puffin file share it)
     dvs: dict[str, DeletionVectorRef]
     column_files: dict[str, ColumnFile] = field(default_factory=dict)  # new column file by data file path
     refs: list[ManifestFile] = field(default_factory=list)  # carried / MDV / rewritten references
@@ -101,6 +101,20 @@ class _Commit:
     superseded: list[ManifestEntry] = field(default_factory=list)  # DVs that stop applying
     done: set[str] = field(default_factory=set)  # removed / DV paths handled
     dv_targets: dict[str, DataFile] = field(default_factory=dict)  # existing files getting a new DV
+    removing: set[tuple[str, int]] = field(default_factory=set)  # content keys not yet removed
+
+    def removes(self, e: ManifestEntry) -> tuple[str, int] | None:
+        """The key under which the live entry ``e`` is to be removed, or None to keep it.
+
+        Removals are matched by content key, not path: legacy v3 deletion vectors of several data
+        files share one Puffin file, and retiring one of them must leave the others live. A
+        removal given without a blob offset matches its path, as files without blobs do.
+        """
+        key = e.data_file.content_key
+        if key in self.removing:
+            return key
+        by_path = (key[0], -1)
+        return by_path if by_path in self.removing else None
 
     def modifies(self, path: str) -> bool:
         """Whether the live file at ``path`` gets a new DV or a new column file in this commit."""
@@ -156,6 +170,7 @@ def _remove(c: _Commit, e: ManifestEntry) -> ManifestEntry:
     """Record a removal; returns the DELETED row a rewritten leaf keeps for it."""
     c.found.append(e)
     c.done.add(e.data_file.file_path)
+    c.removing.discard(c.removes(e) or e.data_file.content_key)
     _retire_dv(c, e)
     return e.with_changes(status=EntryStatus.DELETED, snapshot_id=c.snapshot_id)
 
@@ -163,7 +178,7 @@ def _remove(c: _Commit, e: ManifestEntry) -> ManifestEntry:
 def _apply_to_inline(c: _Commit, inline: list[ManifestEntry]) -> None:
     for e in inline:
         path = e.data_file.file_path
-        if path in c.removed and path not in c.done:
+        if c.removes(e):
             c.root_deleted.append(_remove(c, e))
         elif c.modifies(path) and path not in c.done:
             replaced, modified = _modified_pair(c, e)
@@ -193,20 +208,25 @@ def _locate_all(c: _Commit, refs: list[ManifestFile], pending: set[str]) -> dict
     """For each candidate reference, the pending paths it holds live (leaf position or index)."""
     io, md = c.files.io, c.files.md
     out: dict[str, dict[str, int]] = {}
+    keys_by_path: dict[str, set[tuple[str, int]]] = {}
+    for key in c.removing:
+        keys_by_path.setdefault(key[0], set()).add(key)
+    shared = {p: keys for p, keys in keys_by_path.items() if len(keys) > 1}
     for ref in refs:
         if not pending:
             break
         if ref.format_version < 4:
-            hits = {
-                e.data_file.file_path: i
-                for i, e in enumerate(v3_read.read_entries(io, md, ref))
-                if e.is_live and e.data_file.file_path in pending
-            }
+            live = [e for e in v3_read.read_entries(io, md, ref) if e.is_live]
+            hits = {e.data_file.file_path: i for i, e in enumerate(live) if e.data_file.file_path in pending}
+            seen = {e.data_file.content_key for e in live}
+            # a Puffin file's other DVs may sit in another legacy manifest: keep looking for them
+            found = {p for p in hits if not any(k[0] == p and k not in seen for k in shared.get(p, ()))}
         else:
             hits = locate(io, md, ref, pending)
+            found = set(hits)
         if hits:
             out[ref.manifest_path] = hits
-            pending -= hits.keys()
+            pending -= found
     return out
 
 
@@ -320,7 +340,7 @@ def _rewrite(c: _Commit, ref: ManifestFile, mdv: set[int], legacy: bool) -> None
         if not e.is_live or pos in mdv:
             continue
         path = e.data_file.file_path
-        if path in c.removed and path not in c.done:
+        if c.removes(e):
             out.append(_remove(c, e))
         elif c.modifies(path) and path not in c.done:
             out.extend(_modified_pair(c, e))
@@ -495,6 +515,7 @@ def write_v4_tree(request: TreeWriteRequest) -> TreeResult:
     files = TreeFiles(io, metadata, request.locations, snapshot_id, request.sequence_number, policy)
     removed = {e.data_file.file_path: e for e in change.removed_entries}
     c = _Commit(files, removed, dvs, dict(change.added_column_files))
+    c.removing = {e.data_file.content_key for e in change.removed_entries}
     c.parent_has_root = parent is not None and parent.root_manifest is not None
     added_paths = {f.file_path for f in change.added_data_files}
     try:
@@ -508,7 +529,7 @@ def write_v4_tree(request: TreeWriteRequest) -> TreeResult:
         if missing_columns:
             raise ValidationError(f"cannot add a column file for {missing_columns[0]}: not a live data file")
         if change.fail_missing_removals:
-            missing = [p for p in c.removed if p not in c.done]
+            missing = sorted({path for path, _ in c.removing})
             if missing:
                 raise ValidationError(
                     f"cannot remove {len(missing)} file(s) that are not live in the parent snapshot, "
