@@ -1,0 +1,99 @@
+"""Property test: transactions planned from one base snapshot, committed in a random order (SQLite).
+
+Two or three copies of one table are loaded before anything commits; each queues one random
+operation (append, copy-on-write overwrite, delete and update in both write modes and both
+isolation levels, equality delete, compaction, add column, set property) and they commit in a
+random order with the library's normal retry. Every commit must succeed or be refused with a
+non-retryable ``CommitConflict`` that some concurrent commit explains, and the table must equal
+the model of exactly the successful commits in commit order (``tests/support/concurrent_commits``
+holds the model and the rules). Row lineage on v3/v4: live ``_row_id``s unique, base rows keep
+theirs.
+
+Hypothesis is derandomised so CI sees the same scenarios every run; raise
+``ICEFLOE_PROPERTY_EXAMPLES`` to search more (and ``ICEFLOE_PROPERTY_SEED`` to search elsewhere).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
+
+from icefloe.catalog.sql import SqlCatalog
+from tests.support import concurrent_commits as cc
+
+EXAMPLES = int(os.environ.get("ICEFLOE_PROPERTY_EXAMPLES", "3"))
+SEED = int(os.environ.get("ICEFLOE_PROPERTY_SEED", "0"))
+CASES = [(v, p) for v in (2, 3, 4) for p in (True, False)]
+
+
+def filters() -> st.SearchStrategy[cc.Filter]:
+    return st.one_of(
+        st.builds(cc.Filter, st.just("grp"), st.just("="), st.integers(0, 3)),
+        st.builds(cc.Filter, st.just("id"), st.sampled_from(["=", ">="]), st.integers(0, 9)),
+        st.builds(cc.Filter, st.just("val"), st.just("<"), st.integers(100, 110)),
+    )
+
+
+MODES = st.sampled_from([cc.COW, cc.MOR])
+LEVELS = st.sampled_from([cc.SERIALIZABLE, cc.SNAPSHOT])
+KINDS: dict[str, st.SearchStrategy[cc.Operation]] = {
+    "append": st.builds(cc.Append, st.lists(st.integers(0, 3), min_size=1, max_size=3).map(tuple)),
+    "overwrite": st.builds(cc.Overwrite, st.integers(0, 3)),
+    "delete": st.builds(cc.Delete, filters(), MODES, LEVELS),
+    "update": st.builds(cc.Update, filters(), MODES, LEVELS),
+    "equality delete": st.builds(
+        cc.EqualityDelete, st.lists(st.integers(0, 8), min_size=1, max_size=3, unique=True).map(tuple)
+    ),
+    "compact": st.builds(cc.Compact, st.one_of(st.none(), st.integers(0, 2))),
+    "add column": st.just(cc.AddColumn()),
+    "set property": st.just(cc.SetProperty()),
+}
+# the operations that read or remove rows are where the conflicts are: draw them more often
+WEIGHTED = ["delete", "update", "compact", "delete", "update", "compact", *KINDS]
+OPERATIONS: st.SearchStrategy[cc.Operation] = st.sampled_from(WEIGHTED).flatmap(KINDS.__getitem__)
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> tuple[list[cc.Operation], list[int]]:
+    """Two or three operations and the order they commit in."""
+    ops = draw(st.lists(OPERATIONS, min_size=2, max_size=3))
+    order = draw(st.permutations(range(len(ops))))
+    return ops, list(order)
+
+
+def sqlite_catalog(where: Path) -> SqlCatalog:
+    catalog = SqlCatalog(
+        "fuzz", uri=f"sqlite:///{where}/catalog-{uuid.uuid4().hex}.db", warehouse=str(where / "wh")
+    )
+    catalog.create_namespace(("db",))
+    return catalog
+
+
+@pytest.mark.parametrize(
+    ("version", "partitioned"), CASES, ids=[f"v{v}-{'grp' if p else 'flat'}" for v, p in CASES]
+)
+@seed(SEED)
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=False,  # @seed fixes the sequence; derandomize would replay near-minimal scenarios
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(scenario=scenarios())
+def test_concurrent_commits_match_the_model(
+    tmp_path: Path, version: int, partitioned: bool, scenario: tuple[list[cc.Operation], list[int]]
+) -> None:
+    ops, order = scenario
+    catalog = sqlite_catalog(tmp_path)
+    try:
+        name = f"db.t_{uuid.uuid4().hex[:8]}"
+        cc.create_table(catalog, name, version, partitioned)
+        cc.run_in_order(lambda: catalog.load_table(name), ops, order)
+    finally:
+        catalog.close()
