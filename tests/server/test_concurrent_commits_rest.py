@@ -18,7 +18,7 @@ from icefloe.catalog.rest import RestCatalog
 from icefloe.catalog.sql import SqlCatalog
 from icefloe.server import RunningServer
 from tests.support import concurrent_commits as cc
-from tests.txn.test_concurrent_commits_model import EXAMPLES, OPERATIONS, SEED, scenarios
+from tests.txn.test_concurrent_commits_model import EXAMPLES, OPERATIONS, SEED, SETUP, Scenario, scenarios
 
 CASES = [(2, False), (3, True), (4, True), (4, False)]
 IDS = [f"v{v}-{'grp' if p else 'flat'}" for v, p in CASES]
@@ -50,22 +50,23 @@ def test_concurrent_commits_through_the_server_match_the_model(
     backing_catalog: SqlCatalog,
     version: int,
     partitioned: bool,
-    scenario: tuple[list[cc.Operation], list[int]],
+    scenario: Scenario,
 ) -> None:
-    ops, order = scenario
-    cc.run_in_order(_rest_table(rest_server, backing_catalog, version, partitioned), ops, order)
+    setup, ops, order = scenario
+    cc.run_in_order(_rest_table(rest_server, backing_catalog, version, partitioned), ops, order, setup)
 
 
 @pytest.mark.parametrize("backing_catalog", ["sqlite"], indirect=True)
 @pytest.mark.parametrize(("version", "partitioned"), CASES, ids=IDS)
 @seed(SEED)
 @SETTINGS
-@given(ops=st.lists(OPERATIONS, min_size=2, max_size=3))
+@given(setup=SETUP, ops=st.lists(OPERATIONS, min_size=2, max_size=3))
 def test_commits_from_threads_at_once_match_the_model_in_log_order(
     rest_server: RunningServer,
     backing_catalog: SqlCatalog,
     version: int,
     partitioned: bool,
+    setup: list[cc.Operation],
     ops: list[cc.Operation],
 ) -> None:
-    cc.run_in_threads(_rest_table(rest_server, backing_catalog, version, partitioned), ops)
+    cc.run_in_threads(_rest_table(rest_server, backing_catalog, version, partitioned), ops, setup)

@@ -165,13 +165,18 @@ def filter_of(op: Operation) -> Filter:
 # ---------------------------------------------------------------- tables
 
 
-def create_table(catalog: object, name: str, version: int, partitioned: bool) -> Table:
+COLUMN_UPDATES = {"write.v4.column-updates.enabled": "true"}  # v4 merge-on-read updates write column files
+
+
+def create_table(
+    catalog: object, name: str, version: int, partitioned: bool, properties: Mapping[str, str] | None = None
+) -> Table:
     """The base table: ``BASE_BATCHES`` appended one after the other."""
     table: Table = catalog.create_table(  # type: ignore[attr-defined]
         name,
         SCHEMA,
         partition_spec=BY_GRP if partitioned else None,
-        properties={"format-version": str(version)},
+        properties={"format-version": str(version), **(properties or {})},
     )
     for batch in BASE_BATCHES:
         table.append(arrow_rows(batch))
@@ -384,19 +389,29 @@ class Scenario:
 
     queued: list[Queued]
     base: Snapshot | None
+    rows: Rows  # the base's rows
     lineage: dict[int, int | None]  # id -> _row_id of the base rows (v3+)
 
     @classmethod
-    def queue_all(cls, load: Loader, ops: list[Operation]) -> Scenario:
-        """Load one copy per operation before anything commits (one base), then queue each."""
+    def queue_all(cls, load: Loader, ops: list[Operation], setup: list[Operation]) -> Scenario:
+        """Commit ``setup`` one after the other (the base then holds deletes, column files ...),
+        load one copy per operation before anything else commits (one base), queue each."""
+        rows = base_rows()
+        for k, op in enumerate(setup):
+            q = queue(90 + k, op, load(), 500 + 10 * k)
+            assert commit(q) is None, f"setup {op} refused"
+            model = Model(rows)
+            if not q.is_noop:
+                model.apply(q)
+            rows = model.rows
         tables = [load() for _ in ops]
         lineage = dict(row_ids(tables[0])) if tables[0].format_version >= 3 else {}
         queued = [queue(i, op, t, 1_000 + 100 * i) for i, (op, t) in enumerate(zip(ops, tables, strict=True))]
-        return cls(queued, tables[0].current_snapshot(), lineage)
+        return cls(queued, tables[0].current_snapshot(), rows, lineage)
 
     def check(self, final: Table, order: list[int], story: list[str]) -> None:
         """The table after the successful commits ``order`` (in commit order) equals the model."""
-        model = Model(base_rows())
+        model = Model(self.rows)
         for i in order:
             q = self.queued[i]
             if q.is_noop:
@@ -414,12 +429,13 @@ class Scenario:
             check_lineage(self.lineage, row_ids(final))
 
 
-def run_in_order(load: Loader, ops: list[Operation], order: list[int]) -> list[str]:
-    """Queue ``ops`` on copies of one base, commit them one after the other in ``order``, check.
-
-    Returns what happened, one line per commit.
+def run_in_order(
+    load: Loader, ops: list[Operation], order: list[int], setup: list[Operation] | None = None
+) -> list[str]:
+    """Queue ``ops`` on copies of one base (after ``setup``), commit them one after the other in
+    ``order``, check. Returns what happened, one line per commit.
     """
-    scenario = Scenario.queue_all(load, ops)
+    scenario = Scenario.queue_all(load, ops, setup or [])
     succeeded: list[Queued] = []
     story: list[str] = []
     for i in order:
@@ -435,13 +451,14 @@ def run_in_order(load: Loader, ops: list[Operation], order: list[int]) -> list[s
     return story
 
 
-def run_in_threads(load: Loader, ops: list[Operation]) -> list[str]:
-    """Queue ``ops`` on copies of one base, commit them from one thread each at once, check.
+def run_in_threads(load: Loader, ops: list[Operation], setup: list[Operation] | None = None) -> list[str]:
+    """Queue ``ops`` on copies of one base (after ``setup``), commit them from one thread each at
+    once, check.
 
     The commit order is the one the snapshot log shows (metadata-only commits leave no snapshot
     and change no rows, so their place does not matter); no timing is assumed.
     """
-    scenario = Scenario.queue_all(load, ops)
+    scenario = Scenario.queue_all(load, ops, setup or [])
     start = threading.Barrier(len(ops))
     outcomes: list[CommitConflict | BaseException | None] = [None] * len(ops)
 
