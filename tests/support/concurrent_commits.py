@@ -21,7 +21,8 @@ a resurrected row. What Iceberg's validation rules (Java's ``MergingSnapshotProd
 - a compaction must be refused when a rewritten file got deletes or was removed concurrently;
   concurrent appends and equality deletes (the rewritten rows keep their sequence number) are fine.
 
-Refusals must be non-retryable ``CommitConflict``s. A refusal is allowed only when a concurrent
+Refusals must be non-retryable ``CommitConflict``s (see ``commit`` for the one documented
+``ValidationError``). A refusal is allowed only when a concurrent
 commit could cause it (``may_conflict``); refusing a commit nothing touched is a bug too.
 """
 
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from icefloe.errors import CommitConflict
+from icefloe.errors import CommitConflict, ValidationError
 from icefloe.maintenance.rewrite_data_files import LocalGroupWriter, plan_rewrite, rewrite_action
 from icefloe.spec.partitioning import PartitionField, PartitionSpec
 from icefloe.spec.schema import Schema
@@ -221,6 +222,7 @@ class Queued:
     new_rows: Rows = field(default_factory=dict)  # rows the operation adds (append, overwrite)
     new_val: int | None = None  # the value an update writes
     is_noop: bool = False  # nothing queued: a delete / update matching nothing, nothing to compact
+    writes_column_files: bool = False  # a v4 merge-on-read update with column updates on
 
 
 def queue(index: int, op: Operation, table: Table, next_id: int) -> Queued:
@@ -243,6 +245,8 @@ def queue(index: int, op: Operation, table: Table, next_id: int) -> Queued:
         queued.new_val = 20_000 + next_id
         result = tx.update({"val": queued.new_val}, op.filter.text, mode=op.mode, options=options)
         queued.is_noop = not result.changed
+        columns = md.properties.get("write.v4.column-updates.enabled", "false") == "true"
+        queued.writes_column_files = columns and op.mode == MOR and result.changed
     elif isinstance(op, EqualityDelete):
         base = base_rows()
         keys = arrow_rows({i: base[i] for i in op.ids}).select(["id", "grp"])
@@ -270,15 +274,24 @@ def queue(index: int, op: Operation, table: Table, next_id: int) -> Queued:
     return queued
 
 
-def commit(queued: Queued) -> CommitConflict | None:
+Refusal = CommitConflict | ValidationError
+
+
+def commit(queued: Queued) -> Refusal | None:
     """Commit with the library's normal retry: None when it committed, else the refusal.
 
-    Anything but a non-retryable ``CommitConflict`` is a bug and propagates.
+    A refusal is a non-retryable ``CommitConflict``, or the ``ValidationError`` of an equality
+    delete meeting v4 column files (documented as refused outright, also when a concurrent update
+    wrote them); anything else is a bug and propagates.
     """
     try:
         queued.tx.commit()
     except CommitConflict as exc:
         assert not exc.retryable, f"a conflict that ran out of retries: {exc}"
+        return exc
+    except ValidationError as exc:
+        if not (isinstance(queued.op, EqualityDelete) and "column files" in str(exc)):
+            raise
         return exc
     return None
 
@@ -293,7 +306,9 @@ def _touches_data(op: Operation) -> bool:
 def may_conflict(op: Operation, earlier: list[Queued]) -> bool:
     """Whether a refusal of ``op`` is allowed after the ``earlier`` successful concurrent commits."""
     done = [q for q in earlier if not q.is_noop]
-    if isinstance(op, Append | EqualityDelete | SetProperty):
+    if isinstance(op, EqualityDelete):  # documented: never on a data file with v4 column files
+        return any(q.writes_column_files for q in done)
+    if isinstance(op, Append | SetProperty):
         return False
     if isinstance(op, AddColumn):
         return any(isinstance(q.op, AddColumn) for q in done)
@@ -460,7 +475,7 @@ def run_in_threads(load: Loader, ops: list[Operation], setup: list[Operation] | 
     """
     scenario = Scenario.queue_all(load, ops, setup or [])
     start = threading.Barrier(len(ops))
-    outcomes: list[CommitConflict | BaseException | None] = [None] * len(ops)
+    outcomes: list[Refusal | BaseException | None] = [None] * len(ops)
 
     def run(i: int) -> None:
         start.wait()
@@ -476,7 +491,7 @@ def run_in_threads(load: Loader, ops: list[Operation], setup: list[Operation] | 
         t.join()
     story = [f"#{q.index} {q.op}: {outcomes[q.index] or 'committed'}" for q in scenario.queued]
     for q, outcome in zip(scenario.queued, outcomes, strict=True):
-        if outcome is not None and not isinstance(outcome, CommitConflict):
+        if outcome is not None and not isinstance(outcome, Refusal):
             raise AssertionError(
                 f"#{q.index} {q.op} failed with something else than a conflict: {story}"
             ) from outcome

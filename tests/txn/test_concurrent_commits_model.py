@@ -83,7 +83,7 @@ def mixes_column_files_and_equality_deletes(properties: dict[str, str], scenario
     return (
         properties == cc.COLUMN_UPDATES
         and any(isinstance(op, cc.Update) and op.mode == cc.MOR for op in setup)
-        and any(isinstance(op, cc.EqualityDelete) for op in ops)
+        and any(isinstance(op, cc.EqualityDelete) for op in [*setup, *ops])
     )
 
 
