@@ -13,17 +13,20 @@ a resurrected row. What Iceberg's validation rules (Java's ``MergingSnapshotProd
 ``validateNoConflictingData`` / ``validateNoConflictingDeletes`` / ``validateDeletedFiles``,
 ``BaseRewriteFiles``) say about each pair:
 
-- an append, an equality delete and a property change never conflict;
+- an append, an equality delete and a property change never conflict (an equality delete is
+  refused only when a concurrent v4 column update gave its data files column files);
 - under ``serializable`` isolation a row-level operation must be refused when a concurrent commit
   added rows its filter matches; under ``snapshot`` those rows stay;
-- a row-level operation whose base rows were deleted, updated or rewritten concurrently must be
-  refused (else it would bring them back or lose the concurrent change);
+- an update whose base rows were deleted or updated concurrently must be refused (it would bring
+  them back or lose the other update); a copy-on-write rewrite of a file whose rows changed
+  concurrently would show in the contents as a resurrected row;
 - a compaction must be refused when a rewritten file got deletes or was removed concurrently;
   concurrent appends and equality deletes (the rewritten rows keep their sequence number) are fine.
 
 Refusals must be non-retryable ``CommitConflict``s (see ``commit`` for the one documented
-``ValidationError``). A refusal is allowed only when a concurrent
-commit could cause it (``may_conflict``); refusing a commit nothing touched is a bug too.
+``ValidationError``). A refusal is allowed only when a concurrent commit could cause it
+(``may_conflict``); refusing a commit nothing touched is a bug too. Commits that setup changes
+make first give the base deletes, deletion vectors and column files to meet.
 """
 
 from __future__ import annotations
