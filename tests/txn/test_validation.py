@@ -221,6 +221,26 @@ def test_cow_against_a_concurrent_matching_append(
 
 
 @pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("partitioned", [True, False], ids=["by-cat", "flat"])
+def test_overwrite_of_rows_the_base_lacks_fails_on_a_concurrent_matching_write(
+    catalog: Catalog, version: Version, partitioned: bool
+) -> None:
+    """Two overwrites of cat 'd' (no rows yet) planned from one base: serially the second replaces
+    the first's row, so committing both would keep a row the second overwrite should remove."""
+    _table(catalog, version, partitioned=partitioned)
+    first, second = catalog.load_table("db.t"), catalog.load_table("db.t")
+    queued = [
+        TableTransaction(t).overwrite(_rows([100 + i], "d"), "cat = 'd'")
+        for i, t in enumerate((first, second))
+    ]
+    queued[0].commit()
+    with pytest.raises(CommitConflict, match="serializable") as info:
+        queued[1].commit()
+    assert info.value.retryable is False
+    assert _ids(first) == [*range(20), 100]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
 def test_serializable_cow_accepts_appends_that_cannot_match(catalog: Catalog, version: Version) -> None:
     table = _table(catalog, version, partitioned=True)
     planned = _plan_cow(table, "cat = 'a' and id < 5")

@@ -59,7 +59,7 @@ def build_action(
         plan = plan_copy_on_write(table.io, md, base, row_filter)
         removed = plan.removed
         added = plan.added + list(files)
-        conflict = row_filter if removed else None
+        conflict = row_filter  # also when nothing matched yet: concurrent matching rows conflict
     if not removed and not added:
         return None
     return OverwriteFiles(

@@ -153,7 +153,9 @@ class TableTransaction:
                 removed=plan.removed,
                 added=added,
                 base_snapshot_id=base.snapshot_id if base else None,
-                conflict_filter=row_filter if plan.removed else None,
+                # even when the base has no matching rows: a concurrent write of such rows is one
+                # this overwrite should have replaced (serializable, like Java's validateNoConflictingData)
+                conflict_filter=row_filter,
                 case_sensitive=case_sensitive,
             )
         )
