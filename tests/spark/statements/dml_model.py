@@ -432,7 +432,8 @@ class Merge:
     def sql(self, table: str) -> str:
         if self.source == "subquery":
             filt = self.source_filter.sql() if self.source_filter is not None else "TRUE"
-            using = f"(SELECT * FROM {{view}} AS s WHERE {filt}) AS s"
+            # columns in another order than the table's: SET * and INSERT * go by name
+            using = f"(SELECT s.v, s.grp, s.id FROM {{view}} AS s WHERE {filt}) AS s"
         elif self.source == "self":
             using = f"{table} AS s"
         elif self.source == "table":

@@ -64,6 +64,7 @@ from tests.spark.statements.dml_model import (
 
 EXAMPLES = int(os.environ.get("ICEFLOE_PROPERTY_EXAMPLES", "5"))
 SEED = os.environ.get("ICEFLOE_PROPERTY_SEED")
+LOG = os.environ.get("ICEFLOE_DML_FUZZ_LOG")  # a file each statement run is appended to, for a hunt's tally
 SHRINK = os.environ.get("ICEFLOE_PROPERTY_SHRINK", "1") != "0"  # 0: report the first failure as drawn
 PARTITIONINGS = {"none": "", "identity": " PARTITIONED BY (grp)", "bucket": " PARTITIONED BY (bucket(2, id))"}
 MODES = ("copy-on-write", "merge-on-read")
@@ -72,7 +73,7 @@ MODES = ("copy-on-write", "merge-on-read")
 INT = st.one_of(st.none(), st.integers(0, 3))
 GRP = st.sampled_from([None, "a", "b"])
 VALUES = st.tuples(INT, GRP, INT)
-ROWS = st.lists(VALUES, max_size=5).map(tuple)
+ROWS = st.lists(VALUES, max_size=6).map(tuple)
 
 
 def int_expr(quals: tuple[str, ...]) -> st.SearchStrategy[Expr]:
@@ -149,8 +150,16 @@ def ordered_clauses(
 @st.composite
 def merge(draw: st.DrawFn) -> Merge:
     ts, t, s = ("t", "s"), ("t",), ("s",)
-    key = st.builds(
-        Compare, st.sampled_from(["=", "=", "<=>"]), st.just(Col("t", "id")), st.just(Col("s", "id"))
+    # keys as users write them: the same column on both sides (either way round), null-safe,
+    # another source column, a string key
+    key = st.sampled_from(
+        [
+            Compare("=", Col("t", "id"), Col("s", "id")),
+            Compare("=", Col("s", "id"), Col("t", "id")),
+            Compare("<=>", Col("t", "id"), Col("s", "id")),
+            Compare("=", Col("t", "id"), Col("s", "v")),
+            Compare("=", Col("t", "grp"), Col("s", "grp")),
+        ]
     )
     on = draw(st.one_of(key, key, st.builds(BoolOp, st.just("AND"), key, pred(ts)), pred(ts)))
     maybe = lambda p: st.one_of(st.none(), p)  # noqa: E731
@@ -218,7 +227,7 @@ def cases(draw: st.DrawFn) -> Case:
         partitioning=partitioning,
         rows=draw(ROWS),
         source=draw(ROWS),
-        statements=tuple(draw(st.lists(statement(partitioning), min_size=1, max_size=4))),
+        statements=tuple(draw(st.lists(statement(partitioning), min_size=2, max_size=5))),
     )
 
 
@@ -273,7 +282,9 @@ def run_case(spark: Any, catalog: Catalog, case: Case) -> None:
             sql(spark, Insert(case.source).sql(table_source))
     try:
         model: list[Row] = []
-        statements = ((Insert(case.rows),) if case.rows else ()) + case.statements
+        half = len(case.rows) // 2  # two inserts: two data files per partition to find rows in
+        first = tuple(Insert(part) for part in (case.rows[:half], case.rows[half:]) if part)
+        statements = first + case.statements
         for stmt in statements:
             model = _step(spark, catalog, case, ident, stmt, model, _render(stmt, table, view, table_source))
     finally:
@@ -285,6 +296,9 @@ def _step(
 ) -> list[Row]:
     table = f"icefloe.{ident}"
     note(text)
+    if LOG:
+        with open(LOG, "a") as log:
+            log.write(text.replace("\n", " ") + "\n")
     before = catalog.load_table(ident)
     floor = before.metadata.next_row_id or 0
     try:
