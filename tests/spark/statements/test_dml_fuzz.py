@@ -62,7 +62,7 @@ from tests.spark.statements.dml_model import (
     WhenNotMatchedBySource,
 )
 
-EXAMPLES = int(os.environ.get("ICEFLOE_PROPERTY_EXAMPLES", "5"))
+EXAMPLES = int(os.environ.get("ICEFLOE_PROPERTY_EXAMPLES", "10"))  # ~60 s on a loaded 2-core machine
 SEED = os.environ.get("ICEFLOE_PROPERTY_SEED")
 LOG = os.environ.get("ICEFLOE_DML_FUZZ_LOG")  # a file each statement run is appended to, for a hunt's tally
 SHRINK = os.environ.get("ICEFLOE_PROPERTY_SHRINK", "1") != "0"  # 0: report the first failure as drawn
