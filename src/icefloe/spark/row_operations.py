@@ -424,6 +424,8 @@ def execute_merge(
         "merge",
     )
     row_action = plan.action() if action is None else F.col(ACTION)
+    if not spec.has_matched and preserve_target:
+        stage = _once_per_target_row(stage, row_action)
     old = {f.name: F.col(f"__icefloe_old_{i}") for i, f in enumerate(schema.fields)}
     upd_values = plan.values(stage.schema, UPDATE, lambda f: old[f.name])
     ins_values = plan.values(stage.schema, INSERT, insert_default) if preserve_source else None
@@ -440,6 +442,15 @@ def execute_merge(
     return _run_changes(
         spark, table, change, tasks, changes, options.branch, options.properties, plan.updated_fields()
     )
+
+
+def _once_per_target_row(stage: DataFrame, row_action: Column) -> DataFrame:
+    """``stage`` with one row per kept target row. Without WHEN MATCHED clauses several source rows
+    may match a target row (Spark's one-match rule is only for matched actions): the row is then
+    kept as it is, once, not once per match, which copy-on-write would write back."""
+    kept = row_action == KEEP
+    once = stage.where(kept).dropDuplicates([FILE_COLUMN, POS_COLUMN])
+    return once.unionByName(stage.where(~kept | row_action.isNull()))
 
 
 def _source_column(source: DataFrame, name: str, case_sensitive: bool) -> str:
