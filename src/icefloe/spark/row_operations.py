@@ -397,7 +397,10 @@ def execute_merge(
     tasks = plan_files(table.io, md, base, scan_filter, case_sensitive=case_sensitive) if base else []
     target = target_frame(spark, md, dict(table.io.properties), tasks, case_sensitive)
 
-    preserve_target = chosen == COPY_ON_WRITE or spec.reads_whole_table
+    # target rows join whole (outer) when NOT MATCHED BY SOURCE clauses look at every one, or when
+    # copy-on-write must write back the untouched rows of files a matched clause changes; an
+    # insert-only MERGE changes no target file, so it needs only the target rows a source row meets
+    preserve_target = spec.reads_whole_table or (chosen == COPY_ON_WRITE and spec.has_matched)
     preserve_source = plan.has_inserts()
     how = {(True, True): "full_outer", (True, False): "left_outer", (False, True): "right_outer"}.get(
         (preserve_target, preserve_source), "inner"
@@ -424,7 +427,7 @@ def execute_merge(
         "merge",
     )
     row_action = plan.action() if action is None else F.col(ACTION)
-    if not spec.has_matched and preserve_target:
+    if not spec.has_matched and preserve_target and chosen == COPY_ON_WRITE:
         stage = _once_per_target_row(stage, row_action)
     old = {f.name: F.col(f"__icefloe_old_{i}") for i, f in enumerate(schema.fields)}
     upd_values = plan.values(stage.schema, UPDATE, lambda f: old[f.name])
@@ -447,7 +450,8 @@ def execute_merge(
 def _once_per_target_row(stage: DataFrame, row_action: Column) -> DataFrame:
     """``stage`` with one row per kept target row. Without WHEN MATCHED clauses several source rows
     may match a target row (Spark's one-match rule is only for matched actions): the row is then
-    kept as it is, once, not once per match, which copy-on-write would write back."""
+    kept as it is, once, not once per match, which copy-on-write would write back. (Merge-on-read
+    drops kept rows, and an insert-only MERGE does not join them whole: neither needs this.)"""
     kept = row_action == KEEP
     once = stage.where(kept).dropDuplicates([FILE_COLUMN, POS_COLUMN])
     return once.unionByName(stage.where(~kept | row_action.isNull()))
