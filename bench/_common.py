@@ -213,6 +213,24 @@ def workspace(path: str | None, prefix: str) -> Iterator[str]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def spark_bench_session(name: str, master: str, work: str, **conf: str) -> Any:
+    """A local SparkSession for a Spark benchmark: icefloe's catalog in ``work`` (SQLite, local
+    warehouse) with namespace ``bench`` made, Spark's log at ERROR."""
+    from icefloe.spark import session
+    from icefloe.spark.runtime import resolve_catalog
+
+    spark = session(
+        app_name=f"icefloe-{name}",
+        master=master,
+        catalog_uri=f"sqlite:///{os.path.join(work, 'catalog.db')}",
+        warehouse=os.path.join(work, "warehouse"),
+        **conf,
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    resolve_catalog(spark, None).create_namespace(("bench",))
+    return spark
+
+
 def catalog_uri(work: str) -> str:
     """The SQLite catalog database of a workspace."""
     return f"sqlite:///{work}/catalog.db"

@@ -23,12 +23,11 @@ for them before too: the "fixed" arm is how the whole MERGE ran before, but for 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import tempfile
 import time
 
-from bench._common import command_line, load_average
+from bench._common import command_line, load_average, spark_bench_session
 
 ADAPTIVE = "spark.sql.adaptive.enabled"
 
@@ -46,21 +45,15 @@ def main(argv: list[str] | None = None) -> int:
 
     from pyspark.sql import functions as F
 
-    from icefloe.spark import create_table, merge_into, session, write_table
+    from icefloe.spark import create_table, merge_into, write_table
     from icefloe.spark.runtime import resolve_catalog
 
     print(f"command:  {command_line('bench.bench_small_merge', argv)}")
     work = tempfile.mkdtemp(prefix="icefloe-bench-small-merge-")
-    spark = session(
-        app_name="icefloe-bench-small-merge",
-        master=args.master,
-        catalog_uri=f"sqlite:///{os.path.join(work, 'catalog.db')}",
-        warehouse=os.path.join(work, "warehouse"),
-        **{"spark.sql.shuffle.partitions": "200"},
+    spark = spark_bench_session(
+        "bench-small-merge", args.master, work, **{"spark.sql.shuffle.partitions": "200"}
     )
-    spark.sparkContext.setLogLevel("ERROR")
     catalog = resolve_catalog(spark, None)
-    catalog.create_namespace(("bench",))
     name, n, parts = "bench.trips", args.rows, args.partitions
     create_table(spark, name, "id BIGINT NOT NULL, p INT NOT NULL, v DOUBLE", partitioned_by=["p"])
     for job in range(4):

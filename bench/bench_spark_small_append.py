@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from bench._common import command_line, load_average
+from bench._common import command_line, load_average, spark_bench_session
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -97,21 +97,14 @@ def main(argv: list[str] | None = None) -> int:
     cases = [c for c in args.cases.split(",") if c]
 
     import icefloe
-    from icefloe.spark import create_table, session, sql, write_table
+    from icefloe.spark import create_table, sql, write_table
     from icefloe.spark.runtime import resolve_catalog, session_conf
 
     print(f"command:  {command_line('bench.bench_spark_small_append', argv)}")
     print(f"icefloe:  {os.path.dirname(icefloe.__file__)}")
     work = tempfile.mkdtemp(prefix="icefloe-bench-small-append-")
-    spark = session(
-        app_name="icefloe-bench-small-append",
-        master=args.master,
-        catalog_uri=f"sqlite:///{os.path.join(work, 'catalog.db')}",
-        warehouse=os.path.join(work, "warehouse"),
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = spark_bench_session("bench-small-append", args.master, work)
     tracker = spark.sparkContext.statusTracker()
-    resolve_catalog(spark, None).create_namespace(("bench",))
     for case in cases:
         partitioned_by = CASES[case][0]
         for route in routes:

@@ -27,7 +27,7 @@ import tempfile
 import time
 from typing import TYPE_CHECKING
 
-from bench._common import command_line, load_average
+from bench._common import command_line, load_average, spark_bench_session
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import icefloe
-    from icefloe.spark import create_table, session
+    from icefloe.spark import create_table
     from icefloe.spark.runtime import resolve_catalog
     from icefloe.spark.write import commit_staged, stage_dataframe
     from icefloe.spark.write_route import choose_route, estimated_input_bytes
@@ -74,15 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"command:  {command_line('bench.bench_spark_write_route', argv)}")
     print(f"icefloe:  {os.path.dirname(icefloe.__file__)}")
     work = tempfile.mkdtemp(prefix="icefloe-bench-write-route-")
-    spark = session(
-        app_name="icefloe-bench-write-route",
-        master=args.master,
-        catalog_uri=f"sqlite:///{os.path.join(work, 'catalog.db')}",
-        warehouse=os.path.join(work, "warehouse"),
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = spark_bench_session("bench-write-route", args.master, work)
     catalog = resolve_catalog(spark, None)
-    catalog.create_namespace(("bench",))
     frames = inputs(spark, args.rows, work)
     times: dict[str, list[float]] = {c: [] for c in CASES}
     checks: dict[str, list[float]] = {c: [] for c in CASES}
