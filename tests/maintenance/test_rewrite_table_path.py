@@ -19,7 +19,7 @@ import pytest
 
 from icefloe.catalog.base import Catalog
 from icefloe.catalog.sql import SqlCatalog
-from icefloe.errors import ValidationError
+from icefloe.errors import CorruptMetadata, ValidationError
 from icefloe.formats.puffin.files import read_puffin_footer
 from icefloe.io.fileio import FileIO
 from icefloe.maintenance.partition_stats import compute_partition_stats
@@ -235,6 +235,16 @@ def test_a_file_outside_the_source_prefix_is_refused_and_nothing_is_written(
         rewrite_table_path(
             table, f"{table.location()}/data", f"file://{tmp_path}/dr", staging_location=str(staging)
         )
+    assert not staging.exists()
+
+
+def test_a_damaged_metadata_file_in_the_log_is_refused_naming_it(catalog: Catalog, tmp_path: Path) -> None:
+    table = _table(catalog, 2)
+    older = table.metadata.metadata_log[0].metadata_file
+    Path(older.removeprefix("file://")).write_bytes(b"\x1f\x8b not gzip at all")
+    staging = tmp_path / "staging"
+    with pytest.raises(CorruptMetadata, match=f"metadata file {re.escape(older)} is not valid gzip"):
+        rewrite_table_path(table, table.location(), f"file://{tmp_path}/dr/t", staging_location=str(staging))
     assert not staging.exists()
 
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from icefloe.errors import Unsupported, ValidationError
-from icefloe.formats.metadata.files import metadata_directory
+from icefloe.formats.metadata.files import decode_metadata_document, metadata_directory
 from icefloe.formats.v4.content_entry_schema import has_scheme, resolve_location
 from icefloe.io.durability import durability_barrier
 from icefloe.io.fileio import FileIO, normalize_location
@@ -55,7 +55,6 @@ PATH_PROPERTIES = (
     "write.object-storage.path",
 )
 """Table properties that hold a location of the table's files: moved with the table."""
-_GZIP_MAGIC = b"\x1f\x8b"
 
 
 @dataclass(frozen=True)
@@ -161,11 +160,8 @@ def _version_span(
 
 def _read_document(fio: FileIO, location: str) -> dict[str, Any]:
     """A metadata file as its JSON object (kept whole: every field is carried into the copy)."""
-    data = fio.new_input(location).read()
-    if data[:2] == _GZIP_MAGIC:
-        data = gzip.decompress(data)
-    document = json.loads(data)
-    if not isinstance(document, dict) or "location" not in document:
+    document = decode_metadata_document(fio.new_input(location).read(), location)
+    if "location" not in document:
         raise ValidationError(f"{location} is not a table metadata file")
     return document
 

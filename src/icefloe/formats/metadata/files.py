@@ -120,13 +120,10 @@ def _codec(properties: dict[str, str]) -> str:
     return codec
 
 
-def decode_table_metadata(data: bytes, location: str) -> TableMetadata:
-    """Parse metadata file bytes (plain or gzip JSON); errors name ``location``.
-
-    Whatever the bytes, only IcefloeErrors escape: CorruptMetadata (with ``location``) for bad
-    gzip, bad JSON (including integers too long to parse and nesting too deep to recurse) and
-    JSON that is not table metadata; Unsupported for a newer format version.
-    """
+def decode_metadata_document(data: bytes, location: str) -> dict[str, Any]:
+    """Metadata file bytes (plain or gzip JSON) as their JSON object, every field kept; errors
+    name ``location``: CorruptMetadata for bad gzip, bad JSON (including integers too long to
+    parse and nesting too deep to recurse) and JSON that is not an object."""
     if data[:2] == _GZIP_MAGIC:
         try:
             data = gzip.decompress(data)
@@ -142,6 +139,17 @@ def decode_table_metadata(data: bytes, location: str) -> TableMetadata:
         ) from exc
     if not isinstance(document, dict):
         raise CorruptMetadata(f"metadata file {location} does not hold a JSON object", location=location)
+    return document
+
+
+def decode_table_metadata(data: bytes, location: str) -> TableMetadata:
+    """Parse metadata file bytes (plain or gzip JSON); errors name ``location``.
+
+    Whatever the bytes, only IcefloeErrors escape: CorruptMetadata (with ``location``) for bad
+    gzip, bad JSON (including integers too long to parse and nesting too deep to recurse) and
+    JSON that is not table metadata; Unsupported for a newer format version.
+    """
+    document = decode_metadata_document(data, location)
     try:
         return table_metadata_from_json(document)
     except CorruptMetadata as exc:
