@@ -427,7 +427,7 @@ def execute_merge(
         "merge",
     )
     row_action = plan.action() if action is None else F.col(ACTION)
-    if not spec.has_matched and preserve_target and chosen == COPY_ON_WRITE:
+    if chosen == COPY_ON_WRITE and spec.reads_whole_table and not spec.has_matched:
         stage = _once_per_target_row(stage, row_action)
     old = {f.name: F.col(f"__icefloe_old_{i}") for i, f in enumerate(schema.fields)}
     upd_values = plan.values(stage.schema, UPDATE, lambda f: old[f.name])
